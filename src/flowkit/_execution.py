@@ -1,0 +1,312 @@
+"""The execution core, shared by the sync and async APIs.
+
+A run is a generator that yields instructions (``CallNode``: run this node; ``Sleep``: back
+off before a retry) and receives their outcomes. The sync and async drivers differ only in
+how they carry out those two instructions, so every rule (routing, reducers, declared writes,
+retries, error state, commits, events) lives here once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ._events import (
+    Completed,
+    Failed,
+    NodeFinished,
+    NodeStarted,
+    StateChanged,
+    Waiting,
+    classify_changes,
+)
+from ._node import Context, Node, NodeError, check_update
+from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
+from ._route_table import END
+from .errors import StepLimitError, UndeclaredWriteError
+
+if TYPE_CHECKING:
+    from ._flow import Flow
+    from ._runner import Runner
+
+__all__ = ["CallNode", "Cursor", "Outcome", "Sleep", "replay_record", "run_steps"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A thread's committed position: its state, the machine state, status and version."""
+
+    state: BaseModel
+    node: str
+    status: Status
+    version: int
+    error: NodeError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallNode:
+    node: Node
+    name: str
+    state: BaseModel
+    ctx: Context
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    value: Any = None
+    error: Exception | None = None
+
+
+Instruction = CallNode | Sleep
+Steps = Generator[Instruction, Outcome | None, Cursor]
+
+
+def status_of(flow: Flow, target: str) -> Status:
+    kind = flow.kind_of(target)
+    if kind == "node":
+        return "pending"
+    if kind == "gate":
+        return "waiting"
+    return flow.final_status(target)
+
+
+def mirror(flow: Flow, state: BaseModel, update: dict[str, Any], target: str) -> BaseModel:
+    """Write the machine state into ``dialog_state`` (when the model has one)."""
+    if "dialog_state" not in flow.schema or target == END:
+        return state
+    update["dialog_state"] = target
+    return state.model_copy(update={"dialog_state": target})
+
+
+def check_writes(name: str, writes: frozenset[str] | None, update: Mapping[str, Any]) -> None:
+    if writes is None:
+        return
+    for key in update:
+        if key not in writes:
+            declared = ", ".join(sorted(writes)) or "nothing"
+            raise UndeclaredWriteError(
+                f"`{name}` wrote `{key}` but declares writes to {declared}; add `{key}` to its "
+                "writes or stop writing it. Nothing was saved; fix the node and resume.",
+                node=name,
+                key=key,
+            )
+
+
+def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
+    """The cursor after one journal record (the same rules the live run used)."""
+    error = NodeError.model_validate(record.error) if getattr(record, "error", None) else None
+    if isinstance(record, StartRecord):
+        state = flow.schema.load_state(record.state)
+        return Cursor(state, record.next, record.status, record.version, error)
+    assert cursor is not None, "a journal starts with a start record"
+    who = getattr(record, "node", None) or getattr(record, "gate", None) or "update_state"
+    state = flow.schema.replay(cursor.state, record.update, node=who)
+    return Cursor(state, record.next, record.status, record.version, error)
+
+
+def gate_input_step(
+    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, value: BaseModel
+) -> Cursor:
+    """Apply validated gate input: reduce it into the state, route on, commit."""
+    flow = runner.flow
+    gate_name = cursor.node
+    gate = flow.gates[gate_name]
+    raw = gate.to_update(cursor.state, value)
+    check_writes(gate_name, gate.writes, raw)
+    state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
+    target = flow.next_state(gate_name, state)
+    flow.machine.advance(gate_name, target)
+    state = mirror(flow, state, update, target)
+    after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
+    record = InputRecord.model_construct(
+        version=after.version,
+        ts=time.time(),
+        run_id=run_id,
+        next=target,
+        status=after.status,
+        gate=gate_name,
+        input=value.model_dump(mode="json"),
+        update=runner._dump(update),
+    )
+    runner._commit(thread_id, cursor.version, after, record)
+    runner._announce(thread_id, run_id, gate_name, after, tuple(update))
+    return after
+
+
+def patch_step(
+    runner: Runner[Any],
+    thread_id: str,
+    cursor: Cursor,
+    values: Mapping[str, Any],
+    goto: str | None,
+    reason: str,
+    actor: str,
+) -> Cursor:
+    flow = runner.flow
+    state, update = flow.schema.apply(cursor.state, values, node="update_state")
+    target = cursor.node if goto is None else goto
+    status = cursor.status if goto is None else status_of(flow, target)
+    if goto is not None:
+        state = mirror(flow, state, update, target)
+    after = Cursor(
+        state, target, status, cursor.version + 1, cursor.error if goto is None else None
+    )
+    record = PatchRecord.model_construct(
+        version=after.version,
+        ts=time.time(),
+        run_id=None,
+        next=target,
+        status=status,
+        update=runner._dump(update),
+        reason=reason,
+        actor=actor,
+    )
+    runner._commit(thread_id, cursor.version, after, record)
+    runner._announce(thread_id, None, "update_state", after, tuple(update))
+    return after
+
+
+def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) -> Steps:
+    """Run nodes from ``cursor`` until the thread waits, finishes or fails."""
+    flow = runner.flow
+    schema = flow.schema
+    steps = 0
+    while cursor.status == "pending":
+        name = cursor.node
+        node = flow.nodes[name]
+        steps += 1
+        if steps > runner.step_limit:
+            raise StepLimitError(thread_id, runner.step_limit, name)
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            if runner._subscribers:
+                runner._emit(NodeStarted(thread_id, run_id, name, attempt))
+            ctx = Context(
+                thread_id=thread_id,
+                run_id=run_id,
+                node=name,
+                attempt=attempt,
+                llm=runner.llm,
+                clock=runner.clock,
+            )
+            outcome = yield CallNode(node, name, cursor.state, ctx)
+            assert outcome is not None
+            if outcome.error is None:
+                break
+            if node.retry is not None and node.retry.should_retry(outcome.error, attempt):
+                delay = node.retry.delay(attempt)
+                runner._log.warning(
+                    "node_retry",
+                    thread_id=thread_id,
+                    node=name,
+                    attempt=attempt,
+                    delay_s=round(delay, 3),
+                    error_type=type(outcome.error).__name__,
+                )
+                yield Sleep(delay)
+                continue
+            break
+        latency = time.perf_counter() - started
+        error: NodeError | None = None
+        if outcome.error is None:
+            raw = check_update(outcome.value, name)
+            check_writes(name, node.writes, raw)
+            state, update = schema.apply(cursor.state, raw, node=name)
+        else:
+            error = NodeError.from_exception(outcome.error, node=name, attempts=attempt)
+            runner._log.warning(
+                "node_failed",
+                thread_id=thread_id,
+                run_id=run_id,
+                node=name,
+                error_type=error.type,
+                attempts=attempt,
+            )
+            if flow.error_field is None or flow.route_table(name) is None:
+                cursor = _fail(runner, thread_id, run_id, cursor, error, latency)
+                return cursor
+            state, update = schema.apply(cursor.state, {flow.error_field: error}, node=name)
+        target = flow.next_state(name, state)
+        flow.machine.advance(name, target)
+        state = mirror(flow, state, update, target)
+        after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+        record = StepRecord.model_construct(
+            version=after.version,
+            ts=time.time(),
+            run_id=run_id,
+            next=target,
+            status=after.status,
+            node=name,
+            update=runner._dump(update),
+            attempts=attempt,
+            latency_s=latency,
+            error=error.model_dump() if error else None,
+            llm_calls=[],
+        )
+        runner._commit(thread_id, cursor.version, after, record)
+        if runner._subscribers:
+            runner._emit(NodeFinished(thread_id, run_id, name, latency, attempt, error))
+            runner._announce(thread_id, run_id, name, after, tuple(update))
+        cursor = after
+    return cursor
+
+
+def _fail(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    error: NodeError,
+    latency: float,
+) -> Cursor:
+    """A node failed with nowhere to route: the thread stops there, resumable once fixed."""
+    after = Cursor(cursor.state, cursor.node, "failed", cursor.version + 1, error)
+    record = StepRecord.model_construct(
+        version=after.version,
+        ts=time.time(),
+        run_id=run_id,
+        next=cursor.node,
+        status="failed",
+        node=cursor.node,
+        update={},
+        attempts=error.attempts,
+        latency_s=latency,
+        error=error.model_dump(),
+        llm_calls=[],
+    )
+    runner._commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, cursor.node, latency, error.attempts, error))
+        runner._emit(Failed(thread_id, run_id, cursor.node, error, after.version))
+    return after
+
+
+def announce(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str | None,
+    node: str,
+    after: Cursor,
+    changed: tuple[str, ...],
+) -> None:
+    """Emit the events that follow a commit: state changed, then waiting/completed/failed."""
+    emit = runner._emit
+    classes = classify_changes(changed, runner.flow.change_classes)
+    emit(StateChanged(thread_id, run_id, node, after.version, changed, classes))
+    if after.status == "waiting":
+        emit(Waiting(thread_id, run_id, after.node, after.version))
+    elif after.status == "done":
+        emit(Completed(thread_id, run_id, after.node, after.version))
+    elif after.status == "failed" and after.error is not None:
+        emit(Failed(thread_id, run_id, after.node, after.error, after.version))

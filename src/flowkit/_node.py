@@ -1,0 +1,207 @@
+"""Nodes: plain functions returning partial updates, with declared reads/writes and policies.
+
+A node is ``fn(state)`` or ``fn(state, ctx)``, sync or async, returning a mapping of the
+fields it changes (or ``None``). ``@node(reads=..., writes=..., timeout=..., retry=...)``
+declares its contract; the engine rejects writes outside ``writes``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import FlowkitError
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
+
+__all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]
+
+NodeFn = Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often, and how patiently, to re-run a failing node.
+
+    ``max_attempts`` counts the first try. Delays grow as ``initial_delay * backoff**n`` up to
+    ``max_delay``; ``jitter`` spreads them by up to +/-50 % so many workers do not retry in step.
+    An exception is retried when ``retry_on`` says so; by default, when it is marked
+    ``retryable`` (flowkit's timeout/unavailable errors) or is a ``TimeoutError`` or
+    ``ConnectionError``.
+    """
+
+    max_attempts: int = 3
+    initial_delay: float = 0.5
+    backoff: float = 2.0
+    max_delay: float = 30.0
+    jitter: bool = True
+    retry_on: Callable[[BaseException], bool] | tuple[type[BaseException], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("RetryPolicy.max_attempts must be at least 1")
+        if self.initial_delay < 0 or self.max_delay < 0 or self.backoff < 1:
+            raise ValueError("RetryPolicy delays must be >= 0 and backoff >= 1")
+
+    def should_retry(self, error: BaseException, attempt: int) -> bool:
+        if attempt >= self.max_attempts:
+            return False
+        if self.retry_on is None:
+            return is_retryable(error)
+        if isinstance(self.retry_on, tuple):
+            return isinstance(error, self.retry_on)
+        return bool(self.retry_on(error))
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        base = min(self.max_delay, self.initial_delay * self.backoff ** (attempt - 1))
+        if self.jitter:
+            base *= 0.5 + random.random()
+        return float(base)
+
+
+def is_retryable(error: BaseException) -> bool:
+    if isinstance(error, FlowkitError):
+        return error.retryable
+    return isinstance(error, TimeoutError | ConnectionError)
+
+
+class NodeError(BaseModel):
+    """A node failure recorded in state: routed by tables like any other field."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+    node: str
+    retryable: bool = False
+    attempts: int = 1
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, *, node: str, attempts: int) -> NodeError:
+        return cls(
+            type=type(exc).__name__,
+            message=str(exc) or type(exc).__name__,
+            node=node,
+            retryable=is_retryable(exc),
+            attempts=attempts,
+        )
+
+
+class Context:
+    """What a node may use besides the state: ids, the LLM, a bound logger, the clock."""
+
+    __slots__ = ("__dict__", "attempt", "clock", "llm", "node", "run_id", "thread_id")
+
+    def __init__(
+        self,
+        *,
+        thread_id: str,
+        run_id: str,
+        node: str,
+        attempt: int,
+        llm: Any,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.node = node
+        self.attempt = attempt
+        self.llm = llm
+        self.clock = clock
+
+    @cached_property
+    def log(self) -> FilteringBoundLogger:
+        # Bound lazily: most nodes never log, and binding costs more than the node itself.
+        from ._logging import get_logger
+
+        return get_logger().bind(thread_id=self.thread_id, run_id=self.run_id, node=self.node)
+
+    def __repr__(self) -> str:
+        return f"Context(thread_id={self.thread_id!r}, node={self.node!r}, attempt={self.attempt})"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node function with its contract. Calling it calls the function (handy in unit tests)."""
+
+    fn: NodeFn
+    reads: frozenset[str] | None = None
+    writes: frozenset[str] | None = None
+    timeout: float | None = None
+    retry: RetryPolicy | None = None
+    is_async: bool = field(init=False)
+    takes_context: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
+        object.__setattr__(self, "takes_context", _positional_arity(self.fn) >= 2)
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError("node timeout must be positive seconds")
+
+    @property
+    def name(self) -> str:
+        return getattr(self.fn, "__name__", repr(self.fn))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def _positional_arity(fn: NodeFn) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in kinds)
+
+
+def node(
+    fn: NodeFn | None = None,
+    *,
+    reads: Iterable[str] | None = None,
+    writes: Iterable[str] | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | None = None,
+) -> Any:
+    """Declare a node's contract: ``@node(reads=[...], writes=[...], timeout=5, retry=...)``."""
+
+    def wrap(f: NodeFn) -> Node:
+        return Node(
+            f,
+            reads=frozenset(reads) if reads is not None else None,
+            writes=frozenset(writes) if writes is not None else None,
+            timeout=timeout,
+            retry=retry,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_node(value: Node | NodeFn) -> Node:
+    return value if isinstance(value, Node) else Node(value)
+
+
+def check_update(update: Any, node_name: str) -> Mapping[str, Any]:
+    """A node's return value as a mapping; ``None`` means no change."""
+    from .errors import InvalidUpdateError
+
+    if update is None:
+        return {}
+    if isinstance(update, Mapping):
+        return update
+    raise InvalidUpdateError(
+        f"`{node_name}` returned {type(update).__name__}; a node returns a dict of the fields "
+        "it changes, or None.",
+        node=node_name,
+    )

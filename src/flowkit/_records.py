@@ -1,0 +1,104 @@
+"""Journal records: what a store keeps for each thread, versioned and JSON-ready.
+
+A thread's journal starts with a ``start`` record holding the whole initial state; every
+later record holds only its update, so bytes written per step do not grow with history.
+Snapshots hold a whole state so loading need not replay from the start. Every record
+carries ``v`` (the format version) and a ``kind`` discriminator.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "FORMAT_VERSION",
+    "InputRecord",
+    "PatchRecord",
+    "Record",
+    "RecordAdapter",
+    "Snapshot",
+    "StartRecord",
+    "Status",
+    "StepRecord",
+]
+
+FORMAT_VERSION = 1
+
+#: Where a thread stands: ``pending`` (a node is next; resume continues it), ``waiting``
+#: (paused at a gate), ``done`` or ``failed``.
+Status = Literal["pending", "waiting", "done", "failed"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: int = FORMAT_VERSION
+    version: int
+    ts: float
+    run_id: str | None = None
+    next: str
+    status: Status
+
+
+class StartRecord(_Record):
+    """A thread's first record: the flow name and the full initial state."""
+
+    kind: Literal["start"] = "start"
+    flow: str
+    state: dict[str, Any]
+    forked_from: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class StepRecord(_Record):
+    """A node ran: its update (or its error), how long it took, the LLM calls it made."""
+
+    kind: Literal["step"] = "step"
+    node: str
+    update: dict[str, Any]
+    attempts: int = 1
+    latency_s: float = 0.0
+    error: dict[str, Any] | None = None
+    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class InputRecord(_Record):
+    """A gate was resumed with validated input, which became ``update``."""
+
+    kind: Literal["input"] = "input"
+    gate: str
+    input: dict[str, Any]
+    update: dict[str, Any]
+
+
+class PatchRecord(_Record):
+    """A manual change (``update_state``, recovery): who and why are kept for audit."""
+
+    kind: Literal["patch"] = "patch"
+    update: dict[str, Any]
+    reason: str = ""
+    actor: str = "user"
+
+
+Record = Annotated[
+    StartRecord | StepRecord | InputRecord | PatchRecord, Field(discriminator="kind")
+]
+RecordAdapter: TypeAdapter[StartRecord | StepRecord | InputRecord | PatchRecord] = TypeAdapter(
+    Record
+)
+
+
+class Snapshot(BaseModel):
+    """The whole state after record ``version``, so loading can skip the records before it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: int = FORMAT_VERSION
+    version: int
+    ts: float
+    next: str
+    status: Status
+    flow: str
+    state: dict[str, Any]

@@ -1,0 +1,62 @@
+"""What runner calls return: where a thread stands (``RunResult``) and its past (``Checkpoint``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from ._node import NodeError
+from ._records import Status
+
+__all__ = ["Checkpoint", "RunResult"]
+
+S = TypeVar("S", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[S]):
+    """A thread's position after a call.
+
+    ``status`` is ``"waiting"`` (paused at gate ``node``), ``"done"`` (reached ``node``, END or a
+    final state), ``"failed"`` (``node`` raised; see ``error``) or ``"pending"`` (a node is next,
+    e.g. after a crash: ``resume`` continues it).
+    """
+
+    thread_id: str
+    status: Status
+    node: str
+    state: S
+    version: int
+    run_id: str | None = None
+    error: NodeError | None = None
+
+    @property
+    def waiting(self) -> bool:
+        return self.status == "waiting"
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+
+CheckpointKind = Literal["start", "step", "input", "patch"]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint(Generic[S]):
+    """The thread after one journal record: fork from any of these by ``version``."""
+
+    thread_id: str
+    version: int
+    kind: CheckpointKind
+    node: str | None
+    next: str
+    status: Status
+    state: S
+    update: dict[str, Any]
+    ts: float
+    run_id: str | None = None
+    error: NodeError | None = None
+    reason: str = ""

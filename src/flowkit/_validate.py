@@ -1,0 +1,171 @@
+"""Static checks of a flow definition: every problem at once, each with its fix."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ._node import NodeError
+from ._route_table import END, RouteTable, targets_of
+
+if TYPE_CHECKING:
+    from ._flow import Flow
+
+__all__ = ["flow_problems"]
+
+
+def _suggest(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def flow_problems(flow: Flow) -> list[str]:
+    problems: list[str] = []
+    problems += _name_problems(flow)
+    problems += _route_problems(flow)
+    problems += _field_problems(flow)
+    problems += _graph_problems(flow)
+    return problems
+
+
+def _name_problems(flow: Flow) -> list[str]:
+    found: list[str] = []
+    for name in sorted(set(flow.nodes) & set(flow.gates)):
+        found.append(f"`{name}` is both a node and a gate; rename one of them.")
+    for name in sorted((set(flow.nodes) | set(flow.gates)) & set(flow.finals)):
+        found.append(f"`{name}` is a final state and also a node or gate; rename one of them.")
+    if END in flow.nodes or END in flow.gates or END in flow.finals:
+        found.append(f"`{END}` is reserved for flowkit.END; rename that node.")
+    if flow.start not in flow.nodes and flow.start not in flow.gates:
+        found.append(
+            f"Start `{flow.start}` is not a node or gate of this flow"
+            f"{_suggest(flow.start, [*flow.nodes, *flow.gates])}; add it or fix start=."
+        )
+    return found
+
+
+def _route_problems(flow: Flow) -> list[str]:
+    found: list[str] = []
+    states = set(flow.nodes) | set(flow.gates)
+    targets_known = states | set(flow.finals) | {END}
+    for source in flow.routes:
+        if source not in states:
+            found.append(
+                f"Route from `{source}`: `{source}` is not a node or gate of this flow"
+                f"{_suggest(source, states)}; add it or remove the route."
+            )
+    for name in sorted(states):
+        if name in flow.routes:
+            continue
+        if name in flow.gates:
+            found.append(
+                f"Gate `{name}` has no route, so it can never be resumed; add routes['{name}']."
+            )
+        else:
+            found.append(
+                f"Node `{name}` has no route; add routes['{name}'] (a target, a RouteTable or END)."
+            )
+    for source, route in flow.routes.items():
+        for target in sorted(targets_of(route)):
+            if target not in targets_known:
+                found.append(
+                    f"Route `{source} -> {target}`: `{target}` is not in this flow"
+                    f"{_suggest(target, targets_known)}; add it or fix the route."
+                )
+        if isinstance(route, RouteTable):
+            found.extend(route.problems())
+        if source in flow.gates and targets_of(route) <= {source}:
+            found.append(
+                f"Gate `{source}` only routes back to itself, so resuming it can never move on; "
+                "route it somewhere else."
+            )
+    return found
+
+
+def _field_problems(flow: Flow) -> list[str]:
+    found: list[str] = []
+    model_name = flow.state.__name__
+    fields = set(flow.state.model_fields)
+
+    def unknown(keys: Iterable[str], what: str) -> None:
+        for key in sorted(set(keys) - fields):
+            found.append(
+                f"{what} `{key}`, which {model_name} has no field for"
+                f"{_suggest(key, fields)}; add the field or fix the name."
+            )
+
+    for name, node in flow.nodes.items():
+        if node.writes is not None:
+            unknown(node.writes, f"Node `{name}` declares a write to")
+        if node.reads is not None:
+            unknown(node.reads, f"Node `{name}` declares a read of")
+    for name, gate in flow.gates.items():
+        if gate.apply is None:
+            unknown(gate.default_writes, f"Gate `{name}` copies its input field")
+        elif gate.writes is not None:
+            unknown(gate.writes, f"Gate `{name}` declares a write to")
+    for source, route in flow.routes.items():
+        if isinstance(route, RouteTable):
+            unknown(route.fields(), f"Route table `{route.name}` (after `{source}`) reads")
+    for klass, keys in flow.change_classes.items():
+        unknown(keys, f"Change class `{klass}` lists")
+    if flow.error_field is not None:
+        if flow.error_field not in fields:
+            found.append(
+                f"error_field `{flow.error_field}` is not a field of {model_name}; add "
+                f"`{flow.error_field}: NodeError | None = None` or pass error_field=None."
+            )
+        else:
+            sample = NodeError(type="X", message="x", node="x")
+            if not flow.schema.accepts(flow.error_field, sample):
+                found.append(
+                    f"Field `{flow.error_field}` of {model_name} cannot hold a NodeError; type it "
+                    "`NodeError | None = None`, or pass error_field=None."
+                )
+    if "dialog_state" in fields:
+        for state in sorted(set(flow.nodes) | set(flow.gates) | set(flow.finals)):
+            if not flow.schema.accepts("dialog_state", state):
+                found.append(
+                    f"`dialog_state` of {model_name} cannot hold `{state}`, which the engine "
+                    "mirrors into it; add the value to its type."
+                )
+    return found
+
+
+def _graph_problems(flow: Flow) -> list[str]:
+    found: list[str] = []
+    edges: dict[str, set[str]] = {}
+    for source, route in flow.routes.items():
+        edges.setdefault(source, set()).update(targets_of(route))
+    states = set(flow.nodes) | set(flow.gates)
+    reachable = _reach(flow.start, edges)
+    for name in sorted(states - reachable):
+        found.append(
+            f"`{name}` is unreachable from start `{flow.start}`; route to it or remove it."
+        )
+    finals = set(flow.finals) | {END}
+    reverse: dict[str, set[str]] = {}
+    for source, targets in edges.items():
+        for target in targets:
+            reverse.setdefault(target, set()).add(source)
+    can_finish: set[str] = set()
+    for final in finals:
+        can_finish |= _reach(final, reverse)
+    for name in sorted((states & reachable) - can_finish):
+        found.append(
+            f"`{name}` is a dead end: no route from it ever reaches END or a final state; "
+            "add an exit to its loop."
+        )
+    return found
+
+
+def _reach(start: str, edges: Mapping[str, set[str]]) -> set[str]:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen

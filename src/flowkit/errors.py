@@ -1,0 +1,334 @@
+"""Every error flowkit raises, in one tree.
+
+Catch ``FlowkitError`` to catch them all. Each error says what happened and what to do,
+and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line`` ...)::
+
+    FlowkitError
+    ├── FlowDefinitionError        a Flow or RouteTable is inconsistent (.problems lists all)
+    ├── RouteError                 a route table could not pick a target for a state
+    ├── NodeContractError          a node broke its declared contract (programming error)
+    │   ├── UndeclaredWriteError   wrote a key it did not declare
+    │   └── InvalidUpdateError     wrote a value the state model rejects
+    ├── NodeTimeoutError           a node ran past its timeout (becomes error state)
+    ├── RunError                   a runner call that cannot proceed
+    │   ├── ThreadNotFoundError
+    │   ├── ThreadExistsError
+    │   ├── NotWaitingError        resume on a thread that is not paused at a gate
+    │   ├── UnknownGateError       resume names a gate the flow does not have
+    │   ├── InvalidResumeInputError  resume input fails the gate's model (.errors)
+    │   ├── InvalidStateError      a start state or patch the state model rejects
+    │   ├── StepLimitError         a run took more steps than its limit (a loop without exit?)
+    │   └── CheckpointNotFoundError
+    ├── StoreError                 persistence failed (.thread_id, .path)
+    │   ├── InvalidThreadIdError   e.g. ``../../etc``
+    │   ├── ConflictError          another writer got there first; reload and retry
+    │   └── CorruptStoreError      a record cannot be read (.path, .line)
+    └── LLMError                   calling a language model failed
+        ├── LLMTimeoutError
+        ├── LLMUnavailableError    refused connection, 5xx or 429 after all retries
+        ├── LLMResponseError       the server answered something unusable
+        ├── LLMSchemaError         the answer is not the requested schema (.raw_text)
+        └── ReplayMismatchError    a replayed call does not match the recording
+
+Foreign errors are mapped where they enter and raised ``from`` the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "CheckpointNotFoundError",
+    "ConflictError",
+    "CorruptStoreError",
+    "FlowDefinitionError",
+    "FlowkitError",
+    "InvalidResumeInputError",
+    "InvalidStateError",
+    "InvalidThreadIdError",
+    "InvalidUpdateError",
+    "LLMError",
+    "LLMResponseError",
+    "LLMSchemaError",
+    "LLMTimeoutError",
+    "LLMUnavailableError",
+    "NodeContractError",
+    "NodeTimeoutError",
+    "NotWaitingError",
+    "ReplayMismatchError",
+    "RouteError",
+    "RunError",
+    "StepLimitError",
+    "StoreError",
+    "ThreadExistsError",
+    "ThreadNotFoundError",
+    "UndeclaredWriteError",
+    "UnknownGateError",
+]
+
+
+class FlowkitError(Exception):
+    """Root of every error flowkit raises."""
+
+    #: Whether retrying the same operation may succeed (used by node retry policies).
+    retryable: bool = False
+
+
+class FlowDefinitionError(FlowkitError):
+    """A flow definition is inconsistent; ``problems`` lists every problem with its fix."""
+
+    def __init__(self, flow: str, problems: Sequence[str]) -> None:
+        self.flow = flow
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        count = len(self.problems)
+        super().__init__(f"Flow `{flow}` has {count} problem{'s' if count != 1 else ''}:\n{lines}")
+
+
+class RouteError(FlowkitError):
+    """A route table could not resolve a target (a condition raised, or a bad state)."""
+
+    def __init__(self, message: str, *, table: str, node: str | None = None) -> None:
+        self.table = table
+        self.node = node
+        super().__init__(message)
+
+
+class NodeContractError(FlowkitError):
+    """A node broke its contract with the engine; fix the node, then resume the thread."""
+
+    def __init__(self, message: str, *, node: str, key: str | None = None) -> None:
+        self.node = node
+        self.key = key
+        super().__init__(message)
+
+
+class UndeclaredWriteError(NodeContractError):
+    """A node returned a key that is not in its declared ``writes``."""
+
+
+class InvalidUpdateError(NodeContractError):
+    """A node returned a value that the state model rejects, or a key it does not have."""
+
+
+class NodeTimeoutError(FlowkitError):
+    """A node ran longer than its timeout."""
+
+    retryable = True
+
+    def __init__(self, node: str, timeout: float) -> None:
+        self.node = node
+        self.timeout = timeout
+        super().__init__(
+            f"Node `{node}` did not finish within {timeout:g} s; "
+            "raise its timeout or make it faster."
+        )
+
+
+class RunError(FlowkitError):
+    """A runner call cannot proceed in the thread's current situation."""
+
+    def __init__(self, message: str, *, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(message)
+
+
+class ThreadNotFoundError(RunError):
+    """No thread with this id exists in the store."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread `{thread_id}` does not exist; start it first or check the store path.",
+            thread_id=thread_id,
+        )
+
+
+class ThreadExistsError(RunError):
+    """``start`` was called with the id of an existing thread."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread `{thread_id}` already exists; resume it, fork it, or pick a new id.",
+            thread_id=thread_id,
+        )
+
+
+class NotWaitingError(RunError):
+    """``resume`` was called on a thread that is not paused where the caller expected."""
+
+    def __init__(self, message: str, *, thread_id: str, status: str, node: str) -> None:
+        self.status = status
+        self.node = node
+        super().__init__(message, thread_id=thread_id)
+
+
+class UnknownGateError(RunError):
+    """``resume`` named a gate that the flow does not define."""
+
+    def __init__(self, gate: str, *, thread_id: str, gates: Sequence[str]) -> None:
+        self.gate = gate
+        self.gates = list(gates)
+        known = ", ".join(f"`{g}`" for g in self.gates) or "none"
+        super().__init__(
+            f"Gate `{gate}` is not in this flow (its gates: {known}); resume with one of those.",
+            thread_id=thread_id,
+        )
+
+
+class InvalidResumeInputError(RunError):
+    """The resume input does not validate against the gate's input model."""
+
+    def __init__(
+        self, gate: str, *, thread_id: str, errors: Sequence[dict[str, Any]], detail: str
+    ) -> None:
+        self.gate = gate
+        self.errors = list(errors)
+        super().__init__(
+            f"Input for gate `{gate}` of thread `{thread_id}` is invalid; the thread still "
+            f"waits there, resume again with corrected input:\n{detail}",
+            thread_id=thread_id,
+        )
+
+
+class InvalidStateError(RunError):
+    """A start state, patch or target state that the flow cannot accept."""
+
+
+class StepLimitError(RunError):
+    """A single run executed more nodes than the runner's ``step_limit``."""
+
+    def __init__(self, thread_id: str, limit: int, node: str) -> None:
+        self.limit = limit
+        self.node = node
+        super().__init__(
+            f"Thread `{thread_id}` ran {limit} steps in one run without pausing or finishing "
+            f"(next: `{node}`); check the flow for a loop without exit, or raise step_limit. "
+            "Everything so far is saved; resume continues from here.",
+            thread_id=thread_id,
+        )
+
+
+class CheckpointNotFoundError(RunError):
+    """A fork or lookup named a checkpoint version the thread does not have."""
+
+    def __init__(self, thread_id: str, version: int, latest: int) -> None:
+        self.version = version
+        self.latest = latest
+        super().__init__(
+            f"Thread `{thread_id}` has no checkpoint {version}; versions run from 0 to {latest}.",
+            thread_id=thread_id,
+        )
+
+
+class StoreError(FlowkitError):
+    """Persistence failed."""
+
+    def __init__(
+        self, message: str, *, thread_id: str | None = None, path: str | None = None
+    ) -> None:
+        self.thread_id = thread_id
+        self.path = path
+        super().__init__(message)
+
+
+class InvalidThreadIdError(StoreError):
+    """A thread id is empty, too long, or could escape the store (``../../etc``)."""
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        super().__init__(
+            f"Thread id {thread_id[:80]!r} is not allowed: {reason}. Use 1-128 characters from "
+            "letters, digits, '-', '_', '.', ':' and '@', not starting with '.'.",
+            thread_id=thread_id,
+        )
+
+
+class ConflictError(StoreError):
+    """Another writer changed the thread first; nothing was written. Reload and try again."""
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str,
+        expected: int | None = None,
+        actual: int | None = None,
+    ) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(message, thread_id=thread_id)
+
+
+class CorruptStoreError(StoreError):
+    """A stored record cannot be read. Only this thread is affected."""
+
+    def __init__(
+        self, message: str, *, thread_id: str | None, path: str, line: int | None = None
+    ) -> None:
+        self.line = line
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(
+            f"{message} ({where}). Other threads are unaffected; restore this file from a "
+            "backup, or fork the thread from an earlier checkpoint.",
+            thread_id=thread_id,
+            path=path,
+        )
+
+
+class LLMError(FlowkitError):
+    """Calling a language model failed."""
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        self.model = model
+        super().__init__(message)
+
+
+class LLMTimeoutError(LLMError):
+    """The model did not answer within the timeout."""
+
+    retryable = True
+
+
+class LLMUnavailableError(LLMError):
+    """The server refused the connection or kept failing (5xx, 429) through every retry."""
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, model: str | None = None, status_code: int | None = None
+    ) -> None:
+        self.status_code = status_code
+        super().__init__(message, model=model)
+
+
+class LLMResponseError(LLMError):
+    """The server answered with something that is not a usable response."""
+
+    def __init__(self, message: str, *, model: str | None = None, raw_text: str = "") -> None:
+        self.raw_text = raw_text
+        super().__init__(message, model=model)
+
+
+class LLMSchemaError(LLMResponseError):
+    """The answer is not valid JSON for the requested schema, even after one repair request."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        raw_text: str = "",
+        errors: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        self.errors = list(errors)
+        super().__init__(message, model=model, raw_text=raw_text)
+
+
+class ReplayMismatchError(LLMError):
+    """A replayed LLM request does not match the recorded one."""
+
+
+class LLMConfigError(LLMError):
+    """The LLM layer is set up or called wrongly: a bad spec string, option, URL or cassette."""

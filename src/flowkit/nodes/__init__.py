@@ -1,0 +1,11 @@
+"""Node implementations of the shipped workflows, one package per workflow.
+
+Nodes are plain functions; the engine's node API (``node``, ``Context``, ``RetryPolicy``) is
+re-exported here for code that writes its own.
+"""
+
+from __future__ import annotations
+
+from .._node import Context, Node, NodeError, RetryPolicy, node
+
+__all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]

@@ -1,0 +1,27 @@
+"""Thread id rules shared by every store: ids become file names and keys, so they stay tame."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import InvalidThreadIdError
+
+__all__ = ["MAX_THREAD_ID", "check_thread_id"]
+
+MAX_THREAD_ID = 128
+_ALLOWED = re.compile(r"[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]*")
+
+
+def check_thread_id(thread_id: object) -> str:
+    """Return ``thread_id`` if it is safe as a file name and key; else ``InvalidThreadIdError``."""
+    if not isinstance(thread_id, str):
+        raise InvalidThreadIdError(repr(thread_id), "it must be a string")
+    if not thread_id:
+        raise InvalidThreadIdError(thread_id, "it is empty")
+    if len(thread_id) > MAX_THREAD_ID:
+        raise InvalidThreadIdError(thread_id, f"it is longer than {MAX_THREAD_ID} characters")
+    if ".." in thread_id or "/" in thread_id or "\\" in thread_id:
+        raise InvalidThreadIdError(thread_id, "it could name a path outside the store")
+    if not _ALLOWED.fullmatch(thread_id):
+        raise InvalidThreadIdError(thread_id, "it has characters outside the allowed set")
+    return thread_id

@@ -1,0 +1,457 @@
+"""JsonFileStore: the default durable store, one folder of plain files per thread.
+
+Each thread has an append-only ``journal.jsonl`` (one JSON record per line, fsync'd per
+append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records,
+and a lock file (under ``locks/``) held while a process runs the thread. A torn last line
+left by a crash is detected, skipped, reported and cut off by the next writer; damage
+anywhere else fails only that thread, naming the file and line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from .._logging import get_logger
+from .._records import FORMAT_VERSION, RecordAdapter, Snapshot, StartRecord
+from ..errors import (
+    ConflictError,
+    CorruptStoreError,
+    StoreError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
+from ._ids import check_thread_id
+from ._protocol import AnyRecord, ThreadLog
+
+__all__ = ["JsonFileStore"]
+
+_JOURNAL = "journal.jsonl"
+_SNAPSHOT = "snapshot.json"
+
+
+@dataclass(slots=True)
+class _Tail:
+    """What this process knows of a journal's end: last good version, its byte offset, line."""
+
+    version: int
+    size: int
+    lines: int
+    snapshot_bytes: int
+    since_snapshot: int
+
+
+class _SnapshotFile(BaseModel):
+    snapshot: Snapshot
+    offset: int  # journal byte offset just after the snapshot's record
+    line: int
+
+
+@dataclass(slots=True)
+class _Scan:
+    records: list[AnyRecord]
+    size: int  # byte offset after the last good record
+    lines: int
+    torn: str | None
+
+
+class JsonFileStore:
+    """Threads as files under ``root`` (created if missing).
+
+    ``snapshot_ratio``: a snapshot is taken when the journal has grown by that many times the
+    last snapshot's size (at least ``min_snapshot_bytes``), which keeps both the bytes written
+    per step and the work to load a thread proportional to the state, not to its history.
+    ``fsync=False`` trades durability on power loss for speed (tests, scratch runs).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        fsync: bool = True,
+        snapshot_ratio: float = 4.0,
+        min_snapshot_bytes: int = 256 * 1024,
+        max_open_files: int = 64,
+    ) -> None:
+        self.root = Path(root)
+        self.fsync = fsync
+        self.snapshot_ratio = snapshot_ratio
+        self.min_snapshot_bytes = min_snapshot_bytes
+        self._threads_dir = self.root / "threads"
+        try:
+            self._threads_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"Cannot create the store folder {self._threads_dir}: {exc.strerror}; pick a "
+                "writable path.",
+                path=str(self._threads_dir),
+            ) from exc
+        self._tails: dict[str, _Tail] = {}
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._max_open = max_open_files
+        self._guard = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"JsonFileStore({str(self.root)!r})"
+
+    # -- paths and file handles ----------------------------------------------------------
+
+    def _dir(self, thread_id: str) -> Path:
+        return self._threads_dir / check_thread_id(thread_id)
+
+    def _journal_path(self, thread_id: str) -> Path:
+        return self._dir(thread_id) / _JOURNAL
+
+    def _fd(self, thread_id: str, *, create: bool = False) -> int:
+        fd = self._fds.get(thread_id)
+        if fd is not None:
+            self._fds.move_to_end(thread_id)
+            return fd
+        path = self._journal_path(thread_id)
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            raise ThreadNotFoundError(thread_id) from None
+        self._fds[thread_id] = fd
+        while len(self._fds) > self._max_open:
+            _, old = self._fds.popitem(last=False)
+            os.close(old)
+        return fd
+
+    def close(self) -> None:
+        """Close cached file handles (the store stays usable; handles reopen on demand)."""
+        with self._guard:
+            while self._fds:
+                os.close(self._fds.popitem()[1])
+
+    def __enter__(self) -> JsonFileStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sync(self, fd: int) -> None:
+        if self.fsync:
+            os.fdatasync(fd)
+
+    def _sync_dir(self, path: Path) -> None:
+        if self.fsync:
+            dir_fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _scan(self, thread_id: str, data: bytes, *, offset: int, line: int, version: int) -> _Scan:
+        """Parse journal bytes that start at ``offset`` (line ``line``) after ``version``."""
+        path = str(self._journal_path(thread_id))
+        records: list[AnyRecord] = []
+        pos = 0
+        torn: str | None = None
+        while pos < len(data):
+            end = data.find(b"\n", pos)
+            raw = data[pos:] if end == -1 else data[pos:end]
+            line += 1
+            last = end == -1 or end == len(data) - 1
+            try:
+                if end == -1:
+                    raise ValueError("no line end")
+                record = RecordAdapter.validate_json(raw)
+            except (ValidationError, ValueError) as exc:
+                if last:
+                    torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
+                    line -= 1
+                    break
+                raise CorruptStoreError(
+                    f"Journal record is unreadable: {str(exc).splitlines()[0]}",
+                    thread_id=thread_id,
+                    path=path,
+                    line=line,
+                ) from exc
+            if record.v > FORMAT_VERSION:
+                raise CorruptStoreError(
+                    f"Record was written by a newer flowkit (format v{record.v}); upgrade flowkit",
+                    thread_id=thread_id,
+                    path=path,
+                    line=line,
+                )
+            if record.version != version + 1:
+                raise CorruptStoreError(
+                    f"Record has version {record.version} where {version + 1} was expected",
+                    thread_id=thread_id,
+                    path=path,
+                    line=line,
+                )
+            version = record.version
+            records.append(record)
+            pos = end + 1
+        return _Scan(records, offset + pos, line, torn)
+
+    def _read_from(self, thread_id: str, offset: int) -> bytes:
+        try:
+            with open(self._journal_path(thread_id), "rb") as handle:
+                handle.seek(offset)
+                return handle.read()
+        except FileNotFoundError:
+            raise ThreadNotFoundError(thread_id) from None
+
+    def _full_scan(self, thread_id: str) -> _Scan:
+        scan = self._scan(thread_id, self._read_from(thread_id, 0), offset=0, line=0, version=-1)
+        if not scan.records:
+            raise ThreadNotFoundError(thread_id)
+        if not isinstance(scan.records[0], StartRecord):
+            raise CorruptStoreError(
+                "Journal does not begin with a start record",
+                thread_id=thread_id,
+                path=str(self._journal_path(thread_id)),
+                line=1,
+            )
+        return scan
+
+    def _remember(
+        self, thread_id: str, scan: _Scan, *, version: int, snapshot_bytes: int, snapshot_at: int
+    ) -> None:
+        """Record a fresh read's end; snapshot size and position drive ``snapshot_due``."""
+        last = scan.records[-1].version if scan.records else version
+        self._tails[thread_id] = _Tail(
+            last, scan.size, scan.lines, snapshot_bytes, scan.size - snapshot_at
+        )
+
+    def _extend(self, tail: _Tail, scan: _Scan) -> None:
+        if scan.records:
+            tail.version = scan.records[-1].version
+        tail.since_snapshot += scan.size - tail.size
+        tail.size, tail.lines = scan.size, scan.lines
+
+    def _report(self, thread_id: str, torn: str | None) -> tuple[str, ...]:
+        if torn is None:
+            return ()
+        get_logger().warning("journal_torn_record_skipped", thread_id=thread_id, detail=torn)
+        return (torn,)
+
+    def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
+        with self._guard:
+            tail = self._tails.get(check_thread_id(thread_id))
+            if after is not None and tail is not None and tail.version == after:
+                data = self._read_from(thread_id, tail.size)
+                if not data:
+                    return ThreadLog(records=(), base=after)
+                scan = self._scan(thread_id, data, offset=tail.size, line=tail.lines, version=after)
+                self._extend(tail, scan)
+                return ThreadLog(
+                    records=scan.records, base=after, warnings=self._report(thread_id, scan.torn)
+                )
+            snapshot, offset, line, snapshot_bytes = self._read_snapshot(thread_id)
+            if snapshot is not None:
+                data = self._read_from(thread_id, offset)
+                scan = self._scan(
+                    thread_id, data, offset=offset, line=line, version=snapshot.version
+                )
+                self._remember(
+                    thread_id,
+                    scan,
+                    version=snapshot.version,
+                    snapshot_bytes=snapshot_bytes,
+                    snapshot_at=offset,
+                )
+                return ThreadLog(
+                    records=scan.records,
+                    snapshot=snapshot,
+                    warnings=self._report(thread_id, scan.torn),
+                )
+            scan = self._full_scan(thread_id)
+            start_bytes = len(RecordAdapter.dump_json(scan.records[0])) + 1
+            self._remember(
+                thread_id, scan, version=0, snapshot_bytes=start_bytes, snapshot_at=start_bytes
+            )
+            return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan.torn))
+
+    def records(self, thread_id: str) -> list[AnyRecord]:
+        with self._guard:
+            return list(self._full_scan(check_thread_id(thread_id)).records)
+
+    def threads(self) -> list[str]:
+        try:
+            names = os.listdir(self._threads_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if (self._threads_dir / n / _JOURNAL).is_file())
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def _read_snapshot(self, thread_id: str) -> tuple[Snapshot | None, int, int, int]:
+        """The latest snapshot with its journal offset, line and size in bytes, if usable."""
+        path = self._dir(thread_id) / _SNAPSHOT
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None, 0, 0, 0
+        try:
+            envelope = _SnapshotFile.model_validate_json(raw)
+            journal_size = os.stat(self._journal_path(thread_id)).st_size
+            if envelope.offset > journal_size or envelope.snapshot.v > FORMAT_VERSION:
+                raise ValueError("snapshot points past the end of the journal")
+        except (ValidationError, ValueError, OSError) as exc:
+            # The journal alone is enough to rebuild the thread; a bad snapshot only costs time.
+            get_logger().warning(
+                "snapshot_ignored",
+                thread_id=thread_id,
+                path=str(path),
+                reason=str(exc).splitlines()[0],
+            )
+            return None, 0, 0, 0
+        return envelope.snapshot, envelope.offset, envelope.line, len(raw)
+
+    def snapshot_due(self, thread_id: str) -> bool:
+        tail = self._tails.get(thread_id)
+        if tail is None:
+            return False
+        threshold = max(self.min_snapshot_bytes, self.snapshot_ratio * tail.snapshot_bytes)
+        return tail.since_snapshot >= threshold
+
+    def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
+        with self._guard:
+            directory = self._dir(thread_id)
+            tail = self._tails.get(thread_id)
+            if tail is None or tail.version != snapshot.version:
+                self.load(thread_id)
+                tail = self._tails[thread_id]
+            if tail.version != snapshot.version:
+                raise ConflictError(
+                    f"Snapshot of version {snapshot.version} does not match the journal of "
+                    f"thread `{thread_id}` (at {tail.version}); take it again after reloading.",
+                    thread_id=thread_id,
+                    expected=snapshot.version,
+                    actual=tail.version,
+                )
+            body = _SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
+            data = body.model_dump_json().encode()
+            tmp = directory / f".{_SNAPSHOT}.{os.getpid()}.{threading.get_ident()}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _write_all(fd, data)
+                self._sync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, directory / _SNAPSHOT)
+            self._sync_dir(directory)
+            tail.snapshot_bytes = len(data)
+            tail.since_snapshot = 0
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def create(self, thread_id: str, record: StartRecord) -> None:
+        with self._guard:
+            directory = self._dir(thread_id)
+            new_dir = not directory.exists()
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = self._fd(thread_id, create=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.fstat(fd).st_size
+                if size:
+                    try:
+                        self._full_scan(thread_id)
+                    except (ThreadNotFoundError, CorruptStoreError):
+                        os.ftruncate(fd, 0)  # a create that crashed before its first line
+                    else:
+                        raise ThreadExistsError(thread_id)
+                data = record.model_dump_json().encode() + b"\n"
+                _write_all(fd, data)
+                self._sync(fd)
+                if new_dir:
+                    self._sync_dir(self._threads_dir)
+                self._tails[thread_id] = _Tail(record.version, len(data), 1, len(data), 0)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def append(
+        self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
+    ) -> None:
+        with self._guard:
+            fd = self._fd(check_thread_id(thread_id))
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                tail = self._current_tail(thread_id, fd)
+                if tail.version != expected_version:
+                    raise ConflictError(
+                        f"Thread `{thread_id}` is at version {tail.version}, not "
+                        f"{expected_version}; another writer got there first. Reload the "
+                        "thread and try again.",
+                        thread_id=thread_id,
+                        expected=expected_version,
+                        actual=tail.version,
+                    )
+                data = b"".join(r.model_dump_json().encode() + b"\n" for r in records)
+                try:
+                    _write_all(fd, data)
+                    self._sync(fd)
+                except OSError as exc:
+                    os.ftruncate(fd, tail.size)  # leave no half record behind
+                    raise StoreError(
+                        f"Could not write thread `{thread_id}`: {exc.strerror}; nothing was "
+                        "saved, free disk space or fix permissions and retry.",
+                        thread_id=thread_id,
+                        path=str(self._journal_path(thread_id)),
+                    ) from exc
+                tail.version = records[-1].version if records else tail.version
+                tail.size += len(data)
+                tail.lines += len(records)
+                tail.since_snapshot += len(data)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _current_tail(self, thread_id: str, fd: int) -> _Tail:
+        """The journal's true end, caught up with other writers; cuts off a torn last line."""
+        size = os.fstat(fd).st_size
+        tail = self._tails.get(thread_id)
+        if tail is None or size < tail.size:
+            self._tails.pop(thread_id, None)
+            self.load(thread_id)
+            tail = self._tails[thread_id]
+        elif size > tail.size:
+            self.load(thread_id, after=tail.version)
+        if os.fstat(fd).st_size > tail.size:
+            os.ftruncate(fd, tail.size)
+            self._sync(fd)
+        return tail
+
+    @contextmanager
+    def lock(self, thread_id: str) -> Iterator[None]:
+        # Lock files live apart from thread folders, so locking never creates a thread.
+        locks = self.root / "locks"
+        locks.mkdir(exist_ok=True)
+        fd = os.open(locks / f"{check_thread_id(thread_id)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ConflictError(
+                    f"Thread `{thread_id}` is being run by another process or runner right "
+                    "now; wait for that run to finish, then resume.",
+                    thread_id=thread_id,
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

@@ -1,0 +1,91 @@
+"""MemoryStore: threads in a dict, for tests and for runs that need no durability."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from .._records import Snapshot, StartRecord
+from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
+from ._ids import check_thread_id
+from ._protocol import AnyRecord, ThreadLog
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Keeps records in memory. Safe to share between threads of one process."""
+
+    def __init__(self) -> None:
+        self._journals: dict[str, list[AnyRecord]] = {}
+        self._snapshots: dict[str, Snapshot] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _journal(self, thread_id: str) -> list[AnyRecord]:
+        journal = self._journals.get(check_thread_id(thread_id))
+        if journal is None:
+            raise ThreadNotFoundError(thread_id)
+        return journal
+
+    def create(self, thread_id: str, record: StartRecord) -> None:
+        check_thread_id(thread_id)
+        with self._guard:
+            if thread_id in self._journals:
+                raise ThreadExistsError(thread_id)
+            self._journals[thread_id] = [record]
+
+    def append(
+        self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
+    ) -> None:
+        with self._guard:
+            journal = self._journal(thread_id)
+            actual = len(journal) - 1
+            if actual != expected_version:
+                raise ConflictError(
+                    f"Thread `{thread_id}` is at version {actual}, not {expected_version}; "
+                    "another writer got there first. Reload the thread and try again.",
+                    thread_id=thread_id,
+                    expected=expected_version,
+                    actual=actual,
+                )
+            journal.extend(records)
+
+    def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
+        journal = self._journal(thread_id)
+        if after is not None and 0 <= after < len(journal):
+            return ThreadLog(records=journal[after + 1 :], base=after)
+        snapshot = self._snapshots.get(thread_id)
+        if snapshot is not None:
+            return ThreadLog(records=journal[snapshot.version + 1 :], snapshot=snapshot)
+        return ThreadLog(records=list(journal))
+
+    def records(self, thread_id: str) -> list[AnyRecord]:
+        return list(self._journal(thread_id))
+
+    def snapshot_due(self, thread_id: str) -> bool:
+        return False  # replaying from memory is cheap; snapshots only on request
+
+    def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
+        self._journal(thread_id)
+        self._snapshots[thread_id] = snapshot
+
+    def threads(self) -> list[str]:
+        return sorted(self._journals)
+
+    @contextmanager
+    def lock(self, thread_id: str) -> Iterator[None]:
+        check_thread_id(thread_id)
+        with self._guard:
+            lock = self._locks.setdefault(thread_id, threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise ConflictError(
+                f"Thread `{thread_id}` is being run by someone else right now; wait for that "
+                "run to finish, then resume.",
+                thread_id=thread_id,
+            )
+        try:
+            yield
+        finally:
+            lock.release()
