@@ -327,7 +327,7 @@ class JsonFileStore:
             if tail is None or tail.version != snapshot.version:
                 self.load(thread_id)
                 tail = self._tails[thread_id]
-            if tail.version != snapshot.version:
+            if snapshot.version > tail.version or snapshot.version < 0:
                 raise ConflictError(
                     f"Snapshot of version {snapshot.version} does not match the journal of "
                     f"thread `{thread_id}` (at {tail.version}); take it again after reloading.",
@@ -335,7 +335,13 @@ class JsonFileStore:
                     expected=snapshot.version,
                     actual=tail.version,
                 )
-            body = _SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
+            at_tail = snapshot.version == tail.version
+            if at_tail:
+                body = _SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
+            else:
+                # Versions are one per line from 0, so record k ends at the (k+1)-th newline.
+                offset = _offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
+                body = _SnapshotFile(snapshot=snapshot, offset=offset, line=snapshot.version + 1)
             data = body.model_dump_json().encode()
             tmp = directory / f".{_SNAPSHOT}.{os.getpid()}.{threading.get_ident()}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -346,8 +352,9 @@ class JsonFileStore:
                 os.close(fd)
             os.replace(tmp, directory / _SNAPSHOT)
             self._sync_dir(directory)
-            tail.snapshot_bytes = len(data)
-            tail.since_snapshot = 0
+            if at_tail:
+                tail.snapshot_bytes = len(data)
+                tail.since_snapshot = 0
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -448,6 +455,14 @@ class JsonFileStore:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def _offset_after_line(data: bytes, lines: int) -> int:
+    """Byte offset just after the ``lines``-th newline of ``data``."""
+    offset = 0
+    for _ in range(lines):
+        offset = data.index(b"\n", offset) + 1
+    return offset
 
 
 def _write_all(fd: int, data: bytes) -> None:
