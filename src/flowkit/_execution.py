@@ -135,9 +135,9 @@ def gate_input_step(
         status=after.status,
         gate=gate_name,
         input=value.model_dump(mode="json"),
-        update=runner._dump(update),
+        update=runner._threads.dump(update),
     )
-    runner._commit(thread_id, cursor.version, after, record)
+    runner._threads.commit(thread_id, cursor.version, after, record)
     runner._announce(thread_id, run_id, gate_name, after, tuple(update))
     return after
 
@@ -166,11 +166,11 @@ def patch_step(
         run_id=None,
         next=target,
         status=status,
-        update=runner._dump(update),
+        update=runner._threads.dump(update),
         reason=reason,
         actor=actor,
     )
-    runner._commit(thread_id, cursor.version, after, record)
+    runner._threads.commit(thread_id, cursor.version, after, record)
     runner._announce(thread_id, None, "update_state", after, tuple(update))
     return after
 
@@ -248,13 +248,13 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             next=target,
             status=after.status,
             node=name,
-            update=runner._dump(update),
+            update=runner._threads.dump(update),
             attempts=attempt,
             latency_s=latency,
             error=error.model_dump() if error else None,
             llm_calls=[],
         )
-        runner._commit(thread_id, cursor.version, after, record)
+        runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:
             runner._emit(NodeFinished(thread_id, run_id, name, latency, attempt, error))
             runner._announce(thread_id, run_id, name, after, tuple(update))
@@ -285,7 +285,7 @@ def _fail(
         error=error.model_dump(),
         llm_calls=[],
     )
-    runner._commit(thread_id, cursor.version, after, record)
+    runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:
         runner._emit(NodeFinished(thread_id, run_id, cursor.node, latency, error.attempts, error))
         runner._emit(Failed(thread_id, run_id, cursor.node, error, after.version))

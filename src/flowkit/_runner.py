@@ -7,12 +7,10 @@ store before the next one starts, so a crash loses at most the step that was run
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections import deque
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -21,22 +19,18 @@ from pydantic import BaseModel, ValidationError
 from . import _execution as core
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
+from ._invoke import call_async, call_sync
 from ._logging import get_logger
-from ._records import Snapshot, StartRecord
 from ._result import Checkpoint, RunResult
+from ._threads import Threads
 from .errors import (
     CheckpointNotFoundError,
     ConflictError,
     InvalidResumeInputError,
     InvalidStateError,
-    NodeTimeoutError,
     NotWaitingError,
-    RunError,
-    ThreadExistsError,
-    ThreadNotFoundError,
     UnknownGateError,
 )
-from .stores._ids import check_thread_id
 from .stores._protocol import Store
 from .stores.memory import MemoryStore
 
@@ -68,10 +62,8 @@ class Runner(Generic[S]):
         self.llm = llm
         self.clock = clock or (lambda: datetime.now(UTC))
         self.step_limit = step_limit
-        self._cache: OrderedDict[str, core.Cursor] = OrderedDict()
-        self._cache_size = cache_size
+        self._threads = Threads(flow, self.store, self.clock, cache_size)
         self._subscribers: list[Subscriber] = []
-        self._local_locks: dict[str, threading.Lock] = {}
         self._log = get_logger()
 
     # -- events ------------------------------------------------------------------------------
@@ -103,86 +95,6 @@ class Runner(Generic[S]):
     ) -> None:
         if self._subscribers:
             core.announce(self, thread_id, run_id, node, after, changed)
-
-    # -- persistence ---------------------------------------------------------------------------
-
-    def _dump(self, update: Mapping[str, Any]) -> dict[str, Any]:
-        return self.flow.schema.dump_update(update) if self.store is not None else {}
-
-    def _commit(self, thread_id: str, before: int, after: core.Cursor, record: Any) -> None:
-        store = self.store
-        if store is not None:
-            store.append(thread_id, [record], expected_version=before)
-        self._remember(thread_id, after)
-        if store is not None and store.snapshot_due(thread_id):
-            store.write_snapshot(thread_id, self._snapshot(after))
-
-    def _snapshot(self, cursor: core.Cursor) -> Snapshot:
-        return Snapshot(
-            version=cursor.version,
-            ts=self.clock().timestamp(),
-            next=cursor.node,
-            status=cursor.status,
-            flow=self.flow.name,
-            state=self.flow.schema.dump_state(cursor.state),
-        )
-
-    def _remember(self, thread_id: str, cursor: core.Cursor) -> None:
-        self._cache[thread_id] = cursor
-        self._cache.move_to_end(thread_id)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-
-    def _lock(self, thread_id: str) -> AbstractContextManager[None]:
-        check_thread_id(thread_id)
-        if self.store is not None:
-            return self.store.lock(thread_id)
-        return self._ephemeral_lock(thread_id)
-
-    @contextmanager
-    def _ephemeral_lock(self, thread_id: str) -> Iterator[None]:
-        lock = self._local_locks.setdefault(thread_id, threading.Lock())
-        if not lock.acquire(blocking=False):
-            raise ConflictError(f"Thread `{thread_id}` is running already.", thread_id=thread_id)
-        try:
-            yield
-        finally:
-            lock.release()
-
-    def _load(self, thread_id: str) -> core.Cursor:
-        check_thread_id(thread_id)
-        cached = self._cache.get(thread_id)
-        if self.store is None:
-            if cached is None:
-                raise ThreadNotFoundError(thread_id)
-            return cached
-        log = self.store.load(thread_id, after=cached.version if cached else None)
-        cursor: core.Cursor | None
-        if log.base is not None:
-            cursor = cached
-        elif log.snapshot is not None:
-            self._check_flow(thread_id, log.snapshot.flow)
-            snap = log.snapshot
-            state = self.flow.schema.load_state(snap.state)
-            cursor = core.Cursor(state, snap.next, snap.status, snap.version)
-        else:
-            first = log.records[0]
-            if isinstance(first, StartRecord):
-                self._check_flow(thread_id, first.flow)
-            cursor = None
-        for record in log.records:
-            cursor = core.replay_record(self.flow, cursor, record)
-        assert cursor is not None
-        self._remember(thread_id, cursor)
-        return cursor
-
-    def _check_flow(self, thread_id: str, name: str) -> None:
-        if name != self.flow.name:
-            raise RunError(
-                f"Thread `{thread_id}` belongs to flow `{name}`, not `{self.flow.name}`; open it "
-                f"with a runner of flow `{name}`.",
-                thread_id=thread_id,
-            )
 
     def _result(self, thread_id: str, cursor: core.Cursor, run_id: str | None) -> RunResult[S]:
         return RunResult(
@@ -217,31 +129,11 @@ class Runner(Generic[S]):
         model = core.mirror(flow, model, update, flow.start)
         return core.Cursor(model, flow.start, core.status_of(flow, flow.start), 0)
 
-    def _create(self, thread_id: str, cursor: core.Cursor, forked_from: Any = None) -> None:
-        if self.store is None:
-            if thread_id in self._cache:
-                raise ThreadExistsError(thread_id)
-        else:
-            self.store.create(
-                thread_id,
-                StartRecord(
-                    version=0,
-                    ts=self.clock().timestamp(),
-                    next=cursor.node,
-                    status=cursor.status,
-                    flow=self.flow.name,
-                    state=self.flow.schema.dump_state(cursor.state),
-                    forked_from=forked_from,
-                    error=cursor.error.model_dump() if cursor.error else None,
-                ),
-            )
-        self._remember(thread_id, cursor)
-
     def _start_steps(
         self, thread_id: str, state: S | Mapping[str, Any] | None, run_id: str
     ) -> core.Steps:
         cursor = self._initial(thread_id, state)
-        self._create(thread_id, cursor)
+        self._threads.create(thread_id, cursor)
         return core.run_steps(self, thread_id, run_id, cursor)
 
     def _resume_steps(
@@ -252,7 +144,7 @@ class Runner(Generic[S]):
         expected_version: int | None,
         run_id: str,
     ) -> core.Steps:
-        cursor = self._load(thread_id)
+        cursor = self._threads.load(thread_id)
         if expected_version is not None and cursor.version != expected_version:
             raise ConflictError(
                 f"Thread `{thread_id}` is at version {cursor.version}, not {expected_version}; "
@@ -317,7 +209,7 @@ class Runner(Generic[S]):
                     instruction = steps.send(None)
                     continue
                 try:
-                    outcome = core.Outcome(value=_call_sync(instruction))
+                    outcome = core.Outcome(value=call_sync(instruction))
                 except Exception as exc:
                     outcome = core.Outcome(error=exc)
                 instruction = steps.send(outcome)
@@ -325,6 +217,8 @@ class Runner(Generic[S]):
             return self._finish(thread_id, run_id, stop.value)
 
     async def _adrive(self, thread_id: str, run_id: str, steps: core.Steps) -> RunResult[S]:
+        import asyncio  # only async users pay for importing it
+
         try:
             instruction = next(steps)
             while True:
@@ -333,7 +227,7 @@ class Runner(Generic[S]):
                     instruction = steps.send(None)
                     continue
                 try:
-                    outcome = core.Outcome(value=await _call_async(instruction))
+                    outcome = core.Outcome(value=await call_async(instruction))
                 except Exception as exc:
                     outcome = core.Outcome(error=exc)
                 instruction = steps.send(outcome)
@@ -355,14 +249,14 @@ class Runner(Generic[S]):
     def start(self, thread_id: str, state: S | Mapping[str, Any] | None = None) -> RunResult[S]:
         """Create thread ``thread_id`` from ``state`` and run until it waits, finishes or fails."""
         run_id = _new_run_id()
-        with self._lock(thread_id):
+        with self._threads.lock(thread_id):
             return self._drive(thread_id, run_id, self._start_steps(thread_id, state, run_id))
 
     async def astart(
         self, thread_id: str, state: S | Mapping[str, Any] | None = None
     ) -> RunResult[S]:
         run_id = _new_run_id()
-        with self._lock(thread_id):
+        with self._threads.lock(thread_id):
             return await self._adrive(
                 thread_id, run_id, self._start_steps(thread_id, state, run_id)
             )
@@ -381,7 +275,7 @@ class Runner(Generic[S]):
         with ``ConflictError`` if anyone else moved the thread since the caller looked.
         """
         run_id = _new_run_id()
-        with self._lock(thread_id):
+        with self._threads.lock(thread_id):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return self._drive(thread_id, run_id, steps)
 
@@ -394,58 +288,49 @@ class Runner(Generic[S]):
         expected_version: int | None = None,
     ) -> RunResult[S]:
         run_id = _new_run_id()
-        with self._lock(thread_id):
+        with self._threads.lock(thread_id):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return await self._adrive(thread_id, run_id, steps)
 
     def get_state(self, thread_id: str) -> RunResult[S]:
         """Where the thread stands now."""
-        return self._result(thread_id, self._load(thread_id), None)
+        return self._result(thread_id, self._threads.load(thread_id), None)
 
     def history(self, thread_id: str) -> list[Checkpoint[S]]:
         """Every checkpoint of the thread, oldest first (version 0 is the start)."""
-        store = self._require_store("history")
-        cursor: core.Cursor | None = None
-        checkpoints: list[Checkpoint[S]] = []
-        for record in store.records(check_thread_id(thread_id)):
-            cursor = core.replay_record(self.flow, cursor, record)
-            checkpoints.append(
-                Checkpoint(
-                    thread_id=thread_id,
-                    version=record.version,
-                    kind=record.kind,
-                    node=getattr(record, "node", None) or getattr(record, "gate", None),
-                    next=record.next,
-                    status=record.status,
-                    state=cursor.state,  # type: ignore[arg-type]
-                    update=getattr(record, "update", {}),
-                    ts=record.ts,
-                    run_id=record.run_id,
-                    error=cursor.error,
-                    reason=getattr(record, "reason", ""),
-                )
+        return [
+            Checkpoint(
+                thread_id=thread_id,
+                version=record.version,
+                kind=record.kind,
+                node=getattr(record, "node", None) or getattr(record, "gate", None),
+                next=record.next,
+                status=record.status,
+                state=cursor.state,  # type: ignore[arg-type]
+                update=getattr(record, "update", {}),
+                ts=record.ts,
+                run_id=record.run_id,
+                error=cursor.error,
+                reason=getattr(record, "reason", ""),
             )
-        return checkpoints
+            for record, cursor in self._threads.replay(thread_id)
+        ]
 
     def fork(self, thread_id: str, new_thread_id: str, *, at: int | None = None) -> RunResult[S]:
         """Start ``new_thread_id`` from checkpoint ``at`` (default: latest) of ``thread_id``.
 
         The new thread stands exactly where the original stood then; resume it to go on.
         """
-        store = self._require_store("fork")
-        check_thread_id(new_thread_id)
-        records = store.records(check_thread_id(thread_id))
-        latest = records[-1].version
-        version = latest if at is None else at
-        if not 0 <= version <= latest:
-            raise CheckpointNotFoundError(thread_id, version, latest)
-        cursor: core.Cursor | None = None
-        for record in records[: version + 1]:
-            cursor = core.replay_record(self.flow, cursor, record)
-        assert cursor is not None
+        if at is not None and at < 0:
+            raise CheckpointNotFoundError(thread_id, at, self.get_state(thread_id).version)
+        last = deque(self._threads.replay(thread_id, upto=at), maxlen=1)
+        cursor = last[0][1]
+        if at is not None and cursor.version != at:
+            raise CheckpointNotFoundError(thread_id, at, cursor.version)
         fresh = core.Cursor(cursor.state, cursor.node, cursor.status, 0, cursor.error)
-        with self._lock(new_thread_id):
-            self._create(new_thread_id, fresh, {"thread_id": thread_id, "version": version})
+        with self._threads.lock(new_thread_id):
+            origin = {"thread_id": thread_id, "version": cursor.version}
+            self._threads.create(new_thread_id, fresh, origin)
         return self._result(new_thread_id, fresh, None)
 
     def update_state(
@@ -468,23 +353,14 @@ class Runner(Generic[S]):
                 f"`{self.flow.name}` ({', '.join(self.flow.states)}).",
                 thread_id=thread_id,
             )
-        with self._lock(thread_id):
-            cursor = self._load(thread_id)
+        with self._threads.lock(thread_id):
+            cursor = self._threads.load(thread_id)
             cursor = core.patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
         return self._result(thread_id, cursor, None)
 
     def threads(self) -> list[str]:
         """Ids of the threads in the store."""
-        if self.store is None:
-            return sorted(self._cache)
-        return self.store.threads()
-
-    def _require_store(self, what: str) -> Store:
-        if self.store is None:
-            raise RunError(
-                f"{what} needs a store; this Runner was made with store=None.", thread_id=""
-            )
-        return self.store
+        return self._threads.ids()
 
     def __repr__(self) -> str:
         return f"Runner({self.flow.name!r}, store={self.store!r})"
@@ -492,54 +368,3 @@ class Runner(Generic[S]):
 
 def _new_run_id() -> str:
     return uuid.uuid4().hex[:16]
-
-
-def _call_sync(call: core.CallNode) -> Any:
-    node = call.node
-    args = (call.state, call.ctx) if node.takes_context else (call.state,)
-    if node.is_async:
-        return asyncio.run(_await_with_timeout(node.fn(*args), call))
-    if node.timeout is None:
-        return node.fn(*args)
-    return _run_in_thread(call, args)
-
-
-async def _call_async(call: core.CallNode) -> Any:
-    node = call.node
-    args = (call.state, call.ctx) if node.takes_context else (call.state,)
-    if node.is_async:
-        return await _await_with_timeout(node.fn(*args), call)
-    if node.timeout is None:
-        return node.fn(*args)
-    return await _await_with_timeout(asyncio.to_thread(node.fn, *args), call)
-
-
-async def _await_with_timeout(awaitable: Any, call: core.CallNode) -> Any:
-    if call.node.timeout is None:
-        return await awaitable
-    try:
-        return await asyncio.wait_for(awaitable, call.node.timeout)
-    except TimeoutError:
-        raise NodeTimeoutError(call.name, call.node.timeout) from None
-
-
-def _run_in_thread(call: core.CallNode, args: tuple[Any, ...]) -> Any:
-    """Run a sync node with a timeout. Python cannot stop a thread, so a node that overruns
-    keeps running in the background; its result is discarded."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = call.node.fn(*args)
-        except BaseException as exc:
-            box["error"] = exc
-
-    worker = threading.Thread(target=target, name=f"flowkit-{call.name}", daemon=True)
-    worker.start()
-    worker.join(call.node.timeout)
-    if worker.is_alive():
-        assert call.node.timeout is not None
-        raise NodeTimeoutError(call.name, call.node.timeout)
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")

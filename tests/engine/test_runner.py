@@ -479,7 +479,14 @@ def test_ephemeral_runner_pauses_and_resumes_without_a_store() -> None:
     runner = Runner(doc_flow(), store=None)
     assert runner.start("t1").status == "waiting"
     assert runner.resume("t1", {"approved": True}).status == "done"
-    with pytest.raises(RunError, match="needs a store"):
+    with pytest.raises(RunError, match="need a store"):
         runner.history("t1")
     with pytest.raises(ThreadExistsError):
         runner.start("t1")
+
+
+def test_fork_refuses_negative_checkpoints(store: Store) -> None:
+    runner = Runner(doc_flow(), store=store)
+    runner.start("t1")
+    with pytest.raises(CheckpointNotFoundError):
+        runner.fork("t1", "t2", at=-1)

@@ -1,0 +1,71 @@
+"""Calling one node: sync or async, with or without a timeout, from a sync or async driver.
+
+Python cannot stop a running thread, so a sync node that overruns its timeout keeps running in
+the background; its result is discarded and the run records a ``NodeTimeoutError``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ._execution import CallNode
+from .errors import NodeTimeoutError
+
+__all__ = ["call_async", "call_sync"]
+
+
+def call_sync(call: CallNode) -> Any:
+    node = call.node
+    args = (call.state, call.ctx) if node.takes_context else (call.state,)
+    if node.is_async:
+        import asyncio
+
+        return asyncio.run(_await_with_timeout(node.fn(*args), call))
+    if node.timeout is None:
+        return node.fn(*args)
+    return _run_in_thread(call, args)
+
+
+async def call_async(call: CallNode) -> Any:
+    import asyncio
+
+    node = call.node
+    args = (call.state, call.ctx) if node.takes_context else (call.state,)
+    if node.is_async:
+        return await _await_with_timeout(node.fn(*args), call)
+    if node.timeout is None:
+        return node.fn(*args)
+    return await _await_with_timeout(asyncio.to_thread(node.fn, *args), call)
+
+
+async def _await_with_timeout(awaitable: Any, call: CallNode) -> Any:
+    import asyncio
+
+    if call.node.timeout is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, call.node.timeout)
+    except TimeoutError:
+        raise NodeTimeoutError(call.name, call.node.timeout) from None
+
+
+def _run_in_thread(call: CallNode, args: tuple[Any, ...]) -> Any:
+    """Run a sync node in a worker thread and stop waiting for it after its timeout."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call.node.fn(*args)
+        except BaseException as exc:
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"flowkit-{call.name}", daemon=True)
+    worker.start()
+    worker.join(call.node.timeout)
+    if worker.is_alive():
+        assert call.node.timeout is not None
+        raise NodeTimeoutError(call.name, call.node.timeout)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

@@ -1,0 +1,160 @@
+"""The runner's view of its threads: cached cursors kept in step with the store.
+
+Loading asks the store only for records newer than the cached cursor, so a resume in the same
+process reads almost nothing; a cursor from another process's writes is caught up by replay.
+Commits append one record and take a snapshot when the store asks for one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
+from typing import Any
+
+from ._execution import Cursor, replay_record
+from ._flow import Flow
+from ._records import Snapshot, StartRecord
+from .errors import ConflictError, RunError, ThreadExistsError, ThreadNotFoundError
+from .stores._ids import check_thread_id
+from .stores._protocol import AnyRecord, Store
+
+__all__ = ["Threads"]
+
+
+class Threads:
+    """Cursors of one flow's threads in one store (or in memory only, with ``store=None``)."""
+
+    def __init__(
+        self, flow: Flow, store: Store | None, clock: Callable[[], datetime], cache_size: int
+    ) -> None:
+        self.flow = flow
+        self.store = store
+        self.clock = clock
+        self._cache: OrderedDict[str, Cursor] = OrderedDict()
+        self._cache_size = cache_size
+        self._local_locks: dict[str, threading.Lock] = {}
+
+    def dump(self, update: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON form of an update, or nothing when there is no store to keep it."""
+        return self.flow.schema.dump_update(update) if self.store is not None else {}
+
+    def commit(self, thread_id: str, before: int, after: Cursor, record: AnyRecord) -> None:
+        store = self.store
+        if store is not None:
+            store.append(thread_id, [record], expected_version=before)
+        self.remember(thread_id, after)
+        if store is not None and store.snapshot_due(thread_id):
+            store.write_snapshot(thread_id, self.snapshot(after))
+
+    def snapshot(self, cursor: Cursor) -> Snapshot:
+        return Snapshot(
+            version=cursor.version,
+            ts=self.clock().timestamp(),
+            next=cursor.node,
+            status=cursor.status,
+            flow=self.flow.name,
+            state=self.flow.schema.dump_state(cursor.state),
+        )
+
+    def remember(self, thread_id: str, cursor: Cursor) -> None:
+        self._cache[thread_id] = cursor
+        self._cache.move_to_end(thread_id)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        check_thread_id(thread_id)
+        if self.store is not None:
+            return self.store.lock(thread_id)
+        return self._local_lock(thread_id)
+
+    @contextmanager
+    def _local_lock(self, thread_id: str) -> Iterator[None]:
+        lock = self._local_locks.setdefault(thread_id, threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise ConflictError(f"Thread `{thread_id}` is running already.", thread_id=thread_id)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def load(self, thread_id: str) -> Cursor:
+        """The thread's latest committed cursor."""
+        check_thread_id(thread_id)
+        cached = self._cache.get(thread_id)
+        if self.store is None:
+            if cached is None:
+                raise ThreadNotFoundError(thread_id)
+            return cached
+        log = self.store.load(thread_id, after=cached.version if cached else None)
+        cursor: Cursor | None
+        if log.base is not None:
+            cursor = cached
+        elif log.snapshot is not None:
+            snap = log.snapshot
+            self._check_flow(thread_id, snap.flow)
+            state = self.flow.schema.load_state(snap.state)
+            cursor = Cursor(state, snap.next, snap.status, snap.version)
+        else:
+            first = log.records[0]
+            if isinstance(first, StartRecord):
+                self._check_flow(thread_id, first.flow)
+            cursor = None
+        for record in log.records:
+            cursor = replay_record(self.flow, cursor, record)
+        assert cursor is not None
+        self.remember(thread_id, cursor)
+        return cursor
+
+    def _check_flow(self, thread_id: str, name: str) -> None:
+        if name != self.flow.name:
+            raise RunError(
+                f"Thread `{thread_id}` belongs to flow `{name}`, not `{self.flow.name}`; open it "
+                f"with a runner of flow `{name}`.",
+                thread_id=thread_id,
+            )
+
+    def create(self, thread_id: str, cursor: Cursor, forked_from: Any = None) -> None:
+        if self.store is None:
+            if thread_id in self._cache:
+                raise ThreadExistsError(thread_id)
+        else:
+            self.store.create(
+                thread_id,
+                StartRecord(
+                    version=0,
+                    ts=self.clock().timestamp(),
+                    next=cursor.node,
+                    status=cursor.status,
+                    flow=self.flow.name,
+                    state=self.flow.schema.dump_state(cursor.state),
+                    forked_from=forked_from,
+                    error=cursor.error.model_dump() if cursor.error else None,
+                ),
+            )
+        self.remember(thread_id, cursor)
+
+    def replay(self, thread_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, Cursor]]:
+        """Each record of the thread with the cursor after it, oldest first."""
+        store = self.require_store("history and fork")
+        cursor: Cursor | None = None
+        for record in store.records(check_thread_id(thread_id)):
+            if upto is not None and record.version > upto:
+                return
+            cursor = replay_record(self.flow, cursor, record)
+            yield record, cursor
+
+    def require_store(self, what: str) -> Store:
+        if self.store is None:
+            raise RunError(
+                f"{what} need a store; this Runner was made with store=None.", thread_id=""
+            )
+        return self.store
+
+    def ids(self) -> list[str]:
+        if self.store is None:
+            return sorted(self._cache)
+        return self.store.threads()
