@@ -14,6 +14,7 @@ from ._events import (
     NodeFinished,
     NodeStarted,
     StateChanged,
+    TokenStreamed,
     Waiting,
 )
 from ._flow import Flow
@@ -48,6 +49,7 @@ __all__ = [
     "RunResult",
     "Runner",
     "StateChanged",
+    "TokenStreamed",
     "Waiting",
     "__version__",
     "all_of",

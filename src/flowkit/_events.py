@@ -21,6 +21,7 @@ __all__ = [
     "NodeStarted",
     "StateChanged",
     "Subscriber",
+    "TokenStreamed",
     "Waiting",
     "classify_changes",
 ]
@@ -83,6 +84,16 @@ class Failed(Event):
     node: str
     error: NodeError
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenStreamed(Event):
+    """A chunk of an LLM answer streamed inside ``node`` (for live UIs; not journaled)."""
+
+    kind: ClassVar[str] = "token"
+    node: str
+    text: str
+    done: bool = False
 
 
 Subscriber = Callable[[Event], None]

@@ -192,12 +192,13 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             attempt += 1
             if runner._subscribers:
                 runner._emit(NodeStarted(thread_id, run_id, name, attempt))
+            calls: list[dict[str, Any]] = []
             ctx = Context(
                 thread_id=thread_id,
                 run_id=run_id,
                 node=name,
                 attempt=attempt,
-                llm=runner.llm,
+                llm=runner._node_llm(thread_id, run_id, name, calls),
                 clock=runner.clock,
             )
             outcome = yield CallNode(node, name, cursor.state, ctx)
@@ -252,7 +253,7 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             attempts=attempt,
             latency_s=latency,
             error=error.model_dump() if error else None,
-            llm_calls=[],
+            llm_calls=calls,
         )
         runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:

@@ -107,6 +107,24 @@ class Runner(Generic[S]):
             cursor.error,
         )
 
+    def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
+        if self.llm is None:
+            return None
+        from ._node_llm import NodeLLM
+
+        announce = self._emit if self._subscribers else None
+        return NodeLLM(
+            self.llm, calls, announce=announce, thread_id=thread_id, run_id=run_id, node=node
+        )
+
+    def llm_calls(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every LLM call journaled in the thread, in order: feed them to a ``ReplayLLM``."""
+        return [
+            call
+            for record, _ in self._threads.replay(thread_id)
+            for call in getattr(record, "llm_calls", ())
+        ]
+
     # -- preparing runs (shared by sync and async) -------------------------------------------
 
     def _initial(self, thread_id: str, state: S | Mapping[str, Any] | None) -> core.Cursor:
