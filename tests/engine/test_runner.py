@@ -39,7 +39,7 @@ from flowkit.errors import (
     UnknownGateError,
 )
 from flowkit.stores import Store
-from flowkit.testing import capture_events
+from flowkit.testing import ScriptedLLM, capture_events
 
 
 class Doc(BaseModel):
@@ -465,11 +465,13 @@ def test_context_carries_ids_and_a_bound_logger(store: Store) -> None:
     seen: dict[str, Any] = {}
 
     def inspect(state: Doc, ctx: Context) -> None:
-        seen.update(thread=ctx.thread_id, node=ctx.node, attempt=ctx.attempt, llm=ctx.llm)
+        seen.update(thread=ctx.thread_id, node=ctx.node, attempt=ctx.attempt, llm=ctx.llm.model)
         ctx.log.debug("inspecting")
 
     runner = Runner(
-        doc_flow(nodes={"draft": inspect, "publish": lambda s: None}), store=store, llm="fake-llm"
+        doc_flow(nodes={"draft": inspect, "publish": lambda s: None}),
+        store=store,
+        llm=ScriptedLLM([], model="fake-llm"),
     )
     runner.start("t1")
     assert seen == {"thread": "t1", "node": "draft", "attempt": 1, "llm": "fake-llm"}
