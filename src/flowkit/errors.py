@@ -24,6 +24,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── ConflictError          another writer got there first; reload and retry
     │   └── CorruptStoreError      a record cannot be read (.path, .line)
     └── LLMError                   calling a language model failed
+        ├── LLMConfigError         a bad spec, option, URL, message list or cassette
         ├── LLMTimeoutError
         ├── LLMUnavailableError    refused connection, 5xx or 429 after all retries
         ├── LLMResponseError       the server answered something unusable
@@ -48,6 +49,7 @@ __all__ = [
     "InvalidStateError",
     "InvalidThreadIdError",
     "InvalidUpdateError",
+    "LLMConfigError",
     "LLMError",
     "LLMResponseError",
     "LLMSchemaError",

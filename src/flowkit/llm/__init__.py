@@ -1,0 +1,68 @@
+"""Pluggable LLMs: the ``LLM`` protocol, HTTP clients (OpenAI-compatible, Ollama), and
+recording and replay of calls.
+
+Importing this package is cheap: the HTTP clients (and httpx) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from flowkit.llm._protocol import LLM
+from flowkit.llm._retry import Backoff
+from flowkit.llm._types import Chunk, LLMResponse, Message, Usage
+
+if TYPE_CHECKING:
+    from flowkit.llm._extract import extract_json
+    from flowkit.llm._spec import from_spec
+    from flowkit.llm._structured import parse_answer, schema_name
+    from flowkit.llm.ollama import OllamaLLM
+    from flowkit.llm.openai import OpenAICompatibleLLM
+    from flowkit.llm.recording import RecordingLLM
+    from flowkit.llm.replay import ReplayLLM, load_cassette, save_cassette
+
+__all__ = [
+    "LLM",
+    "Backoff",
+    "Chunk",
+    "LLMResponse",
+    "Message",
+    "OllamaLLM",
+    "OpenAICompatibleLLM",
+    "RecordingLLM",
+    "ReplayLLM",
+    "Usage",
+    "extract_json",
+    "from_spec",
+    "load_cassette",
+    "parse_answer",
+    "save_cassette",
+    "schema_name",
+]
+
+_LAZY = {
+    "OllamaLLM": "flowkit.llm.ollama",
+    "OpenAICompatibleLLM": "flowkit.llm.openai",
+    "RecordingLLM": "flowkit.llm.recording",
+    "ReplayLLM": "flowkit.llm.replay",
+    "extract_json": "flowkit.llm._extract",
+    "from_spec": "flowkit.llm._spec",
+    "load_cassette": "flowkit.llm.replay",
+    "parse_answer": "flowkit.llm._structured",
+    "save_cassette": "flowkit.llm.replay",
+    "schema_name": "flowkit.llm._structured",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flowkit.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,309 @@
+"""The httpx drivers: carry out the steps the sans-I/O core decides, sync or async.
+
+Only this module (and the backends built on it) imports httpx; its exceptions are mapped
+here to ``TransportFailure`` values, then to flowkit errors by the core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import ssl
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel, SecretStr
+
+from flowkit.llm._exchange import (
+    ChatExchange,
+    Exchange,
+    HTTPRequest,
+    HTTPResponse,
+    Outcome,
+    Sleep,
+    Step,
+    TransportFailure,
+)
+from flowkit.llm._retry import Backoff
+from flowkit.llm._stream import StreamDecoder
+from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
+
+__all__ = ["HTTPChatLLM"]
+
+T = TypeVar("T")
+
+_USER_AGENT = "flowkit"
+
+
+class HTTPChatLLM(ChatExchange):
+    """An LLM reached over HTTP; implements the ``LLM`` protocol on top of ``ChatExchange``.
+
+    The sync client is pooled and created on first use (``close()`` or ``with`` releases
+    it). Async calls use ``async_http_client`` when given, else a client per call, because
+    an httpx async pool is bound to the event loop that created it.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        backoff: Backoff | None,
+        http_client: httpx.Client | None,
+        async_http_client: httpx.AsyncClient | None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+        )
+        # SecretStr keeps the key out of repr() and tracebacks' locals.
+        self._api_key = SecretStr(api_key) if api_key else None
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._async_client = async_http_client
+        self._lock = threading.Lock()
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    def __repr__(self) -> str:
+        key = ", api_key='***'" if self._api_key else ""
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}{key})"
+
+    # -- sync ----------------------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: type[BaseModel] | None = None,
+        timeout: float | None = None,
+    ) -> LLMResponse:
+        """Answer the conversation (see :class:`flowkit.llm.LLM`)."""
+        return self._run(self._sync_client(), self._complete_steps(messages, schema, timeout))
+
+    def stream(
+        self, messages: Sequence[Message], *, timeout: float | None = None
+    ) -> Iterator[Chunk]:
+        """Yield the answer as it arrives; the last chunk has ``done=True``."""
+        request, decoder = self._stream_start(messages, timeout)
+        opened = self._run(self._sync_client(), self._send(request))
+        try:
+            for line in opened.handle.iter_lines():
+                if chunk := decoder.feed(line):
+                    yield chunk
+                if decoder.done:
+                    return
+        except httpx.HTTPError as exc:
+            raise _stream_cut(decoder, exc) from exc
+        finally:
+            opened.handle.close()
+        if chunk := decoder.end():
+            yield chunk
+
+    def close(self) -> None:
+        """Release pooled connections; a later call opens new ones."""
+        with self._lock:
+            if self._owns_client and self._client is not None:
+                self._client.close()
+                self._client = None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+                self._finalizer = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- async ---------------------------------------------------------------------------------
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: type[BaseModel] | None = None,
+        timeout: float | None = None,
+    ) -> LLMResponse:
+        """Answer the conversation without blocking the event loop."""
+        async with self._async_session() as client:
+            return await self._arun(client, self._complete_steps(messages, schema, timeout))
+
+    async def astream(
+        self, messages: Sequence[Message], *, timeout: float | None = None
+    ) -> AsyncIterator[Chunk]:
+        """Async version of :meth:`stream`."""
+        request, decoder = self._stream_start(messages, timeout)
+        async with self._async_session() as client:
+            opened = await self._arun(client, self._send(request))
+            try:
+                async for line in opened.handle.aiter_lines():
+                    if chunk := decoder.feed(line):
+                        yield chunk
+                    if decoder.done:
+                        return
+            except httpx.HTTPError as exc:
+                raise _stream_cut(decoder, exc) from exc
+            finally:
+                await opened.handle.aclose()
+        if chunk := decoder.end():
+            yield chunk
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- drivers: perform the core's steps -------------------------------------------------------
+
+    def _run(self, client: httpx.Client, steps: Exchange[T]) -> T:
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            step = _advance(steps, self._perform(client, step))
+        return step.value
+
+    async def _arun(self, client: httpx.AsyncClient, steps: Exchange[T]) -> T:
+        step = _advance(steps, None)
+        while not isinstance(step, _Done):
+            step = _advance(steps, await self._aperform(client, step))
+        return step.value
+
+    def _perform(self, client: httpx.Client, step: Step) -> Outcome:
+        if isinstance(step, Sleep):
+            time.sleep(step.seconds)
+            return None
+        try:
+            response = client.send(self._build(client, step), stream=step.stream)
+            if step.stream and not response.is_success:
+                with contextlib.closing(response):
+                    response.read()
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            return _failure(exc)
+        return self._received(response, step)
+
+    async def _aperform(self, client: httpx.AsyncClient, step: Step) -> Outcome:
+        if isinstance(step, Sleep):
+            await asyncio.sleep(step.seconds)
+            return None
+        try:
+            response = await client.send(self._build(client, step), stream=step.stream)
+            if step.stream and not response.is_success:
+                async with contextlib.aclosing(response):
+                    await response.aread()
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            return _failure(exc)
+        return self._received(response, step)
+
+    def _build(
+        self, client: httpx.Client | httpx.AsyncClient, request: HTTPRequest
+    ) -> httpx.Request:
+        headers = {
+            "Accept": "text/event-stream" if request.stream else "application/json",
+            "User-Agent": _USER_AGENT,
+        }
+        if self._api_key is not None:
+            headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
+        return client.build_request(
+            "POST", request.url, json=request.body, headers=headers, timeout=request.timeout
+        )
+
+    def _received(self, response: httpx.Response, request: HTTPRequest) -> HTTPResponse:
+        open_stream = request.stream and response.is_success
+        return HTTPResponse(
+            status=response.status_code,
+            headers={k.lower(): v for k, v in response.headers.items()},
+            text="" if open_stream else self._redact(response.text),
+            handle=response if open_stream else None,
+        )
+
+    def _redact(self, text: str) -> str:
+        # A server that echoes the key back must not smuggle it into errors or `raw`.
+        if self._api_key is None:
+            return text
+        return text.replace(self._api_key.get_secret_value(), "***")
+
+    def _stream_start(
+        self, messages: Sequence[Message], timeout: float | None
+    ) -> tuple[HTTPRequest, StreamDecoder]:
+        request = self._request(
+            check_messages(messages), stream=True, want_json=False, timeout=timeout
+        )
+        decoder = StreamDecoder(
+            self._parse_line, model=self.model, url=request.url, timeout=request.timeout
+        )
+        return request, decoder
+
+    def _sync_client(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(verify=_ssl_context())
+                # Closes the pool if the user never calls close(), without keeping self alive.
+                self._finalizer = weakref.finalize(self, self._client.close)
+            return self._client
+
+    @contextlib.asynccontextmanager
+    async def _async_session(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self._async_client is not None:
+            yield self._async_client
+            return
+        async with httpx.AsyncClient(verify=_ssl_context()) as client:
+            yield client
+
+
+class _Done(Generic[T]):
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+
+def _advance(steps: Exchange[T], outcome: Outcome) -> Step | _Done[T]:
+    """Send ``outcome`` to the core; return its next step, or ``_Done`` with its result."""
+    try:
+        return steps.send(outcome)
+    except StopIteration as stop:
+        return _Done(stop.value)
+
+
+def _failure(exc: httpx.HTTPError | httpx.InvalidURL) -> TransportFailure:
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return TransportFailure("timeout", detail, exc)
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return TransportFailure("config", detail, exc)
+    if isinstance(exc, httpx.TransportError):
+        return TransportFailure("unavailable", detail, exc)
+    return TransportFailure("response", detail, exc)
+
+
+def _stream_cut(decoder: StreamDecoder, exc: httpx.HTTPError) -> Exception:
+    failure = _failure(exc)
+    return decoder.cut(failure.kind, failure.detail)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle costs milliseconds; every client of the process can share it.
+    return httpx.create_ssl_context()

@@ -1,0 +1,68 @@
+"""When to retry an LLM request and how long to wait: backoff with jitter and ``Retry-After``.
+
+Pure functions; the sync and async drivers only carry out the waits decided here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+__all__ = ["RETRYABLE_STATUS", "Backoff", "parse_retry_after"]
+
+#: Statuses worth another attempt: request timeout, conflict, rate limit, server errors.
+RETRYABLE_STATUS = frozenset({408, 409, 429, *range(500, 600)})
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff with jitter between attempts.
+
+    Attempt ``n`` (0-based) waits ``min(maximum, initial * multiplier**n)``, shortened by up
+    to ``jitter`` (a fraction) at random so many clients do not retry in lockstep. A
+    server's ``Retry-After`` wins over the schedule, capped at ``max_retry_after``.
+    """
+
+    initial: float = 0.5
+    multiplier: float = 2.0
+    maximum: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retrying after failed attempt ``attempt`` (0-based)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        base = min(self.maximum, self.initial * self.multiplier**attempt)
+        return base * (1.0 - self.jitter * random.random())
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
+
+    ``Retry-After`` may be seconds or an HTTP date; ``headers`` keys are lower case.
+    Unparseable values are ignored (``None``) rather than trusted.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)

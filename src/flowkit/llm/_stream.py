@@ -1,0 +1,116 @@
+"""Turn the lines of a streamed answer into chunks, and say how a broken stream failed.
+
+Pure: the drivers feed it lines; each backend supplies a parser for its wire format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flowkit.errors import LLMError, LLMResponseError, LLMTimeoutError, LLMUnavailableError
+from flowkit.llm._types import Chunk, Usage
+
+__all__ = ["Delta", "ServerStreamError", "StreamDecoder"]
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What one stream line says: new text, and whether the answer is finished or done.
+
+    ``finished`` means the model stopped (OpenAI ``finish_reason``): the answer is complete
+    if the body then ends. ``done`` is the server's explicit end-of-stream marker.
+    """
+
+    text: str = ""
+    usage: Usage | None = None
+    finished: bool = False
+    done: bool = False
+
+
+class ServerStreamError(Exception):
+    """Raised by a line parser when the server reports an error inside the stream."""
+
+
+class StreamDecoder:
+    """Assemble a stream; never let a cut-off stream pass for a complete answer."""
+
+    def __init__(
+        self, parse_line: Callable[[str], Delta | None], *, model: str, url: str, timeout: float
+    ) -> None:
+        self._parse_line = parse_line
+        self._model = model
+        self._url = url
+        self._timeout = timeout
+        self._parts: list[str] = []
+        self._usage: Usage | None = None
+        self._finished = False
+        self.done = False
+
+    @property
+    def text(self) -> str:
+        """The text received so far."""
+        return "".join(self._parts)
+
+    def feed(self, line: str) -> Chunk | None:
+        """Decode one line; return the chunk it carries, if any."""
+        if self.done or not line.strip():
+            return None
+        try:
+            delta = self._parse_line(line)
+        except ServerStreamError as exc:
+            raise LLMResponseError(
+                f"{self._where} reported an error in the middle of the stream: {exc}. "
+                "Retry the call; if it persists, check the server's logs.",
+                model=self._model,
+                raw_text=self.text,
+            ) from exc
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise LLMResponseError(
+                f"{self._where} sent a stream line that cannot be read ({exc!r}): {line[:200]!r}."
+                " Check that base_url points at a server of this API kind.",
+                model=self._model,
+                raw_text=self.text,
+            ) from exc
+        if delta is None:
+            return None
+        self._parts.append(delta.text)
+        self._usage = delta.usage or self._usage
+        self._finished = self._finished or delta.finished
+        if delta.done:
+            self.done = True
+            return Chunk(text=delta.text, done=True, usage=self._usage)
+        return Chunk(text=delta.text) if delta.text else None
+
+    def end(self) -> Chunk | None:
+        """The body ended cleanly: the closing chunk, or raise if the end marker is missing."""
+        if self.done:
+            return None
+        if self._finished:
+            self.done = True
+            return Chunk(text="", done=True, usage=self._usage)
+        raise LLMResponseError(
+            f"The stream from {self._where} ended after {len(self.text)} characters without "
+            "its end marker, so the answer is incomplete. Retry the call.",
+            model=self._model,
+            raw_text=self.text,
+        )
+
+    def cut(self, kind: str, detail: str) -> LLMError:
+        """The error for a connection that failed mid-stream (``kind``: timeout or other)."""
+        received = f"after {len(self.text)} characters"
+        if kind == "timeout":
+            return LLMTimeoutError(
+                f"The stream from {self._where} stalled for {self._timeout:g} s {received}"
+                "; the answer is incomplete. Retry, or raise the timeout.",
+                model=self._model,
+            )
+        return LLMUnavailableError(
+            f"The stream from {self._where} was cut off {received} ({detail}); the "
+            "answer is incomplete. Retry the call.",
+            model=self._model,
+        )
+
+    @property
+    def _where(self) -> str:
+        return f"POST {self._url} (`{self._model}`)"

@@ -1,0 +1,126 @@
+"""A client for OpenAI's ``/chat/completions`` API and every server that copies it.
+
+That covers OpenAI, vLLM, LM Studio, llama.cpp's server, DeepSeek and most hosted gateways:
+set ``base_url`` to the server's ``.../v1``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from flowkit.llm._http import HTTPChatLLM
+from flowkit.llm._retry import Backoff
+from flowkit.llm._stream import Delta, ServerStreamError
+from flowkit.llm._types import LLMResponse, Message, Usage
+
+__all__ = ["OpenAICompatibleLLM"]
+
+
+class OpenAICompatibleLLM(HTTPChatLLM):
+    """Chat completions over ``POST {base_url}/chat/completions``.
+
+    ``json_mode`` sends ``response_format={"type": "json_object"}`` (OpenAI then requires
+    the word "JSON" in the prompt). ``extra_body`` is merged into every request body for
+    server-specific options such as ``max_tokens``, ``seed`` or vLLM's ``guided_json``.
+    The API key is sent only in the ``Authorization`` header.
+    """
+
+    _path = "/chat/completions"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str = "https://api.openai.com/v1",
+        api_key: str | None = None,
+        temperature: float | None = None,
+        json_mode: bool = False,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff: Backoff | None = None,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            http_client=http_client,
+            async_http_client=async_http_client,
+        )
+        self.temperature = temperature
+        self.json_mode = json_mode
+        self.extra_body = dict(extra_body or {})
+
+    def _body(self, messages: list[Message], *, stream: bool, want_json: bool) -> dict[str, Any]:
+        # A schema alone does not switch JSON mode on: many compatible servers reject
+        # response_format, and OpenAI rejects it when the prompt does not say "JSON".
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return {**body, **self.extra_body}
+
+    def _parse(self, data: Any) -> LLMResponse:
+        message = data["choices"][0]["message"]
+        content = message.get("content")
+        if not isinstance(content, str):
+            refusal = message.get("refusal")
+            raise ValueError(f"no text content (refusal: {refusal!r})" if refusal else "no content")
+        return LLMResponse(
+            text=content,
+            usage=_usage(data.get("usage")),
+            model=data.get("model") or self.model,
+            raw=data,
+        )
+
+    def _parse_line(self, line: str) -> Delta | None:
+        # Server-sent events: only `data:` lines matter; comments and ids are keep-alives.
+        if not line.startswith("data:"):
+            return None
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return Delta(done=True)
+        data = json.loads(payload)
+        if "error" in data:
+            error = data["error"]
+            raise ServerStreamError(
+                error.get("message", error) if isinstance(error, dict) else error
+            )
+        choices = data.get("choices") or [{}]
+        choice = choices[0]
+        text = (choice.get("delta") or {}).get("content") or ""
+        return Delta(
+            text=text,
+            usage=_usage(data.get("usage")),
+            finished=choice.get("finish_reason") is not None,
+        )
+
+    def _status_hint(self, status: int) -> str:
+        if status in (401, 403):
+            return "Check the API key (api_key= or OPENAI_API_KEY)."
+        if status == 404:
+            return (
+                f"Check that base_url ends with the API root (usually `/v1`) and that the server "
+                f"serves the model `{self.model}`."
+            )
+        return super()._status_hint(status)
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, dict):
+        return None
+    return Usage(
+        prompt_tokens=data.get("prompt_tokens") or 0,
+        completion_tokens=data.get("completion_tokens") or 0,
+        total_tokens=data.get("total_tokens") or 0,
+    )
