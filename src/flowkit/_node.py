@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ConfigDict
 
@@ -166,6 +166,28 @@ def _positional_arity(fn: NodeFn) -> int:
     return sum(1 for p in params if p.kind in kinds)
 
 
+@overload
+def node(
+    fn: NodeFn,
+    *,
+    reads: Iterable[str] | None = None,
+    writes: Iterable[str] | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | None = None,
+) -> Node: ...
+
+
+@overload
+def node(
+    fn: None = None,
+    *,
+    reads: Iterable[str] | None = None,
+    writes: Iterable[str] | None = None,
+    timeout: float | None = None,
+    retry: RetryPolicy | None = None,
+) -> Callable[[NodeFn], Node]: ...
+
+
 def node(
     fn: NodeFn | None = None,
     *,
@@ -173,7 +195,7 @@ def node(
     writes: Iterable[str] | None = None,
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
-) -> Any:
+) -> Node | Callable[[NodeFn], Node]:
     """Declare a node's contract: ``@node(reads=[...], writes=[...], timeout=5, retry=...)``."""
 
     def wrap(f: NodeFn) -> Node:

@@ -152,6 +152,8 @@ class Runner(Generic[S]):
     ) -> core.Steps:
         cursor = self._initial(thread_id, state)
         self._threads.create(thread_id, cursor)
+        if cursor.status != "pending":  # a flow that starts at a gate waits at once
+            self._announce(thread_id, run_id, "__start__", cursor, ())
         return core.run_steps(self, thread_id, run_id, cursor)
 
     def _resume_steps(

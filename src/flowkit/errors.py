@@ -5,6 +5,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
 
     FlowkitError
     ├── FlowDefinitionError        a Flow or RouteTable is inconsistent (.problems lists all)
+    ├── WorkflowLoadError          a CLI target names no workflow, fails to import, is no Flow
     ├── RouteError                 a route table could not pick a target for a state
     ├── NodeContractError          a node broke its declared contract (programming error)
     │   ├── UndeclaredWriteError   wrote a key it did not declare
@@ -30,6 +31,11 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
         ├── LLMResponseError       the server answered something unusable
         ├── LLMSchemaError         the answer is not the requested schema (.raw_text)
         └── ReplayMismatchError    a replayed call does not match the recording
+    RobotProgramError              a robot program (Blockly XML, module steps) is unusable
+    ├── UnsafeXMLError             DOCTYPE, entities or external references in the XML
+    ├── InvalidProgramError        a program fails validation (.problems, each with its line)
+    ├── StepTextError              the text form of module steps does not parse (.line)
+    └── CatalogError               a block catalog file is invalid (.problems)
 
 Foreign errors are mapped where they enter and raised ``from`` the original.
 """
@@ -40,11 +46,13 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "CatalogError",
     "CheckpointNotFoundError",
     "ConflictError",
     "CorruptStoreError",
     "FlowDefinitionError",
     "FlowkitError",
+    "InvalidProgramError",
     "InvalidResumeInputError",
     "InvalidStateError",
     "InvalidThreadIdError",
@@ -59,14 +67,17 @@ __all__ = [
     "NodeTimeoutError",
     "NotWaitingError",
     "ReplayMismatchError",
+    "RobotProgramError",
     "RouteError",
     "RunError",
     "StepLimitError",
+    "StepTextError",
     "StoreError",
     "ThreadExistsError",
     "ThreadNotFoundError",
     "UndeclaredWriteError",
     "UnknownGateError",
+    "UnsafeXMLError",
 ]
 
 
@@ -86,6 +97,14 @@ class FlowDefinitionError(FlowkitError):
         lines = "\n".join(f"  - {p}" for p in self.problems)
         count = len(self.problems)
         super().__init__(f"Flow `{flow}` has {count} problem{'s' if count != 1 else ''}:\n{lines}")
+
+
+class WorkflowLoadError(FlowkitError):
+    """A target names no registered workflow, cannot be imported, or is not a Flow."""
+
+    def __init__(self, target: str, message: str) -> None:
+        self.target = target
+        super().__init__(message)
 
 
 class RouteError(FlowkitError):
@@ -334,3 +353,57 @@ class ReplayMismatchError(LLMError):
 
 class LLMConfigError(LLMError):
     """The LLM layer is set up or called wrongly: a bad spec string, option, URL or cassette."""
+
+
+class RobotProgramError(FlowkitError):
+    """A robot program (Blockly XML or module steps) cannot be read, checked or written."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class UnsafeXMLError(RobotProgramError):
+    """The XML declares a DOCTYPE, entities or external references; it was not read."""
+
+
+class InvalidProgramError(RobotProgramError):
+    """A program fails validation; ``problems`` lists every problem (with line numbers for XML).
+
+    Each problem has ``severity``, ``message``, ``line``, ``block_id``, ``block_type``,
+    ``task`` and ``step``; ``str(problem)`` is one readable line.
+    """
+
+    def __init__(self, problems: Sequence[Any], *, path: str | None = None) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        where = f"{path}: " if path else ""
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"{where}the robot program has {count} problem{'s' if count != 1 else ''}; "
+            f"fix them and try again:\n{lines}",
+            path=path,
+        )
+
+
+class StepTextError(RobotProgramError):
+    """The text form of module steps does not parse; ``line`` is the 1-based line number."""
+
+    def __init__(self, message: str, *, line: int, path: str | None = None) -> None:
+        self.line = line
+        where = f"{path}:{line}" if path else f"line {line}"
+        super().__init__(f"{where}: {message}", path=path)
+
+
+class CatalogError(RobotProgramError):
+    """A block catalog file is not valid; ``problems`` lists every problem with its fix."""
+
+    def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"Block catalog {path or '(in memory)'} has {count} problem"
+            f"{'s' if count != 1 else ''}:\n{lines}",
+            path=path,
+        )

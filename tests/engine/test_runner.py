@@ -492,3 +492,18 @@ def test_fork_refuses_negative_checkpoints(store: Store) -> None:
     runner.start("t1")
     with pytest.raises(CheckpointNotFoundError):
         runner.fork("t1", "t2", at=-1)
+
+
+def test_a_flow_that_starts_at_a_gate_announces_that_it_waits(store: Store) -> None:
+    flow = Flow(
+        name="ask",
+        state=Doc,
+        start="review",
+        nodes={"publish": lambda s: None},
+        gates={"review": ReviewInput},
+        routes={"review": "publish", "publish": END},
+    )
+    runner = Runner(flow, store=store)
+    with capture_events(runner) as events:
+        assert runner.start("t1").status == "waiting"
+    assert events.kinds() == ["state_changed", "waiting"]

@@ -1,0 +1,80 @@
+"""``flowkit demo``: run an example workflow end to end on a JSON-file store, narrating it.
+
+The review demo drafts a document, pauses at the review gate, gets feedback, redrafts,
+gets approval and publishes; then a fresh runner reloads the thread from disk to show
+that the store, not the process, holds the run.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from ._events import Completed, Event, Failed, NodeFinished, Waiting
+from ._result import RunResult
+from ._runner import Runner
+from .stores.jsonfile import JsonFileStore
+
+__all__ = ["run_demo"]
+
+
+def _narrate(out: TextIO) -> object:
+    def on_event(event: Event) -> None:
+        if isinstance(event, NodeFinished):
+            out.write(f"  ran node `{event.node}` ({event.latency_s * 1000:.2f} ms)\n")
+        elif isinstance(event, Waiting):
+            out.write(f"  waiting at gate `{event.gate}` (checkpoint {event.version})\n")
+        elif isinstance(event, Completed):
+            out.write(f"  completed (checkpoint {event.version})\n")
+        elif isinstance(event, Failed):
+            out.write(f"  failed at `{event.node}`: {event.error.message}\n")
+
+    return on_event
+
+
+def _free_thread_id(store: JsonFileStore, prefix: str) -> str:
+    taken = set(store.threads())
+    number = 1
+    while f"{prefix}-{number}" in taken:
+        number += 1
+    return f"{prefix}-{number}"
+
+
+def run_demo(name: str, store_dir: str | None, out: TextIO) -> int:
+    """Run demo ``name``; the thread stays in the store so ``flowkit show`` can inspect it."""
+    from .examples.review import Doc, ReviewInput, flow
+
+    root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-demo-"))
+    store = JsonFileStore(root)
+    runner: Runner[Doc] = Runner(flow, store=store)
+    runner.subscribe(_narrate(out))  # type: ignore[arg-type]
+    thread_id = _free_thread_id(store, name)
+    out.write(f"flowkit demo `{name}`: {flow.description}\n")
+    out.write(f"store: {root} (JsonFileStore), thread: {thread_id}\n\n")
+
+    out.write("start: topic 'Release notes'\n")
+    result = runner.start(thread_id, Doc(topic="Release notes"))
+    out.write(f"  draft: {result.state.text!r}\n")
+
+    feedback = ReviewInput(approved=False, feedback="mention the JSON-file store")
+    out.write(f"\nreviewer: not yet, {feedback.feedback!r}\n")
+    result = runner.resume(thread_id, feedback, gate="review")
+    out.write(f"  draft: {result.state.text!r}\n")
+
+    out.write("\nreviewer: approved\n")
+    result = runner.resume(thread_id, ReviewInput(approved=True), gate="review")
+
+    # A new runner on a new store object: everything it knows comes from the files.
+    reloaded: RunResult[Doc] = Runner(flow, store=JsonFileStore(root)).get_state(thread_id)
+    same = reloaded.state == result.state and reloaded.version == result.version
+    out.write(f"\nstatus: {result.status}, checkpoints: {result.version + 1}\n")
+    out.write(f"reloaded from disk by a new runner: {'same state' if same else 'DIFFERENT'}\n")
+    out.write("final state:\n")
+    out.write(json.dumps(result.state.model_dump(mode="json"), indent=2) + "\n")
+    out.write(
+        f"\nlook around:\n  flowkit threads --store {root}\n"
+        f"  flowkit show {thread_id} --store {root} --history\n"
+    )
+    return 0 if result.status == "done" and same else 1

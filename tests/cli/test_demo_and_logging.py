@@ -1,0 +1,88 @@
+"""`flowkit demo` and the CLI's logging setup (-v / -vv, stderr only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flowkit import Runner
+from flowkit.cli import main
+from flowkit.examples.review import flow as review_flow
+from flowkit.stores import JsonFileStore
+
+
+def test_demo_review_narrates_the_run_and_leaves_the_thread_in_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "review", "--store", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for expected in [
+        f"store: {tmp_path} (JsonFileStore), thread: review-1",
+        "ran node `draft`",
+        "waiting at gate `review` (checkpoint 1)",
+        "reviewer: not yet",
+        "waiting at gate `review` (checkpoint 3)",
+        "reviewer: approved",
+        "ran node `publish`",
+        "status: done, checkpoints: 6",
+        "reloaded from disk by a new runner: same state",
+        f"flowkit show review-1 --store {tmp_path} --history",
+    ]:
+        assert expected in out
+    result = Runner(review_flow, store=JsonFileStore(tmp_path)).get_state("review-1")
+    assert result.status == "done" and result.state.published
+
+
+def test_demo_without_a_name_is_review_and_picks_a_free_thread_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--store", str(tmp_path)]) == 0
+    assert main(["demo", "--store", str(tmp_path)]) == 0
+    assert "thread: review-2" in capsys.readouterr().out
+    assert JsonFileStore(tmp_path).threads() == ["review-1", "review-2"]
+
+
+def test_logs_go_to_stderr_at_warning_level_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--store", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "run_done" not in captured.out
+
+
+@pytest.mark.parametrize(
+    ("flags", "shown", "hidden"),
+    [(["-v"], [], ["run_done"]), (["-vv"], ["run_waiting", "run_done"], [])],
+)
+def test_verbose_flags_raise_the_log_level(
+    flags: list[str],
+    shown: list[str],
+    hidden: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([*flags, "demo", "--store", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    for event in shown:
+        assert event in captured.err
+    for event in hidden:
+        assert event not in captured.err
+    assert "run_done" not in captured.out
+
+
+def test_verbose_flag_is_accepted_after_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--store", str(tmp_path), "-vv"]) == 0
+    assert "run_done" in capsys.readouterr().err
+
+
+def test_log_lines_mask_pii(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import structlog
+
+    main(["-v", "threads", "--store", str(tmp_path)])
+    structlog.get_logger("flowkit").warning("contact", email="ada@example.com")
+    err = capsys.readouterr().err
+    assert "contact" in err and "ada@example.com" not in err
