@@ -27,7 +27,7 @@ from ._events import (
 from ._node import Context, Node, NodeError, check_update
 from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
 from ._route_table import END
-from .errors import StepLimitError, UndeclaredWriteError
+from .errors import InvalidResumeInputError, StepLimitError, UndeclaredWriteError
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -120,7 +120,14 @@ def gate_input_step(
     flow = runner.flow
     gate_name = cursor.node
     gate = flow.gates[gate_name]
-    raw = gate.to_update(cursor.state, value)
+    try:
+        raw = gate.to_update(cursor.state, value)
+    except (ValueError, TypeError, LookupError) as exc:
+        # The gate's own checks refused the input: the thread keeps waiting, nothing saved.
+        detail = f"  {exc}"
+        raise InvalidResumeInputError(
+            gate_name, thread_id=thread_id, errors=[{"msg": str(exc)}], detail=detail
+        ) from exc
     check_writes(gate_name, gate.writes, raw)
     state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
     target = flow.next_state(gate_name, state)

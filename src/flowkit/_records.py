@@ -102,3 +102,4 @@ class Snapshot(BaseModel):
     status: Status
     flow: str
     state: dict[str, Any]
+    error: dict[str, Any] | None = None

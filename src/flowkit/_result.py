@@ -60,3 +60,4 @@ class Checkpoint(Generic[S]):
     run_id: str | None = None
     error: NodeError | None = None
     reason: str = ""
+    actor: str | None = None

@@ -332,6 +332,7 @@ class Runner(Generic[S]):
                 run_id=record.run_id,
                 error=cursor.error,
                 reason=getattr(record, "reason", ""),
+                actor=getattr(record, "actor", None),
             )
             for record, cursor in self._threads.replay(thread_id)
         ]

@@ -16,8 +16,16 @@ from typing import Any
 
 from ._execution import Cursor, replay_record
 from ._flow import Flow
+from ._logging import get_logger
+from ._node import NodeError
 from ._records import Snapshot, StartRecord
-from .errors import ConflictError, RunError, ThreadExistsError, ThreadNotFoundError
+from .errors import (
+    ConflictError,
+    RunError,
+    StoreError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
 from .stores._ids import check_thread_id
 from .stores._protocol import AnyRecord, Store
 
@@ -47,7 +55,17 @@ class Threads:
             store.append(thread_id, [record], expected_version=before)
         self.remember(thread_id, after)
         if store is not None and store.snapshot_due(thread_id):
-            store.write_snapshot(thread_id, self.snapshot(after))
+            try:
+                store.write_snapshot(thread_id, self.snapshot(after))
+            except StoreError as exc:
+                # The step is saved; a snapshot only speeds up loading, so a failed one waits
+                # for the next commit instead of failing a good step.
+                get_logger().warning(
+                    "snapshot_failed",
+                    thread_id=thread_id,
+                    version=after.version,
+                    error_type=type(exc).__name__,
+                )
 
     def snapshot(self, cursor: Cursor) -> Snapshot:
         return Snapshot(
@@ -57,6 +75,7 @@ class Threads:
             status=cursor.status,
             flow=self.flow.name,
             state=self.flow.schema.dump_state(cursor.state),
+            error=cursor.error.model_dump() if cursor.error else None,
         )
 
     def remember(self, thread_id: str, cursor: Cursor) -> None:
@@ -97,7 +116,8 @@ class Threads:
             snap = log.snapshot
             self._check_flow(thread_id, snap.flow)
             state = self.flow.schema.load_state(snap.state)
-            cursor = Cursor(state, snap.next, snap.status, snap.version)
+            error = NodeError.model_validate(snap.error) if snap.error else None
+            cursor = Cursor(state, snap.next, snap.status, snap.version, error)
         else:
             first = log.records[0]
             if isinstance(first, StartRecord):

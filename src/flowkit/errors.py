@@ -36,6 +36,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── InvalidProgramError        a program fails validation (.problems, each with its line)
     ├── StepTextError              the text form of module steps does not parse (.line)
     └── CatalogError               a block catalog file is invalid (.problems)
+    ParameterTableError            a teaching/number/flag table is unusable (.path, .key)
 
 Foreign errors are mapped where they enter and raised ``from`` the original.
 """
@@ -66,6 +67,7 @@ __all__ = [
     "NodeContractError",
     "NodeTimeoutError",
     "NotWaitingError",
+    "ParameterTableError",
     "ReplayMismatchError",
     "RobotProgramError",
     "RouteError",
@@ -292,7 +294,7 @@ class CorruptStoreError(StoreError):
         where = f"{path}:{line}" if line is not None else path
         super().__init__(
             f"{message} ({where}). Other threads are unaffected; restore this file from a "
-            "backup, or fork the thread from an earlier checkpoint.",
+            "backup, or start the work again in a new thread.",
             thread_id=thread_id,
             path=path,
         )
@@ -407,3 +409,14 @@ class CatalogError(RobotProgramError):
             f"{'s' if count != 1 else ''}:\n{lines}",
             path=path,
         )
+
+
+class ParameterTableError(FlowkitError):
+    """A parameter table (teaching points, number variables, flags) cannot be read, written or
+    mapped onto; ``path`` is the file and ``key`` the slot or entry (``P3.x_pos``) at fault."""
+
+    def __init__(self, message: str, *, path: str | None = None, key: str | None = None) -> None:
+        self.path = path
+        self.key = key
+        where = ", ".join(x for x in (path, f"key {key!r}" if key else None) if x)
+        super().__init__(f"{where}: {message}" if where else message)

@@ -507,3 +507,24 @@ def test_a_flow_that_starts_at_a_gate_announces_that_it_waits(store: Store) -> N
     with capture_events(runner) as events:
         assert runner.start("t1").status == "waiting"
     assert events.kinds() == ["state_changed", "waiting"]
+
+
+def test_a_gate_that_refuses_its_input_keeps_the_thread_waiting(store: Store) -> None:
+    class Feedback(BaseModel):
+        comment: str
+
+    def apply(state: Doc, value: Feedback) -> dict[str, Any]:
+        if not value.comment.strip():
+            raise ValueError("say what to change")
+        return {"messages": [value.comment]}
+
+    flow = doc_flow(
+        gates={"review": Gate(Feedback, apply=apply)},
+        routes={"draft": "review", "review": "publish", "publish": END},
+    )
+    runner = Runner(flow, store=store)
+    runner.start("t1")
+    with pytest.raises(InvalidResumeInputError, match="say what to change"):
+        runner.resume("t1", {"comment": "  "})
+    assert runner.get_state("t1").status == "waiting"
+    assert runner.resume("t1", {"comment": "shorter"}).status == "done"

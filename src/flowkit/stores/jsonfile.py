@@ -14,7 +14,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,12 +25,14 @@ from .._records import FORMAT_VERSION, RecordAdapter, Snapshot, StartRecord
 from ..errors import (
     ConflictError,
     CorruptStoreError,
+    InvalidThreadIdError,
     StoreError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, ThreadLog
+from ._jsonl import Scan, encode, offset_after_line, scan_lines, write_all
+from ._protocol import AnyRecord, ThreadLog, check_versions
 
 __all__ = ["JsonFileStore"]
 
@@ -53,14 +55,6 @@ class _SnapshotFile(BaseModel):
     snapshot: Snapshot
     offset: int  # journal byte offset just after the snapshot's record
     line: int
-
-
-@dataclass(slots=True)
-class _Scan:
-    records: list[AnyRecord]
-    size: int  # byte offset after the last good record
-    lines: int
-    torn: str | None
 
 
 class JsonFileStore:
@@ -113,14 +107,21 @@ class JsonFileStore:
     def _fd(self, thread_id: str, *, create: bool = False) -> int:
         fd = self._fds.get(thread_id)
         if fd is not None:
-            self._fds.move_to_end(thread_id)
-            return fd
+            if os.fstat(fd).st_nlink:
+                self._fds.move_to_end(thread_id)
+                return fd
+            # The journal was deleted (and maybe recreated) behind our back: never write
+            # into the unlinked file, where the data would silently vanish.
+            os.close(self._fds.pop(thread_id))
+            self._tails.pop(thread_id, None)
         path = self._journal_path(thread_id)
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
         try:
             fd = os.open(path, flags, 0o644)
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
+        except OSError as exc:
+            raise _os_error("open", path, exc, thread_id=thread_id) from exc
         self._fds[thread_id] = fd
         while len(self._fds) > self._max_open:
             _, old = self._fds.popitem(last=False)
@@ -132,6 +133,13 @@ class JsonFileStore:
         with self._guard:
             while self._fds:
                 os.close(self._fds.popitem()[1])
+
+    def __del__(self) -> None:
+        # Stores are often made inline (``Runner(flow, store=JsonFileStore("runs"))``) and
+        # never closed; a collected store must not leak its journal handles.
+        for fd in getattr(self, "_fds", {}).values():
+            with suppress(OSError):
+                os.close(fd)
 
     def __enter__(self) -> JsonFileStore:
         return self
@@ -153,60 +161,24 @@ class JsonFileStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _scan(self, thread_id: str, data: bytes, *, offset: int, line: int, version: int) -> _Scan:
-        """Parse journal bytes that start at ``offset`` (line ``line``) after ``version``."""
+    def _scan(self, thread_id: str, data: bytes, *, offset: int, line: int, version: int) -> Scan:
         path = str(self._journal_path(thread_id))
-        records: list[AnyRecord] = []
-        pos = 0
-        torn: str | None = None
-        while pos < len(data):
-            end = data.find(b"\n", pos)
-            raw = data[pos:] if end == -1 else data[pos:end]
-            line += 1
-            last = end == -1 or end == len(data) - 1
-            try:
-                if end == -1:
-                    raise ValueError("no line end")
-                record = RecordAdapter.validate_json(raw)
-            except (ValidationError, ValueError) as exc:
-                if last:
-                    torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
-                    line -= 1
-                    break
-                raise CorruptStoreError(
-                    f"Journal record is unreadable: {str(exc).splitlines()[0]}",
-                    thread_id=thread_id,
-                    path=path,
-                    line=line,
-                ) from exc
-            if record.v > FORMAT_VERSION:
-                raise CorruptStoreError(
-                    f"Record was written by a newer flowkit (format v{record.v}); upgrade flowkit",
-                    thread_id=thread_id,
-                    path=path,
-                    line=line,
-                )
-            if record.version != version + 1:
-                raise CorruptStoreError(
-                    f"Record has version {record.version} where {version + 1} was expected",
-                    thread_id=thread_id,
-                    path=path,
-                    line=line,
-                )
-            version = record.version
-            records.append(record)
-            pos = end + 1
-        return _Scan(records, offset + pos, line, torn)
+        return scan_lines(
+            data, path=path, thread_id=thread_id, offset=offset, line=line, version=version
+        )
 
     def _read_from(self, thread_id: str, offset: int) -> bytes:
+        path = self._journal_path(thread_id)
         try:
-            with open(self._journal_path(thread_id), "rb") as handle:
+            with open(path, "rb") as handle:
                 handle.seek(offset)
                 return handle.read()
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
+        except OSError as exc:
+            raise _os_error("read", path, exc, thread_id=thread_id) from exc
 
-    def _full_scan(self, thread_id: str) -> _Scan:
+    def _full_scan(self, thread_id: str) -> Scan:
         scan = self._scan(thread_id, self._read_from(thread_id, 0), offset=0, line=0, version=-1)
         if not scan.records:
             raise ThreadNotFoundError(thread_id)
@@ -220,7 +192,7 @@ class JsonFileStore:
         return scan
 
     def _remember(
-        self, thread_id: str, scan: _Scan, *, version: int, snapshot_bytes: int, snapshot_at: int
+        self, thread_id: str, scan: Scan, *, version: int, snapshot_bytes: int, snapshot_at: int
     ) -> None:
         """Record a fresh read's end; snapshot size and position drive ``snapshot_due``."""
         last = scan.records[-1].version if scan.records else version
@@ -228,7 +200,7 @@ class JsonFileStore:
             last, scan.size, scan.lines, snapshot_bytes, scan.size - snapshot_at
         )
 
-    def _extend(self, tail: _Tail, scan: _Scan) -> None:
+    def _extend(self, tail: _Tail, scan: Scan) -> None:
         if scan.records:
             tail.version = scan.records[-1].version
         tail.since_snapshot += scan.size - tail.size
@@ -244,20 +216,34 @@ class JsonFileStore:
         with self._guard:
             tail = self._tails.get(check_thread_id(thread_id))
             if after is not None and tail is not None and tail.version == after:
-                data = self._read_from(thread_id, tail.size)
-                if not data:
-                    return ThreadLog(records=(), base=after)
-                scan = self._scan(thread_id, data, offset=tail.size, line=tail.lines, version=after)
-                self._extend(tail, scan)
-                return ThreadLog(
-                    records=scan.records, base=after, warnings=self._report(thread_id, scan.torn)
-                )
+                # Read from the last known newline: if it is gone, the file was rewritten
+                # behind our back (restored, damaged) and only a full read can be trusted.
+                data = self._read_from(thread_id, tail.size - 1)
+                if data[:1] == b"\n":
+                    if len(data) == 1:
+                        return ThreadLog(records=(), base=after)
+                    scan = self._scan(
+                        thread_id, data[1:], offset=tail.size, line=tail.lines, version=after
+                    )
+                    self._extend(tail, scan)
+                    return ThreadLog(
+                        records=scan.records,
+                        base=after,
+                        warnings=self._report(thread_id, scan.torn),
+                    )
+                del self._tails[thread_id]
             snapshot, offset, line, snapshot_bytes = self._read_snapshot(thread_id)
             if snapshot is not None:
                 data = self._read_from(thread_id, offset)
-                scan = self._scan(
-                    thread_id, data, offset=offset, line=line, version=snapshot.version
-                )
+                try:
+                    scan = self._scan(
+                        thread_id, data, offset=offset, line=line, version=snapshot.version
+                    )
+                except CorruptStoreError as exc:
+                    # Either the journal is damaged after the snapshot (the full scan below
+                    # raises that again) or the snapshot does not line up with this journal
+                    # (restored or copied files): then the journal alone is the truth.
+                    return self._load_ignoring_snapshot(thread_id, reason=str(exc))
                 self._remember(
                     thread_id,
                     scan,
@@ -270,12 +256,25 @@ class JsonFileStore:
                     snapshot=snapshot,
                     warnings=self._report(thread_id, scan.torn),
                 )
-            scan = self._full_scan(thread_id)
-            start_bytes = len(RecordAdapter.dump_json(scan.records[0])) + 1
-            self._remember(
-                thread_id, scan, version=0, snapshot_bytes=start_bytes, snapshot_at=start_bytes
-            )
-            return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan.torn))
+            return self._load_full(thread_id)
+
+    def _load_full(self, thread_id: str) -> ThreadLog:
+        scan = self._full_scan(thread_id)
+        start_bytes = len(RecordAdapter.dump_json(scan.records[0])) + 1
+        self._remember(
+            thread_id, scan, version=0, snapshot_bytes=start_bytes, snapshot_at=start_bytes
+        )
+        return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan.torn))
+
+    def _load_ignoring_snapshot(self, thread_id: str, *, reason: str) -> ThreadLog:
+        log = self._load_full(thread_id)
+        get_logger().warning(
+            "snapshot_ignored",
+            thread_id=thread_id,
+            path=str(self._dir(thread_id) / _SNAPSHOT),
+            reason=f"it does not line up with the journal: {reason.splitlines()[0]}",
+        )
+        return log
 
     def records(self, thread_id: str) -> list[AnyRecord]:
         with self._guard:
@@ -286,7 +285,19 @@ class JsonFileStore:
             names = os.listdir(self._threads_dir)
         except FileNotFoundError:
             return []
-        return sorted(n for n in names if (self._threads_dir / n / _JOURNAL).is_file())
+        except OSError as exc:
+            raise _os_error("list", self._threads_dir, exc, thread_id=None) from exc
+        found = []
+        for name in names:
+            if not _is_thread_id(name):
+                continue  # stray files (editor backups, .DS_Store) are not threads
+            try:
+                size = os.stat(self._threads_dir / name / _JOURNAL).st_size
+            except OSError:
+                continue
+            if size:  # an empty journal is a create that crashed before its first record
+                found.append(name)
+        return sorted(found)
 
     # -- snapshots ---------------------------------------------------------------------------
 
@@ -300,7 +311,11 @@ class JsonFileStore:
         try:
             envelope = _SnapshotFile.model_validate_json(raw)
             journal_size = os.stat(self._journal_path(thread_id)).st_size
-            if envelope.offset > journal_size or envelope.snapshot.v > FORMAT_VERSION:
+            if envelope.snapshot.v > FORMAT_VERSION:
+                raise ValueError(
+                    f"snapshot format v{envelope.snapshot.v} is newer than this flowkit"
+                )
+            if envelope.offset > journal_size:
                 raise ValueError("snapshot points past the end of the journal")
         except (ValidationError, ValueError, OSError) as exc:
             # The journal alone is enough to rebuild the thread; a bad snapshot only costs time.
@@ -314,7 +329,7 @@ class JsonFileStore:
         return envelope.snapshot, envelope.offset, envelope.line, len(raw)
 
     def snapshot_due(self, thread_id: str) -> bool:
-        tail = self._tails.get(thread_id)
+        tail = self._tails.get(check_thread_id(thread_id))
         if tail is None:
             return False
         threshold = max(self.min_snapshot_bytes, self.snapshot_ratio * tail.snapshot_bytes)
@@ -340,18 +355,24 @@ class JsonFileStore:
                 body = _SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
             else:
                 # Versions are one per line from 0, so record k ends at the (k+1)-th newline.
-                offset = _offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
+                offset = offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
                 body = _SnapshotFile(snapshot=snapshot, offset=offset, line=snapshot.version + 1)
-            data = body.model_dump_json().encode()
+            data = encode(thread_id, body)
             tmp = directory / f".{_SNAPSHOT}.{os.getpid()}.{threading.get_ident()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                _write_all(fd, data)
-                self._sync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, directory / _SNAPSHOT)
-            self._sync_dir(directory)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    write_all(fd, data)
+                    self._sync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, directory / _SNAPSHOT)
+                self._sync_dir(directory)
+            except OSError as exc:
+                tmp.unlink(missing_ok=True)
+                raise _os_error(
+                    "write the snapshot", directory / _SNAPSHOT, exc, thread_id=thread_id
+                ) from exc
             if at_tail:
                 tail.snapshot_bytes = len(data)
                 tail.since_snapshot = 0
@@ -361,24 +382,35 @@ class JsonFileStore:
     def create(self, thread_id: str, record: StartRecord) -> None:
         with self._guard:
             directory = self._dir(thread_id)
+            data = encode(thread_id, record) + b"\n"
             new_dir = not directory.exists()
-            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _os_error("create", directory, exc, thread_id=thread_id) from exc
             fd = self._fd(thread_id, create=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                size = os.fstat(fd).st_size
-                if size:
+                if os.fstat(fd).st_size:
                     try:
                         self._full_scan(thread_id)
-                    except (ThreadNotFoundError, CorruptStoreError):
-                        os.ftruncate(fd, 0)  # a create that crashed before its first line
+                    except ThreadNotFoundError:
+                        # A create that crashed before its first line was complete. A
+                        # damaged journal (CorruptStoreError) is never overwritten: it raises.
+                        os.ftruncate(fd, 0)
                     else:
                         raise ThreadExistsError(thread_id)
-                data = record.model_dump_json().encode() + b"\n"
-                _write_all(fd, data)
-                self._sync(fd)
-                if new_dir:
-                    self._sync_dir(self._threads_dir)
+                try:
+                    write_all(fd, data)
+                    self._sync(fd)
+                    self._sync_dir(directory)
+                    if new_dir:
+                        self._sync_dir(self._threads_dir)
+                except OSError as exc:
+                    os.ftruncate(fd, 0)
+                    raise _os_error(
+                        "write", self._journal_path(thread_id), exc, thread_id=thread_id
+                    ) from exc
                 self._tails[thread_id] = _Tail(record.version, len(data), 1, len(data), 0)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -386,8 +418,10 @@ class JsonFileStore:
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
     ) -> None:
+        check_versions(check_thread_id(thread_id), records, expected_version)
+        data = b"".join(encode(thread_id, r) + b"\n" for r in records)
         with self._guard:
-            fd = self._fd(check_thread_id(thread_id))
+            fd = self._fd(thread_id)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 tail = self._current_tail(thread_id, fd)
@@ -400,17 +434,13 @@ class JsonFileStore:
                         expected=expected_version,
                         actual=tail.version,
                     )
-                data = b"".join(r.model_dump_json().encode() + b"\n" for r in records)
                 try:
-                    _write_all(fd, data)
+                    write_all(fd, data)
                     self._sync(fd)
                 except OSError as exc:
                     os.ftruncate(fd, tail.size)  # leave no half record behind
-                    raise StoreError(
-                        f"Could not write thread `{thread_id}`: {exc.strerror}; nothing was "
-                        "saved, free disk space or fix permissions and retry.",
-                        thread_id=thread_id,
-                        path=str(self._journal_path(thread_id)),
+                    raise _os_error(
+                        "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 tail.version = records[-1].version if records else tail.version
                 tail.size += len(data)
@@ -426,9 +456,9 @@ class JsonFileStore:
         if tail is None or size < tail.size:
             self._tails.pop(thread_id, None)
             self.load(thread_id)
-            tail = self._tails[thread_id]
         elif size > tail.size:
             self.load(thread_id, after=tail.version)
+        tail = self._tails[thread_id]  # a reload may have replaced it
         if os.fstat(fd).st_size > tail.size:
             os.ftruncate(fd, tail.size)
             self._sync(fd)
@@ -437,9 +467,12 @@ class JsonFileStore:
     @contextmanager
     def lock(self, thread_id: str) -> Iterator[None]:
         # Lock files live apart from thread folders, so locking never creates a thread.
-        locks = self.root / "locks"
-        locks.mkdir(exist_ok=True)
-        fd = os.open(locks / f"{check_thread_id(thread_id)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        path = self.root / "locks" / f"{check_thread_id(thread_id)}.lock"
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _os_error("open the lock file", path, exc, thread_id=thread_id) from exc
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -457,16 +490,20 @@ class JsonFileStore:
             os.close(fd)
 
 
-def _offset_after_line(data: bytes, lines: int) -> int:
-    """Byte offset just after the ``lines``-th newline of ``data``."""
-    offset = 0
-    for _ in range(lines):
-        offset = data.index(b"\n", offset) + 1
-    return offset
+def _os_error(action: str, path: Path, exc: OSError, *, thread_id: str | None) -> StoreError:
+    """An ``OSError`` from the file system as a ``StoreError`` that says what to do."""
+    reason = exc.strerror or str(exc)
+    return StoreError(
+        f"Cannot {action} {path}: {reason}. Nothing was changed; fix the permissions or free "
+        "disk space, then retry.",
+        thread_id=thread_id,
+        path=str(path),
+    )
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def _is_thread_id(name: str) -> bool:
+    try:
+        check_thread_id(name)
+    except InvalidThreadIdError:
+        return False
+    return True

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from .._records import Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, ThreadLog
+from ._protocol import AnyRecord, ThreadLog, check_versions
 
 __all__ = ["MemoryStore"]
 
@@ -39,6 +39,7 @@ class MemoryStore:
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
     ) -> None:
+        check_versions(check_thread_id(thread_id), records, expected_version)
         with self._guard:
             journal = self._journal(thread_id)
             actual = len(journal) - 1
@@ -65,11 +66,21 @@ class MemoryStore:
         return list(self._journal(thread_id))
 
     def snapshot_due(self, thread_id: str) -> bool:
+        check_thread_id(thread_id)
         return False  # replaying from memory is cheap; snapshots only on request
 
     def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
-        self._journal(thread_id)
-        self._snapshots[thread_id] = snapshot
+        with self._guard:
+            latest = len(self._journal(thread_id)) - 1
+            if not 0 <= snapshot.version <= latest:
+                raise ConflictError(
+                    f"Snapshot of version {snapshot.version} does not match thread "
+                    f"`{thread_id}` (at {latest}); take it again after reloading.",
+                    thread_id=thread_id,
+                    expected=snapshot.version,
+                    actual=latest,
+                )
+            self._snapshots[thread_id] = snapshot
 
     def threads(self) -> list[str]:
         return sorted(self._journals)
