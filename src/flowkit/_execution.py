@@ -136,7 +136,7 @@ def gate_input_step(
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
     record = InputRecord.model_construct(
         version=after.version,
-        ts=time.time(),
+        ts=round(time.time(), 3),
         run_id=run_id,
         next=target,
         status=after.status,
@@ -169,7 +169,7 @@ def patch_step(
     )
     record = PatchRecord.model_construct(
         version=after.version,
-        ts=time.time(),
+        ts=round(time.time(), 3),
         run_id=None,
         next=target,
         status=status,
@@ -194,37 +194,7 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         if steps > runner.step_limit:
             raise StepLimitError(thread_id, runner.step_limit, name)
         started = time.perf_counter()
-        attempt = 0
-        while True:
-            attempt += 1
-            if runner._subscribers:
-                runner._emit(NodeStarted(thread_id, run_id, name, attempt))
-            calls: list[dict[str, Any]] = []
-            ctx = Context(
-                thread_id=thread_id,
-                run_id=run_id,
-                node=name,
-                attempt=attempt,
-                llm=runner._node_llm(thread_id, run_id, name, calls),
-                clock=runner.clock,
-            )
-            outcome = yield CallNode(node, name, cursor.state, ctx)
-            assert outcome is not None
-            if outcome.error is None:
-                break
-            if node.retry is not None and node.retry.should_retry(outcome.error, attempt):
-                delay = node.retry.delay(attempt)
-                runner._log.warning(
-                    "node_retry",
-                    thread_id=thread_id,
-                    node=name,
-                    attempt=attempt,
-                    delay_s=round(delay, 3),
-                    error_type=type(outcome.error).__name__,
-                )
-                yield Sleep(delay)
-                continue
-            break
+        outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
         latency = time.perf_counter() - started
         error: NodeError | None = None
         if outcome.error is None:
@@ -249,25 +219,68 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         flow.machine.advance(name, target)
         state = mirror(flow, state, update, target)
         after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
-        record = StepRecord.model_construct(
-            version=after.version,
-            ts=time.time(),
-            run_id=run_id,
-            next=target,
-            status=after.status,
-            node=name,
-            update=runner._threads.dump(update),
-            attempts=attempt,
-            latency_s=latency,
-            error=error.model_dump() if error else None,
-            llm_calls=calls,
-        )
+        # Without a store nothing reads records, so none is built (a third of a step's cost).
+        record = None
+        if runner.store is not None:
+            record = StepRecord.model_construct(
+                version=after.version,
+                ts=round(time.time(), 3),
+                run_id=run_id,
+                next=target,
+                status=after.status,
+                node=name,
+                update=runner._threads.dump(update),
+                attempts=attempt,
+                latency_s=round(latency, 6),
+                error=error.model_dump() if error else None,
+                llm_calls=calls,
+            )
         runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:
             runner._emit(NodeFinished(thread_id, run_id, name, latency, attempt, error))
             runner._announce(thread_id, run_id, name, after, tuple(update))
         cursor = after
     return cursor
+
+
+def _attempts(
+    runner: Runner[Any], thread_id: str, run_id: str, name: str, cursor: Cursor
+) -> Generator[Instruction, Outcome | None, tuple[Outcome, int, list[dict[str, Any]]]]:
+    """Call node ``name`` until it succeeds or its retry policy gives up.
+
+    Returns the last outcome, the attempt number and the LLM calls of that attempt.
+    """
+    node = runner.flow.nodes[name]
+    attempt = 0
+    while True:
+        attempt += 1
+        if runner._subscribers:
+            runner._emit(NodeStarted(thread_id, run_id, name, attempt))
+        calls: list[dict[str, Any]] = []
+        ctx = Context(
+            thread_id=thread_id,
+            run_id=run_id,
+            node=name,
+            attempt=attempt,
+            llm=runner._node_llm(thread_id, run_id, name, calls),
+            clock=runner.clock,
+        )
+        outcome = yield CallNode(node, name, cursor.state, ctx)
+        assert outcome is not None
+        if outcome.error is None:
+            return outcome, attempt, calls
+        if node.retry is None or not node.retry.should_retry(outcome.error, attempt):
+            return outcome, attempt, calls
+        delay = node.retry.delay(attempt)
+        runner._log.warning(
+            "node_retry",
+            thread_id=thread_id,
+            node=name,
+            attempt=attempt,
+            delay_s=round(delay, 3),
+            error_type=type(outcome.error).__name__,
+        )
+        yield Sleep(delay)
 
 
 def _fail(
@@ -282,14 +295,14 @@ def _fail(
     after = Cursor(cursor.state, cursor.node, "failed", cursor.version + 1, error)
     record = StepRecord.model_construct(
         version=after.version,
-        ts=time.time(),
+        ts=round(time.time(), 3),
         run_id=run_id,
         next=cursor.node,
         status="failed",
         node=cursor.node,
         update={},
         attempts=error.attempts,
-        latency_s=latency,
+        latency_s=round(latency, 6),
         error=error.model_dump(),
         llm_calls=[],
     )

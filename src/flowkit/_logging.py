@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import structlog
-from structlog.typing import FilteringBoundLogger
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 __all__ = ["get_logger", "mask_pii"]
 
@@ -29,6 +29,9 @@ _PATTERNS = (
 
 
 def get_logger() -> FilteringBoundLogger:
+    # Imported on first use: structlog pulls in asyncio, which a plain import should not pay.
+    import structlog
+
     return structlog.get_logger("flowkit")  # type: ignore[no-any-return]
 
 

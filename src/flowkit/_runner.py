@@ -255,13 +255,6 @@ class Runner(Generic[S]):
             return self._finish(thread_id, run_id, stop.value)
 
     def _finish(self, thread_id: str, run_id: str, cursor: core.Cursor) -> RunResult[S]:
-        self._log.debug(
-            "run_" + ("waiting" if cursor.status == "waiting" else cursor.status),
-            thread_id=thread_id,
-            run_id=run_id,
-            node=cursor.node,
-            version=cursor.version,
-        )
         return self._result(thread_id, cursor, run_id)
 
     # -- public API ---------------------------------------------------------------------------

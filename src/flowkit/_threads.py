@@ -49,9 +49,9 @@ class Threads:
         """The JSON form of an update, or nothing when there is no store to keep it."""
         return self.flow.schema.dump_update(update) if self.store is not None else {}
 
-    def commit(self, thread_id: str, before: int, after: Cursor, record: AnyRecord) -> None:
+    def commit(self, thread_id: str, before: int, after: Cursor, record: AnyRecord | None) -> None:
         store = self.store
-        if store is not None:
+        if store is not None and record is not None:
             store.append(thread_id, [record], expected_version=before)
         self.remember(thread_id, after)
         if store is not None and store.snapshot_due(thread_id):

@@ -3,6 +3,8 @@ for local disk, or any object implementing the ``Store`` protocol."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .._records import (
     FORMAT_VERSION,
     InputRecord,
@@ -13,8 +15,10 @@ from .._records import (
 )
 from ._ids import check_thread_id
 from ._protocol import AnyRecord, Store, ThreadLog
-from .jsonfile import JsonFileStore
 from .memory import MemoryStore
+
+if TYPE_CHECKING:
+    from .jsonfile import JsonFileStore
 
 __all__ = [
     "FORMAT_VERSION",
@@ -30,3 +34,12 @@ __all__ = [
     "ThreadLog",
     "check_thread_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The file store loads on first use: `import flowkit` should not pay for it.
+    if name == "JsonFileStore":
+        from .jsonfile import JsonFileStore
+
+        return JsonFileStore
+    raise AttributeError(f"module 'flowkit.stores' has no attribute {name!r}")

@@ -74,10 +74,26 @@ def scan_lines(
     return Scan(records, offset + pos, line, torn)
 
 
+#: Top-level record fields left out of a line while they hold these defaults (a smaller
+#: journal); reading fills them back in. ``v`` and every state value are always written.
+_OMITTED_DEFAULTS: dict[str, object] = {
+    "run_id": None,
+    "error": None,
+    "forked_from": None,
+    "llm_calls": [],
+    "attempts": 1,
+}
+
+
 def encode(thread_id: str, model: BaseModel) -> bytes:
     """One record (or snapshot) as JSON bytes; ``StoreError`` if JSON cannot hold it."""
+    omit = {
+        name
+        for name, default in _OMITTED_DEFAULTS.items()
+        if name in type(model).model_fields and getattr(model, name) == default
+    }
     try:
-        return model.model_dump_json().encode()
+        return model.model_dump_json(exclude=omit).encode()
     except (PydanticSerializationError, UnicodeError) as exc:
         raise StoreError(
             f"Thread `{thread_id}` cannot be saved as JSON: {str(exc).splitlines()[0]}. Nothing "

@@ -71,7 +71,7 @@ class JsonFileStore:
         root: str | os.PathLike[str],
         *,
         fsync: bool = True,
-        snapshot_ratio: float = 4.0,
+        snapshot_ratio: float = 8.0,
         min_snapshot_bytes: int = 256 * 1024,
         max_open_files: int = 64,
     ) -> None:
