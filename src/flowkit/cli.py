@@ -39,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # `-v` may come before or after the command; each parser only sets it when given.
     _configure_logging(getattr(args, "verbose", 0))
+    from ._logging import get_logger
+
+    # Only the command's words: its arguments may hold a robot task or a person's name.
+    words = [a for a in (argv if argv is not None else sys.argv[1:]) if a.isidentifier()][:2]
+    get_logger().debug("cli_command", command=" ".join(words))
     try:
         code: int = args.run(args, sys.stdout)
         sys.stdout.flush()
@@ -128,9 +133,14 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", parents=[common], help="run an example workflow end to end on a JSON-file store"
     )
-    demo.add_argument("name", nargs="?", default="review", choices=["review"])
+    demo.add_argument("name", nargs="?", default="sas", choices=["sas", "review"])
     demo.add_argument("--store", metavar="DIR", help="store folder (default: a new temp folder)")
+    demo.add_argument("--output-dir", metavar="DIR", help="sas: where flow.xml is written")
     demo.set_defaults(run=_cmd_demo)
+
+    from .sas.cli import add_commands as add_sas_commands
+
+    add_sas_commands(commands, common)
     return parser
 
 
@@ -246,6 +256,10 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    if args.name == "sas":
+        from .sas.demo import run_sas_demo
+
+        return run_sas_demo(args.store, args.output_dir, out)
     from ._cli_demo import run_demo
 
     return run_demo(args.name, args.store, out)

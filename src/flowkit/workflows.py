@@ -26,6 +26,7 @@ ENTRY_POINT_GROUP = "flowkit.workflows"
 #: Workflows that ship with flowkit: name -> "module:attribute".
 BUILTIN: Mapping[str, str] = {
     "review": "flowkit.examples.review:flow",
+    "sas": "flowkit.sas.workflow:flow",
 }
 
 

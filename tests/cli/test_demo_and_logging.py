@@ -34,11 +34,11 @@ def test_demo_review_narrates_the_run_and_leaves_the_thread_in_the_store(
     assert result.status == "done" and result.state.published
 
 
-def test_demo_without_a_name_is_review_and_picks_a_free_thread_id(
+def test_review_demo_picks_a_free_thread_id(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["demo", "--store", str(tmp_path)]) == 0
-    assert main(["demo", "--store", str(tmp_path)]) == 0
+    assert main(["demo", "review", "--store", str(tmp_path)]) == 0
+    assert main(["demo", "review", "--store", str(tmp_path)]) == 0
     assert "thread: review-2" in capsys.readouterr().out
     assert JsonFileStore(tmp_path).threads() == ["review-1", "review-2"]
 
@@ -54,7 +54,7 @@ def test_logs_go_to_stderr_at_warning_level_by_default(
 
 @pytest.mark.parametrize(
     ("flags", "shown", "hidden"),
-    [(["-v"], [], ["run_done"]), (["-vv"], ["run_waiting", "run_done"], [])],
+    [(["-v"], [], ["cli_command"]), (["-vv"], ["cli_command"], [])],
 )
 def test_verbose_flags_raise_the_log_level(
     flags: list[str],
@@ -63,7 +63,7 @@ def test_verbose_flags_raise_the_log_level(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main([*flags, "demo", "--store", str(tmp_path)]) == 0
+    assert main([*flags, "demo", "review", "--store", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     for event in shown:
         assert event in captured.err
@@ -75,8 +75,8 @@ def test_verbose_flags_raise_the_log_level(
 def test_verbose_flag_is_accepted_after_the_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["demo", "--store", str(tmp_path), "-vv"]) == 0
-    assert "run_done" in capsys.readouterr().err
+    assert main(["demo", "review", "--store", str(tmp_path), "-vv"]) == 0
+    assert "cli_command" in capsys.readouterr().err
 
 
 def test_log_lines_mask_pii(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

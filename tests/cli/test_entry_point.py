@@ -59,5 +59,5 @@ def test_unloadable_target_exits_2_without_traceback(tmp_path: Path) -> None:
 def test_demo_runs_end_to_end_and_logs_nothing_by_default(tmp_path: Path) -> None:
     done = run("demo", "--store", str(tmp_path / "store"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "status: done" in done.stdout
+    assert "Robot program:" in done.stdout and "0 errors" in done.stdout
     assert done.stderr == ""

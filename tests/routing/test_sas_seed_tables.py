@@ -1,18 +1,34 @@
-"""Every branch of seed 000 §2.1 and §2.2, resolved by the route tables alone (no engine)."""
+"""Every branch of seed 000 §2.1 and §2.2, resolved by the route tables alone (no engine).
+
+Targets are the flow's states; ``flowkit.routing.sas`` documents the mapping from the seed's
+names (its END after an error is our ``error`` state; its END "wait for the front end" keeps
+the thread at the review gate).
+"""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel
 
-from flowkit import END
+from flowkit import RouteTable
 from flowkit.routing.sas import (
+    ERROR,
+    FINAL,
     GENERATE_INDIVIDUAL_XMLS,
-    SAS_REVIEW_AND_REFINE,
-    SAS_TASK_LIST_TO_MODULE_STEPS,
-    SAS_USER_INPUT_TO_TASK_LIST,
-    route_after_sas_review_and_refine,
+    MERGE_XML,
+    MODULE_STEPS_REVIEW,
+    PARAMETER_MAPPING,
+    TASK_LIST_REVIEW,
+    TASK_LIST_TO_MODULE_STEPS,
+    USER_INPUT_TO_TASK_LIST,
+    route_after_initialize,
+    route_after_merge,
+    route_after_module_steps_review,
+    route_after_parameter_mapping,
     route_after_sas_step2,
+    route_after_task_list,
+    route_after_task_list_review,
+    route_after_xml_generation,
 )
 from flowkit.testing import RouteCase, assert_routes
 
@@ -24,99 +40,155 @@ class SeedState(BaseModel):
     dialog_state: str = "initial"
     task_list_accepted: bool = False
     module_steps_accepted: bool = False
+    sas_step1_generated_tasks: list[str] = []
+    sas_step2_module_steps: dict[str, str] = {}
 
 
-REVIEW_CASES = [
-    # 判定1: error has the highest priority, whatever else is set.
-    RouteCase(SeedState(is_error=True), END, "error ends"),
-    RouteCase(
-        SeedState(is_error=True, module_steps_accepted=True, task_list_accepted=True),
-        END,
-        "error beats approvals",
-    ),
-    # Approvals: module steps first (go to XML), then the task list (go to step 2).
-    RouteCase(
-        SeedState(module_steps_accepted=True, task_list_accepted=True),
-        GENERATE_INDIVIDUAL_XMLS,
-        "steps approved",
-    ),
-    RouteCase(SeedState(module_steps_accepted=True), GENERATE_INDIVIDUAL_XMLS, "steps only"),
-    RouteCase(SeedState(task_list_accepted=True), SAS_TASK_LIST_TO_MODULE_STEPS, "list approved"),
-    RouteCase(
-        SeedState(task_list_accepted=True, dialog_state="user_input_to_task_list"),
-        SAS_TASK_LIST_TO_MODULE_STEPS,
-        "approval beats a feedback marker",
-    ),
-    # Feedback loops named by dialog_state.
-    RouteCase(
-        SeedState(dialog_state="user_input_to_task_list"),
-        SAS_USER_INPUT_TO_TASK_LIST,
-        "feedback on task list",
-    ),
-    RouteCase(
-        SeedState(dialog_state="task_list_to_module_steps"),
-        SAS_TASK_LIST_TO_MODULE_STEPS,
-        "feedback on module steps",
-    ),
-    # 判定4: waiting for the user ends the run (the front end takes over).
-    RouteCase(SeedState(dialog_state="needs_clarification"), END, "needs clarification"),
-    RouteCase(SeedState(dialog_state="awaiting_user_input"), END, "awaiting input"),
-    # 判定5: generated results not yet approved go back to review.
-    RouteCase(
-        SeedState(dialog_state="sas_step1_tasks_generated"),
-        SAS_REVIEW_AND_REFINE,
-        "task list to review",
-    ),
-    RouteCase(
-        SeedState(dialog_state="sas_step2_module_steps_generated_for_review"),
-        SAS_REVIEW_AND_REFINE,
-        "module steps to review",
-    ),
-    # 判定6: anything unexpected goes back to review (the safe choice).
-    RouteCase(SeedState(dialog_state="initial"), SAS_REVIEW_AND_REFINE, "unexpected state"),
-    RouteCase(SeedState(dialog_state="something_else"), SAS_REVIEW_AND_REFINE, "unknown state"),
-]
+def review_cases(review: str) -> list[RouteCase]:
+    return [
+        # 判定1: error has the highest priority, whatever else is set.
+        RouteCase(SeedState(is_error=True), ERROR, "error ends"),
+        RouteCase(
+            SeedState(is_error=True, module_steps_accepted=True, task_list_accepted=True),
+            ERROR,
+            "error beats approvals",
+        ),
+        # Approvals: module steps first (go to XML), then the task list (go to step 2).
+        RouteCase(
+            SeedState(module_steps_accepted=True, task_list_accepted=True),
+            GENERATE_INDIVIDUAL_XMLS,
+            "steps approved",
+        ),
+        RouteCase(SeedState(module_steps_accepted=True), GENERATE_INDIVIDUAL_XMLS, "steps only"),
+        RouteCase(SeedState(task_list_accepted=True), TASK_LIST_TO_MODULE_STEPS, "list approved"),
+        RouteCase(
+            SeedState(task_list_accepted=True, dialog_state="user_input_to_task_list"),
+            TASK_LIST_TO_MODULE_STEPS,
+            "approval beats a feedback marker",
+        ),
+        # Feedback loops named by dialog_state.
+        RouteCase(
+            SeedState(dialog_state="user_input_to_task_list"),
+            USER_INPUT_TO_TASK_LIST,
+            "feedback on task list",
+        ),
+        RouteCase(
+            SeedState(dialog_state="task_list_to_module_steps"),
+            TASK_LIST_TO_MODULE_STEPS,
+            "feedback on module steps",
+        ),
+        # 判定4: waiting for the user: the thread stays at its review gate.
+        RouteCase(SeedState(dialog_state="needs_clarification"), review, "needs clarification"),
+        RouteCase(SeedState(dialog_state="awaiting_user_input"), review, "awaiting input"),
+        # 判定5: generated results not yet approved go back to review.
+        RouteCase(SeedState(dialog_state="sas_step1_tasks_generated"), review, "seed list state"),
+        RouteCase(
+            SeedState(dialog_state="sas_step2_module_steps_generated_for_review"),
+            review,
+            "seed steps state",
+        ),
+        RouteCase(SeedState(dialog_state=review), review, "our gate state"),
+        # 判定6: anything unexpected goes back to review (the safe choice).
+        RouteCase(SeedState(dialog_state="initial"), review, "unexpected state"),
+        RouteCase(SeedState(dialog_state="something_else"), review, "unknown state"),
+    ]
+
 
 STEP2_CASES = [
-    RouteCase(SeedState(is_error=True), END, "error ends"),
+    RouteCase(SeedState(is_error=True), ERROR, "error ends"),
     RouteCase(
         SeedState(is_error=True, dialog_state="sas_step2_module_steps_generated_for_review"),
-        END,
+        ERROR,
         "error beats success",
     ),
     RouteCase(
         SeedState(dialog_state="sas_step2_module_steps_generated_for_review"),
-        SAS_REVIEW_AND_REFINE,
+        MODULE_STEPS_REVIEW,
         "steps generated go to review",
     ),
-    RouteCase(SeedState(dialog_state="sas_step2_module_steps_generation"), END, "unexpected"),
-    RouteCase(SeedState(), END, "initial is unexpected"),
+    RouteCase(SeedState(dialog_state="sas_step2_module_steps_generation"), ERROR, "unexpected"),
+    RouteCase(SeedState(), ERROR, "initial is unexpected"),
+]
+
+INITIALIZE_CASES = [
+    RouteCase(SeedState(is_error=True), ERROR, "no output directory"),
+    RouteCase(SeedState(), USER_INPUT_TO_TASK_LIST, "fresh request"),
+    RouteCase(SeedState(sas_step1_generated_tasks=["Main"]), TASK_LIST_REVIEW, "list not approved"),
+    RouteCase(
+        SeedState(
+            sas_step1_generated_tasks=["Main"],
+            task_list_accepted=True,
+            sas_step2_module_steps={"Main": "..."},
+        ),
+        MODULE_STEPS_REVIEW,
+        "steps not approved",
+    ),
+    RouteCase(
+        SeedState(sas_step1_generated_tasks=["Main"], task_list_accepted=True),
+        USER_INPUT_TO_TASK_LIST,
+        "approved list without steps starts over",
+    ),
 ]
 
 
-def test_review_and_refine_routes_every_seed_branch() -> None:
-    assert_routes(route_after_sas_review_and_refine, REVIEW_CASES)
+@pytest.mark.parametrize(
+    ("table", "review"),
+    [
+        (route_after_task_list_review, TASK_LIST_REVIEW),
+        (route_after_module_steps_review, MODULE_STEPS_REVIEW),
+    ],
+)
+def test_review_tables_route_every_seed_branch(table: RouteTable, review: str) -> None:
+    cases = review_cases(review)
+    assert_routes(table, cases)
+    used = {table.explain(c.state).rule for c in cases}
+    assert used == {*range(len(table.rules)), None}, "every rule and the default exercised"
 
 
 def test_step2_routes_every_seed_branch() -> None:
     assert_routes(route_after_sas_step2, STEP2_CASES)
-
-
-@pytest.mark.parametrize("case", REVIEW_CASES, ids=lambda c: c.label)
-def test_review_table_resolves_plain_mappings_like_models(case: RouteCase) -> None:
-    assert route_after_sas_review_and_refine.resolve(case.state.model_dump()) == case.expected
-
-
-def test_every_rule_of_the_review_table_is_exercised() -> None:
-    used = {route_after_sas_review_and_refine.explain(c.state).rule for c in REVIEW_CASES}
-    assert used == {*range(len(route_after_sas_review_and_refine.rules)), None}
-
-
-def test_every_rule_of_the_step2_table_is_exercised() -> None:
     used = {route_after_sas_step2.explain(c.state).rule for c in STEP2_CASES}
     assert used == {*range(len(route_after_sas_step2.rules)), None}
 
 
-@pytest.mark.parametrize("table", [route_after_sas_review_and_refine, route_after_sas_step2])
-def test_seed_tables_have_no_static_problems(table: object) -> None:
-    assert table.problems() == []  # type: ignore[attr-defined]
+def test_initialize_resumes_at_the_pending_review() -> None:
+    assert_routes(route_after_initialize, INITIALIZE_CASES)
+
+
+@pytest.mark.parametrize(
+    ("table", "target"),
+    [
+        (route_after_task_list, TASK_LIST_REVIEW),
+        (route_after_xml_generation, PARAMETER_MAPPING),
+        (route_after_parameter_mapping, MERGE_XML),
+        (route_after_merge, FINAL),
+    ],
+)
+def test_linear_steps_go_on_unless_in_error(table: RouteTable, target: str) -> None:
+    assert_routes(table, [(SeedState(), target), (SeedState(is_error=True), ERROR)])
+
+
+@pytest.mark.parametrize("case", review_cases(TASK_LIST_REVIEW), ids=lambda c: c.label)
+def test_tables_resolve_plain_mappings_like_models(case: RouteCase) -> None:
+    assert route_after_task_list_review.resolve(case.state.model_dump()) == case.expected
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        route_after_task_list_review,
+        route_after_module_steps_review,
+        route_after_sas_step2,
+        route_after_initialize,
+        route_after_task_list,
+        route_after_merge,
+    ],
+)
+def test_sas_tables_have_no_static_problems(table: RouteTable) -> None:
+    assert table.problems() == []
+
+
+def test_tables_survive_their_json_form() -> None:
+    assert RouteTable.from_json(route_after_task_list_review.to_json()) == (
+        route_after_task_list_review
+    )

@@ -1,8 +1,21 @@
 """Route tables of the robot-flow (sas) workflow, as data.
 
-These reproduce the ``route_after_*`` functions of seed 000 §2 rule for rule, in the same
-order, so each branch can be tested in isolation with ``table.resolve(state)``. Targets are
-the node names of the workflow; ``END`` means "stop and wait for the front end".
+``route_after_sas_review_and_refine`` and ``route_after_sas_step2`` reproduce the functions of
+seed 000 §2 rule for rule, in the same order. Targets are this flow's machine states, which
+are seed 002's ``dialog_state`` values; seed 000 names some of them differently:
+
+==========================================  =====================================
+seed 000 name                               flowkit state (seed 002)
+==========================================  =====================================
+``sas_step1_tasks_generation``              ``user_input_to_task_list``
+``sas_step1_tasks_generated``               ``sas_awaiting_task_list_review``
+``sas_step2_module_steps_generation``       ``task_list_to_module_steps``
+``sas_step2_module_steps_generated_...``    ``sas_awaiting_module_steps_review``
+``sas_all_steps_accepted_proceed_to_xml``   ``sas_generating_individual_xmls``
+node ``sas_review_and_refine``              the review gate the thread is at
+``END`` after an error                      ``error`` (a final state, status failed)
+``END`` "wait for the front end"            the review gate (the thread waits there)
+==========================================  =====================================
 """
 
 from __future__ import annotations
@@ -10,58 +23,120 @@ from __future__ import annotations
 from typing import Final
 
 from .._conditions import field
-from .._route_table import END, Route, RouteTable
+from .._route_table import Route, RouteTable
 
 __all__ = [
+    "ERROR",
+    "FINAL",
     "GENERATE_INDIVIDUAL_XMLS",
+    "INITIAL",
+    "MERGE_XML",
+    "MODULE_STEPS_REVIEW",
+    "PARAMETER_MAPPING",
     "REVIEW_STATES",
-    "SAS_REVIEW_AND_REFINE",
-    "SAS_TASK_LIST_TO_MODULE_STEPS",
-    "SAS_USER_INPUT_TO_TASK_LIST",
-    "route_after_sas_review_and_refine",
+    "TASK_LIST_REVIEW",
+    "TASK_LIST_TO_MODULE_STEPS",
+    "USER_INPUT_TO_TASK_LIST",
+    "review_table",
+    "route_after_initialize",
+    "route_after_merge",
+    "route_after_module_steps_review",
+    "route_after_parameter_mapping",
     "route_after_sas_step2",
+    "route_after_task_list",
+    "route_after_task_list_review",
+    "route_after_xml_generation",
 ]
 
-SAS_USER_INPUT_TO_TASK_LIST: Final = "sas_user_input_to_task_list"
-SAS_REVIEW_AND_REFINE: Final = "sas_review_and_refine"
-SAS_TASK_LIST_TO_MODULE_STEPS: Final = "sas_task_list_to_module_steps"
-GENERATE_INDIVIDUAL_XMLS: Final = "generate_individual_xmls"
+INITIAL: Final = "initial"
+USER_INPUT_TO_TASK_LIST: Final = "user_input_to_task_list"
+TASK_LIST_REVIEW: Final = "sas_awaiting_task_list_review"
+TASK_LIST_TO_MODULE_STEPS: Final = "task_list_to_module_steps"
+MODULE_STEPS_REVIEW: Final = "sas_awaiting_module_steps_review"
+GENERATE_INDIVIDUAL_XMLS: Final = "sas_generating_individual_xmls"
+PARAMETER_MAPPING: Final = "parameter_mapping"
+MERGE_XML: Final = "merge_xml"
+FINAL: Final = "final_xml_generated_success"
+ERROR: Final = "error"
 
-#: dialog_state values in which a generated result waits for the user's review.
-REVIEW_STATES: Final = ("sas_step1_tasks_generated", "sas_step2_module_steps_generated_for_review")
-
-#: Seed 000 §2.1: after the review-and-refine node. Errors end the run first; then approvals
-#: (module steps before the task list, since approving steps implies the list was approved);
-#: then feedback loops named by dialog_state; then waiting for the user; else review again.
-route_after_sas_review_and_refine = RouteTable(
-    "route_after_sas_review_and_refine",
-    [
-        Route(field("is_error"), END),
-        Route(field("module_steps_accepted"), GENERATE_INDIVIDUAL_XMLS),
-        Route(field("task_list_accepted"), SAS_TASK_LIST_TO_MODULE_STEPS),
-        Route(field("dialog_state").eq("user_input_to_task_list"), SAS_USER_INPUT_TO_TASK_LIST),
-        Route(field("dialog_state").eq("task_list_to_module_steps"), SAS_TASK_LIST_TO_MODULE_STEPS),
-        Route(field("dialog_state").is_in(["needs_clarification", "awaiting_user_input"]), END),
-        Route(
-            field("dialog_state").is_in(REVIEW_STATES)
-            & ~(field("task_list_accepted") & field("module_steps_accepted")),
-            SAS_REVIEW_AND_REFINE,
-        ),
-    ],
-    # Seed: an unexpected state goes back to review, the safe choice.
-    default=SAS_REVIEW_AND_REFINE,
+#: dialog_state values in which a generated result waits for review (seed 000 and ours).
+REVIEW_STATES: Final = (
+    "sas_step1_tasks_generated",
+    "sas_step2_module_steps_generated_for_review",
+    TASK_LIST_REVIEW,
+    MODULE_STEPS_REVIEW,
 )
 
-#: Seed 000 §2.2: after step 2 (module steps). Errors end; a finished generation goes to
-#: review; anything unexpected ends the run for safety.
+
+def review_table(name: str, review: str) -> RouteTable:
+    """Seed 000 §2.1 ``route_after_sas_review_and_refine`` for the review gate ``review``.
+
+    Errors end first; then approvals (module steps before the task list, since approving
+    steps implies the list was approved); then feedback loops named by dialog_state; then
+    waiting for the user; else review again, the seed's safe choice.
+    """
+    return RouteTable(
+        name,
+        [
+            Route(field("is_error"), ERROR),
+            Route(field("module_steps_accepted"), GENERATE_INDIVIDUAL_XMLS),
+            Route(field("task_list_accepted"), TASK_LIST_TO_MODULE_STEPS),
+            Route(field("dialog_state").eq("user_input_to_task_list"), USER_INPUT_TO_TASK_LIST),
+            Route(field("dialog_state").eq("task_list_to_module_steps"), TASK_LIST_TO_MODULE_STEPS),
+            Route(
+                field("dialog_state").is_in(["needs_clarification", "awaiting_user_input"]), review
+            ),
+            Route(
+                field("dialog_state").is_in(REVIEW_STATES)
+                & ~(field("task_list_accepted") & field("module_steps_accepted")),
+                review,
+            ),
+        ],
+        default=review,
+    )
+
+
+route_after_task_list_review = review_table("route_after_task_list_review", TASK_LIST_REVIEW)
+route_after_module_steps_review = review_table(
+    "route_after_module_steps_review", MODULE_STEPS_REVIEW
+)
+
+#: Seed 000 §2.2: after step 2. Errors end; finished generation goes to review; anything
+#: unexpected stops the run (the seed's END "for safety" is our failed final state).
 route_after_sas_step2 = RouteTable(
     "route_after_sas_step2",
     [
-        Route(field("is_error"), END),
+        Route(field("is_error"), ERROR),
         Route(
             field("dialog_state").eq("sas_step2_module_steps_generated_for_review"),
-            SAS_REVIEW_AND_REFINE,
+            MODULE_STEPS_REVIEW,
         ),
     ],
-    default=END,
+    default=ERROR,
 )
+
+#: After initialize (SAS_FACTS §1): a thread that already has results resumes at their review.
+route_after_initialize = RouteTable(
+    "route_after_initialize",
+    [
+        Route(field("is_error"), ERROR),
+        Route(field("sas_step1_generated_tasks") & ~field("task_list_accepted"), TASK_LIST_REVIEW),
+        Route(
+            field("sas_step2_module_steps")
+            & field("task_list_accepted")
+            & ~field("module_steps_accepted"),
+            MODULE_STEPS_REVIEW,
+        ),
+    ],
+    default=USER_INPUT_TO_TASK_LIST,
+)
+
+
+def _then(name: str, target: str) -> RouteTable:
+    return RouteTable(name, [Route(field("is_error"), ERROR)], default=target)
+
+
+route_after_task_list = _then("route_after_task_list", TASK_LIST_REVIEW)
+route_after_xml_generation = _then("route_after_xml_generation", PARAMETER_MAPPING)
+route_after_parameter_mapping = _then("route_after_parameter_mapping", MERGE_XML)
+route_after_merge = _then("route_after_merge", FINAL)

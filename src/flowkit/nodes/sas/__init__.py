@@ -1,0 +1,1 @@
+"""Nodes of the robot-flow (sas) workflow, one concept per module."""

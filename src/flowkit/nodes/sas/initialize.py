@@ -1,0 +1,53 @@
+"""``initial``: prepare a run — its output directory and the request it works from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._node import Context, node
+from ...sas.state import SasState
+from .output_dir import choose_output_directory
+
+__all__ = ["initialize"]
+
+
+@node(
+    reads=["config", "user_input", "current_user_request", "run_output_directory"],
+    writes=[
+        "run_output_directory",
+        "current_user_request",
+        "user_input",
+        "is_error",
+        "error_message",
+        "warnings",
+        "messages",
+        "current_step_description",
+    ],
+)
+def initialize(state: SasState, ctx: Context) -> dict[str, Any]:
+    """Choose the output directory (seed 000 §1.2.A) and take the first input as the request.
+
+    The request is set once: later input is feedback, kept beside it, never replacing it.
+    """
+    update: dict[str, Any] = {"current_step_description": "initialising the run"}
+    if not state.current_user_request and state.user_input:
+        update["current_user_request"] = state.user_input
+        update["messages"] = [f"user: {state.user_input}"]
+        update["user_input"] = ""
+    if state.run_output_directory is None:
+        choice = choose_output_directory(
+            state.config.output_dir, state.config.base_output_dir, ctx.clock()
+        )
+        if choice.warnings:
+            update["warnings"] = choice.warnings
+            for warning in choice.warnings:
+                ctx.log.warning("output_directory_fallback", detail=warning)
+        if choice.path is None:
+            update["is_error"] = True
+            update["error_message"] = (
+                "No output directory could be created (" + "; ".join(choice.warnings) + "). "
+                "Pass a writable --output-dir."
+            )
+            return update
+        update["run_output_directory"] = str(choice.path)
+    return update

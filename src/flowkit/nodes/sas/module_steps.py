@@ -1,0 +1,142 @@
+"""``task_list_to_module_steps`` (step 2): one LLM call per task, in parallel, bounded.
+
+Each answer is structured steps, validated against the block catalog; a task whose answer is
+invalid is asked again with the problems, then reported on its own at the review. One task
+failing never discards the others (SAS_FACTS §11.14). Feedback on one task regenerates only
+that task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ..._node import Context, node
+from ...errors import LLMError
+from ...robot.catalog import Catalog
+from ...robot.steps import Step, TaskSteps
+from ...sas.catalogs import catalog_for
+from ...sas.checks import step_problems
+from ...sas.prompts import ModuleStepsAnswer, module_steps_prompt
+from ...sas.state import SasState
+from ...sas.tasks import TaskDefinition, TaskList, TaskType
+
+__all__ = ["task_list_to_module_steps", "tasks_to_generate"]
+
+
+def tasks_to_generate(state: SasState) -> list[TaskDefinition]:
+    """Tasks named for regeneration, else those without steps or with a failure."""
+    tasks = state.sas_step1_generated_tasks
+    if state.regenerate_tasks:
+        wanted = set(state.regenerate_tasks)
+        return [t for t in tasks if t.name in wanted]
+    return [
+        t
+        for t in tasks
+        if t.name not in state.sas_step2_module_steps or t.name in state.module_step_failures
+    ]
+
+
+def kind_of(task: TaskDefinition) -> Literal["main", "sub"]:
+    return "main" if task.type is TaskType.MAIN else "sub"
+
+
+async def _one_task(
+    ctx: Context,
+    state: SasState,
+    task: TaskDefinition,
+    plan: TaskList,
+    catalog: Catalog,
+    gate: asyncio.Semaphore,
+) -> TaskSteps | str:
+    """The task's validated steps, or a message saying why it could not be generated."""
+    current: Sequence[Step] = ()
+    existing = state.sas_step2_module_steps.get(task.name)
+    if existing is not None:
+        current = existing.steps
+    problems: list[str] = []
+    for attempt in range(1, state.config.task_attempts + 1):
+        messages = module_steps_prompt(
+            state.current_user_request, task, plan, current, state.feedback, catalog, problems
+        )
+        try:
+            async with gate:
+                answer = await ctx.llm.acomplete(messages, schema=ModuleStepsAnswer)
+        except LLMError as exc:
+            problems = [f"the model call failed: {type(exc).__name__}: {exc}"]
+            ctx.log.warning(
+                "task_steps_failed", task=task.name, attempt=attempt, error_type=type(exc).__name__
+            )
+            continue
+        steps = TaskSteps(task=task.name, kind=kind_of(task), steps=answer.parsed.steps)
+        problems = step_problems(steps, plan, catalog)
+        if not problems:
+            return steps
+        current = steps.steps
+        ctx.log.warning(
+            "task_steps_invalid", task=task.name, attempt=attempt, problems=len(problems)
+        )
+    return "; ".join(problems[:5]) + (
+        f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    )
+
+
+@node(
+    reads=[
+        "sas_step1_generated_tasks",
+        "sas_step2_module_steps",
+        "module_step_failures",
+        "regenerate_tasks",
+        "current_user_request",
+        "feedback",
+        "config",
+    ],
+    writes=[
+        "sas_step2_module_steps",
+        "module_step_failures",
+        "regenerate_tasks",
+        "module_steps_accepted",
+        "task_list_accepted",
+        "dialog_state",
+        "is_error",
+        "error_message",
+        "messages",
+        "current_step_description",
+    ],
+)
+async def task_list_to_module_steps(state: SasState, ctx: Context) -> dict[str, Any]:
+    if ctx.llm is None:
+        return {"is_error": True, "error_message": "No language model is configured; pass --llm."}
+    plan = TaskList(tasks=state.sas_step1_generated_tasks)
+    catalog = catalog_for(state.config)
+    todo = tasks_to_generate(state)
+    gate = asyncio.Semaphore(state.config.max_parallel)
+    results = await asyncio.gather(
+        *(_one_task(ctx, state, task, plan, catalog, gate) for task in todo)
+    )
+    steps = dict(state.sas_step2_module_steps)
+    failures = {
+        k: v for k, v in state.module_step_failures.items() if k not in {t.name for t in todo}
+    }
+    for task, result in zip(todo, results, strict=True):
+        if isinstance(result, TaskSteps):
+            steps[task.name] = result
+        else:
+            failures[task.name] = result
+    # Keep the plan's order, so reviewers and the compiler see tasks as planned.
+    ordered = {t.name: steps[t.name] for t in plan.tasks if t.name in steps}
+    done = len(todo) - sum(1 for r in results if not isinstance(r, TaskSteps))
+    note = f"module steps for {done} of {len(todo)} task(s) generated"
+    if failures:
+        note += f"; failed: {', '.join(sorted(failures))} (approve to retry them)"
+    return {
+        "sas_step2_module_steps": ordered,
+        "module_step_failures": failures,
+        "regenerate_tasks": [],
+        "task_list_accepted": True,
+        "module_steps_accepted": False,
+        "dialog_state": "sas_step2_module_steps_generated_for_review",
+        "messages": [f"assistant: {note}"],
+        "current_step_description": note,
+    }

@@ -1,0 +1,170 @@
+"""Steps 3-5 of sas: per-task XML, parameter mapping, and the merged, validated program.
+
+No LLM is involved: XML comes from the structured steps through ``flowkit.robot.compile``.
+The final ``flow.xml`` is validated (XSD and semantic checks) before it is written, and is
+written atomically, so a reader never sees half a program.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..._node import Context, node
+from ...errors import FlowkitError
+from ...robot.steps import Program, TaskSteps, build_program
+from ...sas.catalogs import catalog_for
+from ...sas.state import GeneratedXml, SasState
+
+__all__ = ["generate_individual_xmls", "merge_xml", "parameter_mapping", "write_atomically"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file, fsync and rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _ordered_tasks(state: SasState, steps: dict[str, TaskSteps]) -> list[TaskSteps]:
+    return [steps[t.name] for t in state.sas_step1_generated_tasks if t.name in steps]
+
+
+def _fail(message: str) -> dict[str, Any]:
+    return {
+        "is_error": True,
+        "error_message": message,
+        "completion_status": "error",
+        "messages": [f"assistant: {message}"],
+    }
+
+
+@node(
+    reads=["sas_step1_generated_tasks", "sas_step2_module_steps", "run_output_directory", "config"],
+    writes=[
+        "generated_node_xmls",
+        "messages",
+        "current_step_description",
+        "is_error",
+        "error_message",
+        "completion_status",
+    ],
+)
+def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
+    """One XML file per task (its stack alone), for inspection before the merge."""
+    from ...robot.compile import compile_program
+
+    out = Path(state.run_output_directory or ".") / "tasks"
+    catalog = catalog_for(state.config)
+    generated: list[GeneratedXml] = []
+    for index, task in enumerate(_ordered_tasks(state, state.sas_step2_module_steps), 1):
+        path = out / f"{index:02d}_{_UNSAFE.sub('_', task.task)}.xml"
+        try:
+            # Alone, a task calls sub-programs defined elsewhere: validated after the merge.
+            text = compile_program([task], catalog=catalog, deterministic=True, validate=False)
+            write_atomically(path, text)
+            generated.append(GeneratedXml(task=task.task, path=str(path)))
+        except (FlowkitError, OSError) as exc:
+            generated.append(
+                GeneratedXml(
+                    task=task.task, path=str(path), status="failure", error_message=str(exc)
+                )
+            )
+    failed = [g for g in generated if g.status == "failure"]
+    if failed:
+        detail = "; ".join(f"{g.task}: {g.error_message}" for g in failed)
+        return {
+            **_fail(f"Generating XML failed for {len(failed)} task(s): {detail}"),
+            "generated_node_xmls": generated,
+        }
+    return {
+        "generated_node_xmls": generated,
+        "messages": [f"assistant: wrote {len(generated)} task program(s) to {out}"],
+        "current_step_description": "task programs generated; mapping parameters",
+    }
+
+
+@node(
+    reads=["sas_step1_generated_tasks", "sas_step2_module_steps", "run_output_directory", "config"],
+    writes=[
+        "mapped_program",
+        "sas_step3_mapping_report",
+        "messages",
+        "warnings",
+        "current_step_description",
+        "is_error",
+        "error_message",
+        "completion_status",
+    ],
+)
+def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
+    """Map logical point/number/flag names onto the teaching tables (seed 002 node 6)."""
+    from ...robot.params import apply_teaching
+
+    program = build_program(_ordered_tasks(state, state.sas_step2_module_steps))
+    out = Path(state.run_output_directory or ".")
+    try:
+        mapped, report = apply_teaching(program, state.config.teaching_file, out)
+    except FlowkitError as exc:
+        return _fail(f"Parameter mapping failed: {exc}")
+    summary = report.to_markdown()
+    unmapped = [e.logical for e in report.entries if e.action in ("unmapped", "error")]
+    update: dict[str, Any] = {
+        "mapped_program": mapped,
+        "sas_step3_mapping_report": summary,
+        "messages": [f"assistant: parameters mapped ({len(report.entries)} name(s))"],
+        "current_step_description": "parameters mapped; merging the program",
+    }
+    if unmapped:
+        update["warnings"] = [f"not mapped: {', '.join(sorted(set(unmapped)))}"]
+    return update
+
+
+@node(
+    reads=["mapped_program", "run_output_directory", "config"],
+    writes=[
+        "final_flow_xml_path",
+        "completion_status",
+        "messages",
+        "current_step_description",
+        "is_error",
+        "error_message",
+    ],
+)
+def merge_xml(state: SasState, ctx: Context) -> dict[str, Any]:
+    """Compile the whole program, validate it, write ``flow.xml`` atomically."""
+    from ...errors import InvalidProgramError
+    from ...robot.compile import compile_program
+    from ...robot.validate import validate_xml
+
+    program = state.mapped_program or Program()
+    catalog = catalog_for(state.config)
+    try:
+        text = compile_program(program, catalog=catalog, deterministic=True)
+    except InvalidProgramError as exc:
+        listed = "; ".join(str(p) for p in exc.problems[:10])
+        return _fail(f"The program is not valid ({len(exc.problems)} problem(s)): {listed}")
+    errors = [p for p in validate_xml(text, catalog=catalog) if p.severity == "error"]
+    if errors:
+        return _fail("The merged XML failed validation: " + "; ".join(map(str, errors[:10])))
+    path = Path(state.run_output_directory or ".") / "flow.xml"
+    write_atomically(path, text)
+    return {
+        "final_flow_xml_path": str(path),
+        "completion_status": "completed_success",
+        "messages": [f"assistant: robot program written to {path}"],
+        "current_step_description": "done",
+    }

@@ -1,0 +1,120 @@
+"""Semantic checks of a program against a block catalog: types, fields, mutations, inputs,
+connection rules, procedures and ids. Shared by ``validate_steps``, ``validate_xml`` and the
+compiler; each finding is returned with the step it concerns so callers can add lines."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from ._check_blocks import Context, Finding, Unit, top_chain
+from .catalog import Catalog
+from .problems import Problem
+from .steps import Program, Step
+
+__all__ = ["Finding", "Unit", "check_program", "check_units"]
+
+
+def check_program(program: Program, catalog: Catalog) -> list[Finding]:
+    """Check every stack of ``program``; stacks are numbered from 1 in problems."""
+    units = [Unit(chain=stack, stack=i + 1) for i, stack in enumerate(program.stacks)]
+    findings = check_units(units, catalog)
+    if program.stacks and program.main() is None:
+        findings.append(
+            (
+                Problem(
+                    severity="warning",
+                    code="no_main_program",
+                    message="no stack starts with select_robot, so the program has no main "
+                    "program; add one unless this file only holds sub-programs",
+                ),
+                None,
+            )
+        )
+    return findings
+
+
+def check_units(units: Sequence[Unit], catalog: Catalog) -> list[Finding]:
+    """Check top-level chains together (ids and procedure calls span all of them)."""
+    findings: list[Finding] = []
+    calls: list[tuple[str, Step, str, Unit, bool]] = []
+    defined: Counter[str] = Counter()
+    ids: Counter[str] = Counter()
+    for unit in units:
+        ctx = Context(catalog, unit)
+        top_chain(ctx, unit)
+        findings.extend(ctx.findings)
+        calls.extend(ctx.calls)
+        head = unit.chain[0] if unit.chain else None
+        if head is not None and head.type == "procedures_defnoreturn":
+            name = head.field("NAME")
+            if name is not None:
+                defined[name] += 1
+        for step in unit.chain:
+            ids.update(s.id for s in step.walk() if s.id is not None)
+    for unit in units:
+        ctx = Context(catalog, unit)
+        head = unit.chain[0] if unit.chain else None
+        name = head.field("NAME") if head else None
+        if head is not None and name is not None and defined[name] > 1:
+            ctx.add(
+                "duplicate_procedure",
+                f"sub-program `{name}` is defined {defined[name]} times; rename or remove "
+                "the extra definitions",
+                head,
+                "" if unit.wrapper else "1",
+            )
+            defined[name] = 1  # report each name once
+        findings.extend(ctx.findings)
+    known = ", ".join(f"`{n}`" for n in sorted(defined)) or "none"
+    for name, step, path, unit, disabled in calls:
+        if name not in defined:
+            ctx = Context(catalog, unit)
+            ctx.add(
+                "undefined_procedure",
+                f"call to sub-program `{name}`, which is not defined; define it "
+                f"(procedures_defnoreturn NAME={name}) or call one of: {known}",
+                step,
+                path,
+                disabled=disabled,
+            )
+            findings.extend(ctx.findings)
+    seen: set[str] = set()
+    for unit in units:
+        ctx = Context(catalog, unit)
+        for path, step in _numbered(unit):
+            if step.id is not None and ids[step.id] > 1 and step.id not in seen:
+                seen.add(step.id)
+                ctx.add(
+                    "duplicate_id",
+                    f"block id `{step.id}` is used {ids[step.id]} times; ids must be unique "
+                    "(remove the ids and the compiler generates new ones)",
+                    step,
+                    path,
+                )
+        findings.extend(ctx.findings)
+    return findings
+
+
+def _numbered(unit: Unit) -> list[tuple[str, Step]]:
+    found: list[tuple[str, Step]] = []
+
+    def visit(chain: Sequence[Step], prefix: str, start: int = 1) -> None:
+        for index, step in enumerate(chain, start=start):
+            path = f"{prefix}{index}"
+            found.append((path, step))
+            seen = 0
+            for item in step.inputs.values():
+                if isinstance(item, Step):
+                    found.extend((path, s) for s in item.walk())
+                else:
+                    visit(item, f"{path}.", seen + 1)  # numbering runs on across bodies
+                    seen += len(item)
+
+    if unit.wrapper and unit.chain:
+        head = unit.chain[0]
+        found.append(("", head))
+        visit(head.body("STACK"), "")
+    else:
+        visit(unit.chain, "")
+    return found

@@ -1,0 +1,199 @@
+"""Read a Blockly robot program (XML) into the structured steps, losing nothing.
+
+Everything the editor wrote is kept; where a value is exactly what the compiler would write
+by convention (the catalog's default ``timeout``, ``editable="false"`` on ``select_robot``)
+the step says None, so compiling the steps gives the same document back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from flowkit.errors import InvalidProgramError
+
+from ._xml import Element, local_name, parse_xml
+from .catalog import Catalog, default_catalog
+from .problems import Problem
+from .steps import Program, Step
+
+__all__ = ["decompile", "decompile_with_lines"]
+
+_BLOCK_ATTRIBUTES = {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons"}
+
+
+class _ReadError(Exception):
+    def __init__(self, element: Element, message: str, code: str = "unsupported_xml") -> None:
+        super().__init__(message)
+        self.element = element
+        self.code = code
+
+
+def decompile(source: str | bytes | Path, *, catalog: Catalog | None = None) -> Program:
+    """Read a program from XML text (a ``str`` starting with ``<``), bytes or a file path.
+
+    Raises:
+        UnsafeXMLError: DOCTYPE or entities in the document.
+        InvalidProgramError: not well-formed, or something the step model cannot hold (the
+            problem names the line).
+    """
+    program, _lines = decompile_with_lines(source, catalog=catalog)
+    return program
+
+
+def decompile_with_lines(
+    source: str | bytes | Path | Element, *, catalog: Catalog | None = None
+) -> tuple[Program, dict[int, int]]:
+    """Like ``decompile``; also maps ``id(step)`` of every step to its line in the XML."""
+    if isinstance(source, str | bytes | Path):
+        root, path = parse_xml(source)
+    else:
+        root, path = source, None
+    reader = _Reader(catalog or default_catalog())
+    try:
+        stacks = [reader.chain(child) for child in reader.children(root)]
+        return Program(stacks=stacks), reader.lines
+    except _ReadError as exc:
+        problem = Problem(
+            severity="error",
+            code=exc.code,
+            message=str(exc),
+            line=exc.element.sourceline,
+            block_type=exc.element.get("type"),
+            block_id=exc.element.get("id"),
+        )
+        raise InvalidProgramError([problem], path=path) from None
+
+
+class _Reader:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.lines: dict[int, int] = {}
+
+    @staticmethod
+    def children(element: Element) -> list[Element]:
+        if (element.text or "").strip():
+            raise _ReadError(element, f"unexpected text {element.text.strip()[:40]!r}; remove it")
+        found = []
+        for child in element:
+            if (child.tail or "").strip():
+                raise _ReadError(child, f"unexpected text {child.tail.strip()[:40]!r}; remove it")
+            found.append(child)
+        return found
+
+    def chain(self, first: Element) -> list[Step]:
+        # Iterative along <next>: real chains nest one level per block.
+        steps: list[Step] = []
+        element: Element | None = first
+        while element is not None:
+            if local_name(element) != "block":
+                raise _ReadError(element, f"<{local_name(element)}> found where a <block> belongs")
+            step, element = self.block(element)
+            steps.append(step)
+        return steps
+
+    def block(self, element: Element) -> tuple[Step, Element | None]:
+        block_type = element.get("type")
+        if not block_type:
+            raise _ReadError(element, "<block> without a type attribute", code="missing_type")
+        fields: dict[str, str] = {}
+        inputs: dict[str, Step | list[Step]] = {}
+        mutation: dict[str, str] | None = None
+        source: str | None = None
+        following: Element | None = None
+        for child in self.children(element):
+            kind = local_name(child)
+            name = child.get("name")
+            taken = fields if kind == "field" else inputs
+            if kind in ("field", "value", "statement") and (name is None or name in taken):
+                raise _ReadError(child, f"<{kind}> needs a unique name attribute")
+            if kind == "mutation":
+                if mutation is not None or len(child):
+                    raise _ReadError(
+                        child, "only one <mutation> without child elements is supported"
+                    )
+                mutation = dict(child.attrib)
+            elif kind == "field":
+                if len(child):
+                    raise _ReadError(child, "a <field> holds text only")
+                fields[name] = child.text or ""
+            elif kind == "comment":
+                source = child.text or ""
+            elif kind == "value":
+                blocks = self.children(child)
+                if len(blocks) != 1 or local_name(blocks[0]) != "block":
+                    raise _ReadError(child, f"<value name={name!r}> must hold exactly one <block>")
+                value, rest = self.block(blocks[0])
+                if rest is not None:
+                    raise _ReadError(rest, "a block inside <value> cannot have a <next>")
+                inputs[name] = value
+            elif kind == "statement":
+                blocks = self.children(child)
+                if len(blocks) > 1:
+                    raise _ReadError(child, "a <statement> holds one chain (one first <block>)")
+                inputs[name] = self.chain(blocks[0]) if blocks else []
+            elif kind == "next":
+                blocks = self.children(child)
+                if following is not None or len(blocks) != 1:
+                    raise _ReadError(child, "a block has at most one <next> with one <block>")
+                following = blocks[0]
+            else:
+                raise _ReadError(child, f"<{kind}> inside <block> is not supported")
+        step = self._step(element, block_type, fields, mutation, inputs, source)
+        self.lines[id(step)] = element.sourceline
+        return step, following
+
+    def _step(
+        self,
+        element: Element,
+        block_type: str,
+        fields: dict[str, str],
+        mutation: dict[str, str] | None,
+        inputs: dict[str, Step | list[Step]],
+        source: str | None,
+    ) -> Step:
+        spec = self.catalog.get(block_type)
+        default = spec.default_mutation(list(inputs)) if spec else None
+        stored: dict[str, str] | bool | None
+        if mutation == default:
+            stored = None
+        elif mutation is None:
+            stored = False
+        else:
+            stored = mutation
+        editable_attr = element.get("editable")
+        by_convention = "false" if block_type == "select_robot" else None
+        editable = None if editable_attr == by_convention else editable_attr != "false"
+        reasons = element.get("disabled-reasons")
+        extra = {k: v for k, v in element.attrib.items() if k not in _BLOCK_ATTRIBUTES}
+        extra.pop("editable", None)
+        try:
+            return Step(
+                type=block_type,
+                fields=fields,
+                mutation=stored,
+                inputs=inputs,
+                disabled=element.get("disabled") == "true" or reasons is not None,
+                disabled_reasons=reasons.split(",") if reasons else [],
+                source=source,
+                id=element.get("id"),
+                block_no=_integer(element, "data-blockNo"),
+                x=_integer(element, "x"),
+                y=_integer(element, "y"),
+                editable=editable,
+                attributes=extra,
+            )
+        except ValidationError as exc:
+            detail = "; ".join(e["msg"] for e in exc.errors())
+            raise _ReadError(element, f"block cannot be read: {detail}") from None
+
+
+def _integer(element: Element, name: str) -> int | None:
+    text = element.get(name)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise _ReadError(element, f"attribute {name}={text!r} must be a whole number") from None

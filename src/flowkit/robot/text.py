@@ -1,0 +1,309 @@
+"""The readable text form of module steps, for reviewers and for people who write robot
+programs by hand; ``parse(render(steps))`` gives the steps back.
+
+One step per line, numbered (``1.``, ``2.``; ``4.1`` inside step 4); a block with a body
+ends in ``:`` and its body is indented below it. The syntax is described in
+``docs/robot-steps.md``. Editor bookkeeping (ids, block numbers, positions, ``editable``,
+other ``<block>`` attributes) is not part of the text form.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import ValidationError
+
+from flowkit.errors import StepTextError
+
+from ._text_render import render_chain
+from ._text_syntax import Parts, TextSyntaxError, Tokens, lex, quote, step_data
+from .catalog import Catalog, default_catalog
+from .steps import Program, Step, TaskSteps
+
+__all__ = ["parse", "parse_program", "parse_tasks", "render", "render_program", "render_tasks"]
+
+_MARKER = re.compile(r"(\d+(?:\.\d+)*\.?|-)\s+(\S.*)")
+_HEADER = re.compile(r"##\s+(main|sub|setup|stack)\b\s*(.*)")
+
+
+def render(steps: Sequence[Step], catalog: Catalog | None = None) -> str:
+    """One chain of steps as text (the steps of one task)."""
+    return "\n".join(render_chain(steps, catalog or default_catalog())) + "\n"
+
+
+def render_tasks(tasks: Sequence[TaskSteps], catalog: Catalog | None = None) -> str:
+    """A task list: ``## main NAME`` / ``## sub NAME`` / ``## setup NAME``, then its steps."""
+    catalog = catalog or default_catalog()
+    blocks = [
+        "\n".join([f"## {t.kind} {quote(t.task)}", *render_chain(t.steps, catalog)]) for t in tasks
+    ]
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_program(program: Program, catalog: Catalog | None = None) -> str:
+    """A whole program: each top-level stack under a ``## stack`` line."""
+    catalog = catalog or default_catalog()
+    blocks = ["\n".join(["## stack", *render_chain(s, catalog)]) for s in program.stacks]
+    return "\n\n".join(blocks) + "\n"
+
+
+def parse(text: str, catalog: Catalog | None = None) -> list[Step]:
+    """Read one chain of steps.
+
+    Raises:
+        StepTextError: the text does not parse; ``.line`` is where, the message says what
+            is expected there.
+    """
+    sections = _Parser(text, catalog or default_catalog()).sections()
+    if len(sections) > 1 or sections[0][0] is not None:
+        raise StepTextError(
+            "this text has ## sections; read it with parse_tasks or parse_program",
+            line=sections[0][2],
+        )
+    return sections[0][3]
+
+
+def parse_tasks(text: str, catalog: Catalog | None = None) -> list[TaskSteps]:
+    """Read a task list written by ``render_tasks``."""
+    tasks: list[TaskSteps] = []
+    for kind, name, line, steps in _Parser(text, catalog or default_catalog()).sections():
+        if kind not in ("main", "sub", "setup"):
+            raise StepTextError(
+                "expected a task header like `## main NAME` or `## sub NAME` before the steps",
+                line=line,
+            )
+        try:
+            tasks.append(TaskSteps(task=name, kind=kind, steps=steps))
+        except ValidationError as exc:
+            raise StepTextError(_message(exc), line=line) from None
+    return tasks
+
+
+def parse_program(text: str, catalog: Catalog | None = None) -> Program:
+    """Read a program written by ``render_program``."""
+    stacks: list[list[Step]] = []
+    for kind, _name, line, steps in _Parser(text, catalog or default_catalog()).sections():
+        if kind != "stack":
+            raise StepTextError("expected `## stack` before each top-level stack", line=line)
+        if not steps:
+            raise StepTextError("this stack has no steps; add some or remove `## stack`", line=line)
+        stacks.append(steps)
+    return Program(stacks=stacks)
+
+
+@dataclass(frozen=True)
+class _Line:
+    number: int
+    indent: int
+    kind: Literal["step", "entry", "header"]
+    text: str
+
+
+Section = tuple[str | None, str, int, list[Step]]
+
+
+class _Parser:
+    def __init__(self, text: str, catalog: Catalog) -> None:
+        self.catalog = catalog
+        # Only \n ends a line: str.splitlines would also split at U+2028 inside quoted text.
+        raw_lines = text.replace("\r\n", "\n").split("\n")
+        self.lines = [line for n, raw in enumerate(raw_lines, 1) if (line := _read(n, raw))]
+        self.pos = 0
+
+    def fail(self, message: str, line: _Line | None = None) -> StepTextError:
+        where = line or (self.lines[self.pos] if self.pos < len(self.lines) else None)
+        return StepTextError(message, line=where.number if where else 1)
+
+    def sections(self) -> list[Section]:
+        found: list[Section] = []
+        while self.pos < len(self.lines) or not found:
+            line = self.lines[self.pos] if self.pos < len(self.lines) else None
+            kind: str | None = None
+            name = ""
+            start = line.number if line else 1
+            if line is not None and line.kind == "header":
+                match = _HEADER.fullmatch(line.text)
+                if match is None:
+                    raise self.fail(
+                        "expected `## main NAME`, `## sub NAME`, `## setup NAME` or `## stack`",
+                        line,
+                    )
+                kind, name = match.group(1), self._name(match.group(2), line)
+                self.pos += 1
+            steps = self.chain(0)
+            if self.pos < len(self.lines) and self.lines[self.pos].kind != "header":
+                raise self.fail(self._stray(self.lines[self.pos]))
+            found.append((kind, name, start, steps))
+        return found
+
+    def _name(self, text: str, line: _Line) -> str:
+        text = text.strip()
+        if not text:
+            return ""
+        try:
+            tokens = lex(text)
+        except TextSyntaxError as exc:
+            raise self.fail(str(exc), line) from None
+        if len(tokens) != 1 or tokens[0].kind not in ("word", "string"):
+            raise self.fail("a task name with spaces or symbols must be quoted", line)
+        return tokens[0].value
+
+    def _stray(self, line: _Line) -> str:
+        if line.kind == "entry":
+            return (
+                f"`{line.text}` is not a step (steps start with a number like `3.`) and no "
+                "block above it takes it; check the indentation"
+            )
+        return "this step is indented differently from the steps above it; align it with them"
+
+    def chain(self, indent: int) -> list[Step]:
+        steps: list[Step] = []
+        while self.pos < len(self.lines):
+            line = self.lines[self.pos]
+            if line.kind != "step" or line.indent != indent:
+                break
+            steps.append(self.step())
+        return steps
+
+    def step(self) -> Step:
+        line = self.lines[self.pos]
+        self.pos += 1
+        try:
+            tokens = Tokens(lex(line.text), self.catalog)
+            block_type, parts, has_body, is_if = self._header(tokens)
+        except TextSyntaxError as exc:
+            raise self.fail(str(exc), line) from None
+        if not has_body:
+            if self.pos < len(self.lines) and self.lines[self.pos].indent > line.indent:
+                raise self.fail(
+                    f"this line is indented under line {line.number}, which has "
+                    "no body; end that line with `:` or unindent this one"
+                )
+            return self._build(block_type, parts, line)
+        first = self._body(line.indent)
+        entries = self._entries(line, is_if)
+        if is_if:
+            parts.inputs["DO0"] = first
+        elif first or not entries:
+            spec = self.catalog.get(block_type)
+            name = spec.sole_statement() if spec else None
+            if name is None:
+                raise self.fail(
+                    f"`{block_type}` has no single body; put its steps under a "
+                    "`NAME:` line naming the input",
+                    line,
+                )
+            self._add(parts, name, first, line)
+        for name, item, where in entries:
+            self._add(parts, name, item, where)
+        return self._build(block_type, parts, line)
+
+    def _header(self, tokens: Tokens) -> tuple[str, Parts, bool, bool]:
+        parts = Parts()
+        items = tokens.tokens
+        if len(items) >= 2 and items[-2].kind == "mark" and items[-1].kind == "string":
+            parts.source = items[-1].value
+            del items[-2:]
+        has_body = bool(items) and items[-1].kind == "punct" and items[-1].text == ":"
+        if has_body:
+            del items[-1]
+        tokens.disabled(parts)
+        head = tokens.take() if not tokens.done() else None
+        if head is None or head.kind not in ("word", "string"):
+            raise TextSyntaxError("expected a block type after the step number")
+        if head.kind == "word" and head.text == "if":
+            parts.inputs["IF0"] = tokens.expression()
+            if tokens.at("[", "punct"):
+                tokens.mutation(parts)
+            if not tokens.done():
+                raise TextSyntaxError(f"unexpected `{tokens.take().text}` after the condition")
+            if not has_body:
+                raise TextSyntaxError("an `if` line ends with `:`, followed by its steps")
+            return "controls_if", parts, True, True
+        tokens.params(head.value, parts, frozenset())
+        return head.value, parts, has_body, False
+
+    def _body(self, indent: int) -> list[Step]:
+        if self.pos < len(self.lines):
+            line = self.lines[self.pos]
+            if line.kind == "step" and line.indent > indent:
+                return self.chain(line.indent)
+        return []
+
+    def _entries(self, owner: _Line, is_if: bool) -> list[tuple[str, object, _Line]]:
+        entries: list[tuple[str, object, _Line]] = []
+        branch = 0
+        while self.pos < len(self.lines) and self.lines[self.pos].indent > owner.indent:
+            line = self.lines[self.pos]
+            if line.kind != "entry":
+                raise self.fail(self._stray(line))
+            self.pos += 1
+            try:
+                tokens = Tokens(lex(line.text), self.catalog)
+                head = tokens.take()
+                if is_if and head.text in ("elif", "else") and head.kind == "word":
+                    branch += 1
+                    if head.text == "elif":
+                        entries.append((f"IF{branch}", tokens.expression(), line))
+                        name = f"DO{branch}"
+                    else:
+                        name = "ELSE"
+                    tokens.expect(":", f"at the end of the `{head.text}` line")
+                elif head.kind == "word" and tokens.at("=", "punct"):
+                    tokens.take()
+                    entries.append((head.text, tokens.expression(), line))
+                    name = ""
+                elif head.kind == "word" and tokens.at(":", "punct"):
+                    tokens.take()
+                    name = head.text
+                else:
+                    raise TextSyntaxError(
+                        "expected a step (`3. moveP P1`), `NAME:` (a body), `NAME = condition`"
+                        + (", `elif condition:` or `else:`" if is_if else "")
+                    )
+                if not tokens.done():
+                    raise TextSyntaxError(f"unexpected `{tokens.take().text}` at the end")
+            except TextSyntaxError as exc:
+                raise self.fail(str(exc), line) from None
+            if name:
+                entries.append((name, self._body(line.indent), line))
+        return entries
+
+    def _add(self, parts: Parts, name: str, item: object, line: _Line) -> None:
+        if name in parts.inputs:
+            raise self.fail(f"input `{name}` is given twice", line)
+        parts.inputs[name] = item
+
+    def _build(self, block_type: str, parts: Parts, line: _Line) -> Step:
+        try:
+            return Step.model_validate(step_data(block_type, parts))
+        except TextSyntaxError as exc:
+            raise self.fail(str(exc), line) from None
+        except ValidationError as exc:
+            raise self.fail(_message(exc), line) from None
+
+
+def _read(number: int, raw: str) -> _Line | None:
+    stripped = raw.rstrip()
+    content = stripped.lstrip(" ")
+    if not content or (content.startswith("#") and not content.startswith("##")):
+        return None
+    indent = len(stripped) - len(content)
+    if content.startswith("\t") or "\t" in stripped[:indent]:
+        raise StepTextError("indent with spaces, not tabs", line=number)
+    if content.startswith("##"):
+        return _Line(number, indent, "header", content)
+    match = _MARKER.fullmatch(content)
+    if match:
+        return _Line(number, indent, "step", match.group(2))
+    return _Line(number, indent, "entry", content)
+
+
+def _message(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
+        for e in exc.errors()
+    )

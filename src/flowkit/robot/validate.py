@@ -1,0 +1,158 @@
+"""Validate robot programs: the XML against ``schemas/blockly-robot.xsd`` (with xmlschema) and
+the content against the block catalog (types, fields, values, connections, procedures, ids).
+
+``validate_xml`` reports every problem with its line; ``validate_steps`` does the same checks
+on module steps and names the task and step instead. Neither raises for a bad program.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from flowkit.errors import InvalidProgramError
+
+from ._checks import Finding, Unit, check_program, check_units
+from ._resources import schema_path
+from ._xml import BLOCKLY_NS, Element, parse_xml
+from .catalog import Catalog, default_catalog
+from .decompile import decompile_with_lines
+from .problems import Problem
+from .steps import Program, Step, TaskSteps, build_program
+
+__all__ = ["validate_steps", "validate_xml"]
+
+_ORDER_HINT = (
+    "a <block> holds, in this order: <mutation>?, <field>*, <comment>?, <value>/<statement>* "
+    "and <next>? last"
+)
+
+
+@cache
+def _schema() -> Any:
+    import xmlschema
+
+    return xmlschema.XMLSchema(str(schema_path("blockly-robot.xsd")))
+
+
+def validate_xml(source: str | bytes | Path, catalog: Catalog | None = None) -> list[Problem]:
+    """Every problem of a program given as XML text, bytes or a file path, each with its line.
+
+    Not well-formed XML is reported as a problem too; the list is empty for a clean program
+    and may hold warnings only (e.g. editor-only block types) for a valid one.
+
+    Raises:
+        UnsafeXMLError: the document has a DOCTYPE or entities (it is not read at all).
+    """
+    try:
+        root, _path = parse_xml(source)
+    except InvalidProgramError as exc:
+        return list(exc.problems)
+    problems = _xsd_problems(root)
+    try:
+        program, lines = decompile_with_lines(root, catalog=catalog)
+    except InvalidProgramError as exc:
+        # The schema already explains most unreadable documents; add only what is new.
+        seen = {p.line for p in problems}
+        return problems + [p for p in exc.problems if p.line not in seen]
+    findings = check_program(program, catalog or default_catalog())
+    return problems + _with_lines(findings, lines)
+
+
+def validate_steps(
+    steps: Program | Sequence[TaskSteps] | Sequence[Step], catalog: Catalog | None = None
+) -> list[Problem]:
+    """Every problem of module steps: a program, the workflow's task list, or one chain.
+
+    For a task list, problems name the task and the step (``4.1`` = first step in the body
+    of step 4, numbered as in the text form); the main task must start with
+    ``select_robot``, and task names must be unique.
+    """
+    catalog = catalog or default_catalog()
+    if isinstance(steps, Program):
+        return [p for p, _ in check_program(steps, catalog)]
+    items = list(steps)
+    if items and all(isinstance(i, TaskSteps) for i in items):
+        tasks = [i for i in items if isinstance(i, TaskSteps)]
+        return _task_problems(tasks) + [p for p, _ in check_units(_units(tasks), catalog)]
+    chain = [i for i in items if isinstance(i, Step)]
+    if len(chain) != len(items):
+        raise TypeError("pass a Program, a list of TaskSteps, or a list of Step")
+    return [p for p, _ in check_units([Unit(chain=chain)], catalog)] if chain else []
+
+
+def _units(tasks: list[TaskSteps]) -> list[Unit]:
+    units: list[Unit] = []
+    for task in tasks:
+        if task.kind == "main" and task.steps:
+            units.append(Unit(chain=task.steps, task=task.task))
+        elif task.kind == "sub":
+            stack = build_program([task]).stacks[0]
+            units.append(Unit(chain=stack, task=task.task, wrapper=True))
+        elif task.kind == "setup":
+            units.extend(Unit(chain=[step], task=task.task) for step in task.steps)
+    return units
+
+
+def _task_problems(tasks: list[TaskSteps]) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def add(code: str, message: str, task: str | None = None) -> None:
+        problems.append(Problem(severity="error", code=code, message=message, task=task))
+
+    mains = [t for t in tasks if t.kind == "main"]
+    if len(mains) != 1:
+        add("main_task_count", f"there must be exactly one main task, found {len(mains)}")
+    names: set[str] = set()
+    for task in tasks:
+        if task.task in names:
+            add("duplicate_task", "two tasks have this name; rename one", task.task)
+        names.add(task.task)
+        if task.kind == "main" and (not task.steps or task.steps[0].type != "select_robot"):
+            add(
+                "main_without_select_robot",
+                "the main task's first step must be select_robot (the robot to use)",
+                task.task,
+            )
+        if task.kind != "main" and not task.steps:
+            add("empty_task", "the task has no steps; generate or write them", task.task)
+    return problems
+
+
+def _with_lines(findings: list[Finding], lines: dict[int, int]) -> list[Problem]:
+    return [
+        problem.model_copy(update={"line": lines.get(id(step))}) if step is not None else problem
+        for problem, step in findings
+    ]
+
+
+def _xsd_problems(root: Element) -> list[Problem]:
+    problems: list[Problem] = []
+    for error in _schema().iter_errors(root):
+        reason = _plain(str(error.reason or error.message))
+        hint = _ORDER_HINT if "Unexpected child" in reason or "not complete" in reason else ""
+        elem = error.elem
+        line = error.sourceline
+        index = getattr(error, "index", None)
+        if elem is not None and isinstance(index, int) and 0 <= index < len(elem):
+            line = elem[index].sourceline  # the offending child, not its parent
+        problems.append(
+            Problem(
+                severity="error",
+                code="xsd",
+                message=f"{reason}{'; ' + hint if hint else ''}",
+                line=line,
+                block_type=elem.get("type") if elem is not None else None,
+                block_id=elem.get("id") if elem is not None else None,
+            )
+        )
+    return problems
+
+
+def _plain(text: str) -> str:
+    # xmlschema names elements with their namespace ({uri}tag or ns0:tag); ours are all Blockly.
+    text = text.replace(f"{{{BLOCKLY_NS}}}", "")
+    return re.sub(r"\bns\d+:", "", text).rstrip(".")

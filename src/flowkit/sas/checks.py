@@ -1,0 +1,76 @@
+"""Checks of one task's module steps before a reviewer sees them.
+
+Catalog validation runs on a copy in which logical parameter names ("safe point") stand in as
+valid slot keys, because parameter mapping assigns the real slots later; everything else —
+unknown types, fields, values, missing bodies, calls to tasks that do not exist — is reported
+as a message naming the task and the step.
+"""
+
+from __future__ import annotations
+
+from ..robot.catalog import Catalog
+from ..robot.steps import Step, TaskSteps
+from .tasks import TaskList
+
+__all__ = ["is_logical_name", "step_problems"]
+
+#: Findings that only make sense for the whole program; one task is checked alone here, and
+#: calls are checked against the plan instead.
+_WHOLE_PROGRAM_CODES = frozenset({"undefined_procedure", "main_task_count"})
+
+
+def is_logical_name(value: str, prefix: str) -> bool:
+    """A value meant for a slot field that is not a slot key (``P21``) but a name."""
+    rest = value[len(prefix) :] if value.startswith(prefix) else None
+    return not (rest is not None and rest.isdigit()) and bool(value.strip())
+
+
+def _with_placeholders(step: Step, catalog: Catalog) -> Step:
+    spec = catalog.get(step.type)
+    fields = dict(step.fields)
+    if spec is not None:
+        for field in spec.fields:
+            value = fields.get(field.name)
+            prefix = field.prefix or ""
+            if field.kind == "ref" and value is not None and is_logical_name(value, prefix):
+                fields[field.name] = f"{prefix}{field.min if field.min is not None else 1}"
+    inputs: dict[str, Step | list[Step]] = {
+        name: _with_placeholders(item, catalog)
+        if isinstance(item, Step)
+        else [_with_placeholders(s, catalog) for s in item]
+        for name, item in step.inputs.items()
+    }
+    return step.model_copy(update={"fields": fields, "inputs": inputs})
+
+
+def step_problems(steps: TaskSteps, plan: TaskList, catalog: Catalog) -> list[str]:
+    """Every problem of one task's steps, as messages naming the task and step."""
+    from ..robot.validate import validate_steps
+
+    found: list[str] = []
+    if not steps.steps:
+        return [f"task {steps.task}: no steps"]
+    if steps.kind == "main" and steps.steps[0].type != "select_robot":
+        found.append(
+            f"task {steps.task}: the main program must start with select_robot, "
+            f"not {steps.steps[0].type}"
+        )
+    names = {t.name for t in plan.tasks}
+    for step in steps.steps:
+        for inner in step.walk():
+            target = inner.param("name") if inner.type == "procedures_callnoreturn" else None
+            if target is not None and target not in names:
+                found.append(
+                    f"task {steps.task}: calls {target!r}, which is not a task of the plan "
+                    f"({', '.join(sorted(names))})"
+                )
+    checked = TaskSteps(
+        task=steps.task,
+        kind=steps.kind,
+        steps=[_with_placeholders(s, catalog) for s in steps.steps],
+    )
+    # Calls to sibling tasks are checked above; the validator sees one task at a time.
+    for problem in validate_steps([checked], catalog=catalog):
+        if problem.severity == "error" and problem.code not in _WHOLE_PROGRAM_CODES:
+            found.append(str(problem))
+    return found

@@ -1,0 +1,118 @@
+"""``flowkit demo sas``: the whole robot-flow workflow, offline, from recorded LLM answers.
+
+The example is the bearing / housing / pallet assembly cell of SAS_FACTS §10. The LLM's
+answers were recorded once (``cassette.json``, made from ``answers.json`` by
+``python -m flowkit.sas.demo --record``) and are replayed, so the demo needs no network and
+no API key. Both review gates are approved in the printed transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["REQUEST", "demo_file", "record_cassette", "run_sas_demo"]
+
+REQUEST = (
+    "An automated cell assembles a bearing (BRG) into a bearing housing (BH) and ships it on "
+    "a pallet (PLT). Fetch the bearing and the housing, put both into the right machining "
+    "center (RMC) for press-fitting, take the assembly out and park it in the left machining "
+    "center (LMC), fetch an empty pallet and put it on the conveyor (CNV), finally take the "
+    "assembly from the LMC and place it on the pallet. Repeat."
+)
+THREAD = "demo-bearing-cell"
+
+
+def demo_file(name: str) -> Path:
+    """A file shipped with the demo (answers.json, cassette.json, teaching.yaml)."""
+    return Path(str(resources.files(__name__).joinpath(name)))
+
+
+def _narrate(out: TextIO) -> Any:
+    from ..._events import Event, NodeFinished
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, NodeFinished):
+            out.write(f"    [{event.node}] {event.latency_s * 1000:.1f} ms\n")
+
+    return on_event
+
+
+def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> int:
+    """Run the demo; the thread stays in the store for ``flowkit sas status``."""
+    from ..._runner import Runner
+    from ...llm import ReplayLLM, load_cassette
+    from ...robot import decompile, validate_xml
+    from ...stores.jsonfile import JsonFileStore
+    from ..cli import print_result
+    from ..workflow import flow
+
+    root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-sas-demo-"))
+    outputs = Path(output_dir) if output_dir else root / "output"
+    llm = ReplayLLM(load_cassette(demo_file("cassette.json")), strict=False)
+    with JsonFileStore(root / "store") as store:
+        runner: Runner[Any] = Runner(flow, store=store, llm=llm)
+        runner.subscribe(_narrate(out))
+        thread = THREAD
+        taken = set(store.threads())
+        suffix = 1
+        while thread in taken:
+            suffix += 1
+            thread = f"{THREAD}-{suffix}"
+        out.write("flowkit demo sas: robot task -> reviewed plan -> Blockly robot program\n")
+        out.write(f"store: {root / 'store'}   thread: {thread}   LLM: recorded answers\n\n")
+        out.write(f"> start: {REQUEST}\n")
+        config = {"output_dir": str(outputs), "teaching_file": str(demo_file("teaching.yaml"))}
+        result = runner.start(thread, {"user_input": REQUEST, "config": config})
+        print_result(result, out)
+        for word in ("approve", "はい"):
+            if result.status != "waiting":
+                break
+            out.write(f"\n> reviewer: {word}\n")
+            result = runner.resume(thread, {"message": word})
+            print_result(result, out)
+    if result.status != "done" or not result.state.final_flow_xml_path:
+        out.write("\nThe demo did not finish; see the error above.\n")
+        return 1
+    xml = Path(result.state.final_flow_xml_path).read_text(encoding="utf-8")
+    problems = validate_xml(xml)
+    program = decompile(xml)
+    blocks = sum(1 for _ in program.walk())
+    errors = [p for p in problems if p.severity == "error"]
+    out.write(
+        f"\nValidated {result.state.final_flow_xml_path}: {len(program.stacks)} stacks, "
+        f"{blocks} blocks, {len(errors)} errors, {len(problems) - len(errors)} warnings\n"
+    )
+    if result.state.sas_step3_mapping_report:
+        out.write(f"Parameter mapping report: {outputs / 'parameter_mapping.md'}\n")
+    return 0 if not errors else 1
+
+
+def record_cassette(path: Path | None = None) -> Path:
+    """Re-record the cassette from ``answers.json`` (run after changing the prompts)."""
+    from ..._runner import Runner
+    from ...llm import save_cassette
+    from ...testing.scripted import ScriptedLLM
+    from ..workflow import flow
+
+    answers = json.loads(demo_file("answers.json").read_text(encoding="utf-8"))
+
+    def steps_for(prompt: str) -> Any:
+        for name, steps in answers["steps"].items():
+            if f'Task to write:\n{{"name": "{name}"' in prompt:
+                return {"steps": steps}
+        raise AssertionError("a module-steps prompt without a known task")
+
+    llm = ScriptedLLM([("Current plan:", answers["tasks"]), ("Task to write:", steps_for)])
+    runner: Runner[Any] = Runner(flow, llm=llm)
+    with tempfile.TemporaryDirectory() as tmp:
+        config = {"output_dir": tmp, "teaching_file": str(demo_file("teaching.yaml"))}
+        runner.start("record", {"user_input": REQUEST, "config": config})
+        runner.resume("record", {"message": "approve"})
+        runner.resume("record", {"message": "approve"})
+    target = path or demo_file("cassette.json")
+    save_cassette(target, runner.llm_calls("record"))
+    return target

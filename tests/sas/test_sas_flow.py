@@ -1,0 +1,183 @@
+"""End-to-end runs of the sas flow with a scripted LLM: every path of the issue's acceptance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flowkit import Runner
+from flowkit.errors import InvalidResumeInputError, LLMTimeoutError
+from flowkit.robot import decompile, validate_xml
+from flowkit.sas import SasState, flow
+from flowkit.sas.steps_text import render_module_steps
+from flowkit.sas.tasks import TaskList
+from flowkit.stores import JsonFileStore
+from flowkit.testing import ScriptedLLM
+
+from .scripted_cell import STEPS, TASKS, scripted, steps_for, teaching_file
+
+REQUEST = "Pick the part from the feeder and place it on the pallet, forever."
+
+
+def start(runner: Runner[Any], tmp_path: Path, request: str = REQUEST) -> Any:
+    config = {"output_dir": str(tmp_path / "out"), "teaching_file": str(teaching_file(tmp_path))}
+    return runner.start("cell", {"user_input": request, "config": config})
+
+
+def test_happy_path_reaches_a_valid_program(tmp_path: Path) -> None:
+    llm = scripted()
+    runner: Runner[SasState] = Runner(flow, store=JsonFileStore(tmp_path / "store"), llm=llm)
+    first = start(runner, tmp_path)
+    assert (first.status, first.node) == ("waiting", "sas_awaiting_task_list_review")
+    assert first.state.sas_step1_generated_tasks[0].name == "Main_Task"
+    second = runner.resume("cell", {"message": "OK"})
+    assert (second.status, second.node) == ("waiting", "sas_awaiting_module_steps_review")
+    assert set(second.state.sas_step2_module_steps) == set(STEPS)
+    done = runner.resume("cell", {"action": "approve"})
+    assert (done.status, done.node) == ("done", "final_xml_generated_success")
+    path = Path(done.state.final_flow_xml_path or "")
+    assert path.is_file() and path.parent == (tmp_path / "out").resolve()
+    xml = path.read_text()
+    assert [p for p in validate_xml(xml) if p.severity == "error"] == []
+    program = decompile(xml)
+    assert sorted(program.procedures()) == sorted(STEPS.keys() - {"Main_Task"})
+    points = {s.field("point_name_list") for s in program.walk() if s.type == "moveP"}
+    assert "P1" in points and all(p and p[0] == "P" and p[1:].isdigit() for p in points)
+    assert done.state.sas_step3_mapping_report
+    assert len(llm.calls) == 1 + len(STEPS)
+
+
+def test_feedback_on_the_task_list_refines_with_the_whole_history(tmp_path: Path) -> None:
+    llm = scripted()
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    start(runner, tmp_path)
+    runner.resume("cell", {"message": "add a quality check"})
+    again = runner.resume("cell", {"message": "and slower moves"})
+    assert again.node == "sas_awaiting_task_list_review"
+    last_prompt = llm.calls[-1].messages[-1]["content"]
+    assert REQUEST in last_prompt, "the original request is never replaced"
+    assert "add a quality check" in last_prompt and "and slower moves" in last_prompt
+    assert '"Main_Task"' in last_prompt, "the current plan is shown for refinement"
+    assert again.state.current_user_request == REQUEST
+
+
+def test_feedback_on_one_task_regenerates_only_that_task(tmp_path: Path) -> None:
+    llm = scripted()
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    start(runner, tmp_path)
+    runner.resume("cell", {"action": "approve"})
+    before = len(llm.calls)
+    again = runner.resume("cell", {"message": "go slower near the part", "task": "Pick_Part"})
+    assert again.node == "sas_awaiting_module_steps_review"
+    new_calls = llm.calls[before:]
+    assert len(new_calls) == 1 and '"name": "Pick_Part"' in new_calls[0].messages[-1]["content"]
+    assert "go slower near the part" in new_calls[0].messages[-1]["content"]
+
+
+def test_feedback_on_all_module_steps_regenerates_every_task(tmp_path: Path) -> None:
+    llm = scripted()
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    start(runner, tmp_path)
+    runner.resume("cell", {"action": "approve"})
+    before = len(llm.calls)
+    runner.resume("cell", {"message": "use speed 50 everywhere"})
+    assert len(llm.calls) - before == len(STEPS)
+
+
+def test_an_edited_text_at_the_gate_replaces_and_approves(tmp_path: Path) -> None:
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    start(runner, tmp_path)
+    review = runner.resume("cell", {"action": "approve"})
+    plan = TaskList(tasks=review.state.sas_step1_generated_tasks)
+    text = render_module_steps(review.state.sas_step2_module_steps, plan)
+    edited = text.replace("speed 10", "speed 20", 1)
+    assert edited != text
+    done = runner.resume("cell", {"action": "edit", "edited": edited})
+    assert done.status == "done"
+    speeds = [
+        s.field("speed")
+        for s in done.state.sas_step2_module_steps["Pick_Part"].steps
+        if s.type == "set_speed"
+    ]
+    assert speeds[0] == "20"
+
+
+def test_a_broken_edit_is_refused_and_the_thread_keeps_waiting(tmp_path: Path) -> None:
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    start(runner, tmp_path)
+    runner.resume("cell", {"action": "approve"})
+    with pytest.raises(InvalidResumeInputError, match="Nonexistent"):
+        runner.resume("cell", {"action": "edit", "edited": "## Nonexistent\n1. return\n"})
+    assert runner.get_state("cell").node == "sas_awaiting_module_steps_review"
+
+
+def test_one_failing_task_is_isolated_and_retried_on_approval(tmp_path: Path) -> None:
+    calls = {"n": 0}
+
+    def flaky(prompt: str) -> Any:
+        calls["n"] += 1
+        if calls["n"] <= 2:  # both attempts of the first round fail
+            return {"steps": [{"type": "teleport"}]}
+        return {"steps": STEPS["Place_Part"]}
+
+    runner: Runner[SasState] = Runner(flow, llm=scripted(Place_Part=flaky))
+    start(runner, tmp_path)
+    review = runner.resume("cell", {"action": "approve"})
+    assert set(review.state.module_step_failures) == {"Place_Part"}
+    assert "teleport" in review.state.module_step_failures["Place_Part"]
+    assert set(review.state.sas_step2_module_steps) == set(STEPS) - {"Place_Part"}
+    retried = runner.resume("cell", {"message": "はい"})
+    assert retried.node == "sas_awaiting_module_steps_review"
+    assert retried.state.module_step_failures == {}
+    assert runner.resume("cell", {"message": "承認"}).status == "done"
+
+
+def test_an_llm_timeout_fails_the_step_and_resume_retries_it(tmp_path: Path) -> None:
+    timeouts = [LLMTimeoutError("model did not answer within 60 s")]
+
+    def plan(prompt: str) -> Any:
+        if timeouts:
+            raise timeouts.pop()
+        return TASKS
+
+    llm = ScriptedLLM([("Current plan:", plan), ("Task to write:", steps_for)])
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    failed = start(runner, tmp_path)
+    assert (failed.status, failed.node) == ("failed", "user_input_to_task_list")
+    assert failed.error is not None and failed.error.type == "LLMTimeoutError"
+    assert runner.resume("cell").node == "sas_awaiting_task_list_review"
+
+
+@pytest.mark.parametrize("request_text", ["", "   \n\t "])
+def test_empty_input_ends_in_the_error_state_with_a_clear_message(
+    tmp_path: Path, request_text: str
+) -> None:
+    llm = scripted()
+    result = start(Runner(flow, llm=llm), tmp_path, request_text)
+    assert (result.status, result.node) == ("failed", "error")
+    assert result.state.error_message == (
+        "The robot task is empty; describe what the robot should do."
+    )
+    assert llm.calls == []
+
+
+def test_a_huge_request_is_refused_without_calling_the_model(tmp_path: Path) -> None:
+    llm = scripted()
+    result = start(Runner(flow, llm=llm), tmp_path, "move " * 10_000)
+    assert result.node == "error" and "characters long" in (result.state.error_message or "")
+    assert llm.calls == []
+
+
+def test_substring_approval_is_feedback(tmp_path: Path) -> None:
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    start(runner, tmp_path)
+    result = runner.resume("cell", {"message": "not ok"})
+    assert result.node == "sas_awaiting_task_list_review"
+    assert not result.state.task_list_accepted
+    assert result.state.feedback[-1].text == "not ok"
+
+
+def test_task_list_and_plan_are_in_the_scripted_order() -> None:
+    assert [t["name"] for t in TASKS["tasks"]] == list(STEPS)
