@@ -12,16 +12,13 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
-
 from .._logging import get_logger
-from .._records import FORMAT_VERSION, RecordAdapter, Snapshot, StartRecord
+from .._records import RecordAdapter, Snapshot, StartRecord
 from ..errors import (
     ConflictError,
     CorruptStoreError,
@@ -29,6 +26,15 @@ from ..errors import (
     StoreError,
     ThreadExistsError,
     ThreadNotFoundError,
+)
+from ._files import (
+    JournalHandles,
+    SnapshotFile,
+    exclusive_lock,
+    os_error,
+    read_snapshot_file,
+    sync_dir,
+    write_file_atomically,
 )
 from ._ids import check_thread_id
 from ._jsonl import Scan, encode, offset_after_line, scan_lines, write_all
@@ -49,12 +55,6 @@ class _Tail:
     lines: int
     snapshot_bytes: int
     since_snapshot: int
-
-
-class _SnapshotFile(BaseModel):
-    snapshot: Snapshot
-    offset: int  # journal byte offset just after the snapshot's record
-    line: int
 
 
 class JsonFileStore:
@@ -89,8 +89,7 @@ class JsonFileStore:
                 path=str(self._threads_dir),
             ) from exc
         self._tails: dict[str, _Tail] = {}
-        self._fds: OrderedDict[str, int] = OrderedDict()
-        self._max_open = max_open_files
+        self._handles = JournalHandles(max_open_files)
         self._guard = threading.RLock()
 
     def __repr__(self) -> str:
@@ -105,41 +104,15 @@ class JsonFileStore:
         return self._dir(thread_id) / _JOURNAL
 
     def _fd(self, thread_id: str, *, create: bool = False) -> int:
-        fd = self._fds.get(thread_id)
-        if fd is not None:
-            if os.fstat(fd).st_nlink:
-                self._fds.move_to_end(thread_id)
-                return fd
-            # The journal was deleted (and maybe recreated) behind our back: never write
-            # into the unlinked file, where the data would silently vanish.
-            os.close(self._fds.pop(thread_id))
-            self._tails.pop(thread_id, None)
-        path = self._journal_path(thread_id)
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-        try:
-            fd = os.open(path, flags, 0o644)
-        except FileNotFoundError:
-            raise ThreadNotFoundError(thread_id) from None
-        except OSError as exc:
-            raise _os_error("open", path, exc, thread_id=thread_id) from exc
-        self._fds[thread_id] = fd
-        while len(self._fds) > self._max_open:
-            _, old = self._fds.popitem(last=False)
-            os.close(old)
+        fd, reopened = self._handles.get(thread_id, self._journal_path(thread_id), create=create)
+        if reopened:
+            self._tails.pop(thread_id, None)  # a new file: what we knew of its end is stale
         return fd
 
     def close(self) -> None:
         """Close cached file handles (the store stays usable; handles reopen on demand)."""
         with self._guard:
-            while self._fds:
-                os.close(self._fds.popitem()[1])
-
-    def __del__(self) -> None:
-        # Stores are often made inline (``Runner(flow, store=JsonFileStore("runs"))``) and
-        # never closed; a collected store must not leak its journal handles.
-        for fd in getattr(self, "_fds", {}).values():
-            with suppress(OSError):
-                os.close(fd)
+            self._handles.close()
 
     def __enter__(self) -> JsonFileStore:
         return self
@@ -150,14 +123,6 @@ class JsonFileStore:
     def _sync(self, fd: int) -> None:
         if self.fsync:
             os.fdatasync(fd)
-
-    def _sync_dir(self, path: Path) -> None:
-        if self.fsync:
-            dir_fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -176,7 +141,7 @@ class JsonFileStore:
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
-            raise _os_error("read", path, exc, thread_id=thread_id) from exc
+            raise os_error("read", path, exc, thread_id=thread_id) from exc
 
     def _full_scan(self, thread_id: str) -> Scan:
         scan = self._scan(thread_id, self._read_from(thread_id, 0), offset=0, line=0, version=-1)
@@ -286,7 +251,7 @@ class JsonFileStore:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise _os_error("list", self._threads_dir, exc, thread_id=None) from exc
+            raise os_error("list", self._threads_dir, exc, thread_id=None) from exc
         found = []
         for name in names:
             if not _is_thread_id(name):
@@ -303,30 +268,9 @@ class JsonFileStore:
 
     def _read_snapshot(self, thread_id: str) -> tuple[Snapshot | None, int, int, int]:
         """The latest snapshot with its journal offset, line and size in bytes, if usable."""
-        path = self._dir(thread_id) / _SNAPSHOT
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None, 0, 0, 0
-        try:
-            envelope = _SnapshotFile.model_validate_json(raw)
-            journal_size = os.stat(self._journal_path(thread_id)).st_size
-            if envelope.snapshot.v > FORMAT_VERSION:
-                raise ValueError(
-                    f"snapshot format v{envelope.snapshot.v} is newer than this flowkit"
-                )
-            if envelope.offset > journal_size:
-                raise ValueError("snapshot points past the end of the journal")
-        except (ValidationError, ValueError, OSError) as exc:
-            # The journal alone is enough to rebuild the thread; a bad snapshot only costs time.
-            get_logger().warning(
-                "snapshot_ignored",
-                thread_id=thread_id,
-                path=str(path),
-                reason=str(exc).splitlines()[0],
-            )
-            return None, 0, 0, 0
-        return envelope.snapshot, envelope.offset, envelope.line, len(raw)
+        return read_snapshot_file(
+            self._dir(thread_id) / _SNAPSHOT, self._journal_path(thread_id), thread_id
+        )
 
     def snapshot_due(self, thread_id: str) -> bool:
         tail = self._tails.get(check_thread_id(thread_id))
@@ -352,27 +296,16 @@ class JsonFileStore:
                 )
             at_tail = snapshot.version == tail.version
             if at_tail:
-                body = _SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
+                body = SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
             else:
                 # Versions are one per line from 0, so record k ends at the (k+1)-th newline.
                 offset = offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
-                body = _SnapshotFile(snapshot=snapshot, offset=offset, line=snapshot.version + 1)
+                body = SnapshotFile(snapshot=snapshot, offset=offset, line=snapshot.version + 1)
             data = encode(thread_id, body)
-            tmp = directory / f".{_SNAPSHOT}.{os.getpid()}.{threading.get_ident()}.tmp"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                try:
-                    write_all(fd, data)
-                    self._sync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, directory / _SNAPSHOT)
-                self._sync_dir(directory)
-            except OSError as exc:
-                tmp.unlink(missing_ok=True)
-                raise _os_error(
-                    "write the snapshot", directory / _SNAPSHOT, exc, thread_id=thread_id
-                ) from exc
+            write_file_atomically(
+                directory / _SNAPSHOT, data, fsync=self.fsync, thread_id=thread_id,
+                what="write the snapshot",
+            )  # fmt: skip
             if at_tail:
                 tail.snapshot_bytes = len(data)
                 tail.since_snapshot = 0
@@ -387,7 +320,7 @@ class JsonFileStore:
             try:
                 directory.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise _os_error("create", directory, exc, thread_id=thread_id) from exc
+                raise os_error("create", directory, exc, thread_id=thread_id) from exc
             fd = self._fd(thread_id, create=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -403,12 +336,12 @@ class JsonFileStore:
                 try:
                     write_all(fd, data)
                     self._sync(fd)
-                    self._sync_dir(directory)
+                    sync_dir(self.fsync, directory)
                     if new_dir:
-                        self._sync_dir(self._threads_dir)
+                        sync_dir(self.fsync, self._threads_dir)
                 except OSError as exc:
                     os.ftruncate(fd, 0)
-                    raise _os_error(
+                    raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 self._tails[thread_id] = _Tail(record.version, len(data), 1, len(data), 0)
@@ -439,7 +372,7 @@ class JsonFileStore:
                     self._sync(fd)
                 except OSError as exc:
                     os.ftruncate(fd, tail.size)  # leave no half record behind
-                    raise _os_error(
+                    raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 tail.version = records[-1].version if records else tail.version
@@ -464,41 +397,10 @@ class JsonFileStore:
             self._sync(fd)
         return tail
 
-    @contextmanager
-    def lock(self, thread_id: str) -> Iterator[None]:
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
         # Lock files live apart from thread folders, so locking never creates a thread.
         path = self.root / "locks" / f"{check_thread_id(thread_id)}.lock"
-        try:
-            path.parent.mkdir(exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise _os_error("open the lock file", path, exc, thread_id=thread_id) from exc
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise ConflictError(
-                    f"Thread `{thread_id}` is being run by another process or runner right "
-                    "now; wait for that run to finish, then resume.",
-                    thread_id=thread_id,
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-
-def _os_error(action: str, path: Path, exc: OSError, *, thread_id: str | None) -> StoreError:
-    """An ``OSError`` from the file system as a ``StoreError`` that says what to do."""
-    reason = exc.strerror or str(exc)
-    return StoreError(
-        f"Cannot {action} {path}: {reason}. Nothing was changed; fix the permissions or free "
-        "disk space, then retry.",
-        thread_id=thread_id,
-        path=str(path),
-    )
+        return exclusive_lock(path, thread_id)
 
 
 def _is_thread_id(name: str) -> bool:

@@ -1,0 +1,174 @@
+"""File-system pieces of the JSON-file store: locks, atomic replacement, snapshot files, and
+``OSError`` turned into a ``StoreError`` that says what to do."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from .._logging import get_logger
+from .._records import FORMAT_VERSION, Snapshot
+from ..errors import ConflictError, StoreError, ThreadNotFoundError
+from ._jsonl import write_all
+
+__all__ = [
+    "JournalHandles",
+    "SnapshotFile",
+    "exclusive_lock",
+    "os_error",
+    "read_snapshot_file",
+    "sync_dir",
+    "write_file_atomically",
+]
+
+
+class SnapshotFile(BaseModel):
+    """What ``snapshot.json`` holds: the snapshot and where its record ends in the journal."""
+
+    snapshot: Snapshot
+    offset: int  # journal byte offset just after the snapshot's record
+    line: int
+
+
+def os_error(action: str, path: Path, exc: OSError, *, thread_id: str | None) -> StoreError:
+    """An ``OSError`` from the file system as a ``StoreError`` that says what to do."""
+    reason = exc.strerror or str(exc)
+    return StoreError(
+        f"Cannot {action} {path}: {reason}. Nothing was changed; fix the permissions or free "
+        "disk space, then retry.",
+        thread_id=thread_id,
+        path=str(path),
+    )
+
+
+def sync_dir(enabled: bool, path: Path) -> None:
+    """fsync a directory, so a file created or renamed in it survives power loss."""
+    if enabled:
+        dir_fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def write_file_atomically(
+    path: Path, data: bytes, *, fsync: bool, thread_id: str, what: str
+) -> None:
+    """Replace ``path`` with ``data`` via a temporary file: readers see old or new, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data)
+            if fsync:
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        sync_dir(fsync, path.parent)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise os_error(what, path, exc, thread_id=thread_id) from exc
+
+
+def read_snapshot_file(
+    path: Path, journal: Path, thread_id: str
+) -> tuple[Snapshot | None, int, int, int]:
+    """The snapshot in ``path`` with its journal offset, line and size, or ``None`` if unusable.
+
+    A bad snapshot is reported and ignored: the journal alone rebuilds the thread.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, 0, 0, 0
+    try:
+        envelope = SnapshotFile.model_validate_json(raw)
+        journal_size = os.stat(journal).st_size
+        if envelope.snapshot.v > FORMAT_VERSION:
+            raise ValueError(f"snapshot format v{envelope.snapshot.v} is newer than this flowkit")
+        if envelope.offset > journal_size:
+            raise ValueError("snapshot points past the end of the journal")
+    except (ValidationError, ValueError, OSError) as exc:
+        get_logger().warning(
+            "snapshot_ignored",
+            thread_id=thread_id,
+            path=str(path),
+            reason=str(exc).splitlines()[0],
+        )
+        return None, 0, 0, 0
+    return envelope.snapshot, envelope.offset, envelope.line, len(raw)
+
+
+@contextmanager
+def exclusive_lock(path: Path, thread_id: str) -> Iterator[None]:
+    """Hold ``path`` locked for the block; ``ConflictError`` at once if someone else holds it."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise os_error("open the lock file", path, exc, thread_id=thread_id) from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConflictError(
+                f"Thread `{thread_id}` is being run by another process or runner right "
+                "now; wait for that run to finish, then resume.",
+                thread_id=thread_id,
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class JournalHandles:
+    """Open journal descriptors, least recently used closed first, reopened when unlinked."""
+
+    def __init__(self, max_open: int) -> None:
+        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._max_open = max_open
+
+    def get(self, thread_id: str, path: Path, *, create: bool) -> tuple[int, bool]:
+        """The descriptor of ``path`` and whether it was (re)opened rather than cached."""
+        fd = self._fds.get(thread_id)
+        if fd is not None:
+            if os.fstat(fd).st_nlink:
+                self._fds.move_to_end(thread_id)
+                return fd, False
+            # The journal was deleted (and maybe recreated) behind our back: never write
+            # into the unlinked file, where the data would silently vanish.
+            os.close(self._fds.pop(thread_id))
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            raise ThreadNotFoundError(thread_id) from None
+        except OSError as exc:
+            raise os_error("open", path, exc, thread_id=thread_id) from exc
+        self._fds[thread_id] = fd
+        while len(self._fds) > self._max_open:
+            _, old = self._fds.popitem(last=False)
+            os.close(old)
+        return fd, True
+
+    def close(self) -> None:
+        while self._fds:
+            os.close(self._fds.popitem()[1])
+
+    def __del__(self) -> None:
+        # Stores are often made inline (``Runner(flow, store=JsonFileStore("runs"))``) and
+        # never closed; collected handles must not leak their descriptors.
+        for fd in getattr(self, "_fds", {}).values():
+            with suppress(OSError):
+                os.close(fd)
