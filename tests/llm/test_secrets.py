@@ -81,3 +81,35 @@ def test_api_key_never_leaks(server, dead_url, monkeypatch, mode):
     assert leaks == []
     llm.close()
     dead.close()
+
+
+def test_api_key_never_reaches_events_logs_or_the_journal_of_a_run(server, monkeypatch, tmp_path):
+    from pydantic import BaseModel as Model
+
+    from flowkit import END, Flow, Runner
+    from flowkit.stores import JsonFileStore
+    from flowkit.testing import capture_events
+
+    class State(Model):
+        reply: str = ""
+
+    def ask(state, ctx):
+        text = "".join(c.text for c in ctx.llm.stream([{"role": "user", "content": "hi"}]))
+        answer = ctx.llm.complete([{"role": "user", "content": "again"}])
+        return {"reply": text + answer.text}
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    server.script(ok("streamed"), fail(500), ok("fine"))
+    llm = from_spec("openai:gpt-test", max_retries=2)
+    llm.backoff = FAST
+    flow = Flow(name="chat", state=State, start="ask", nodes={"ask": ask}, routes={"ask": END})
+    runner = Runner(flow, store=JsonFileStore(tmp_path), llm=llm)
+    with structlog.testing.capture_logs() as logs, capture_events(runner) as events:
+        result = runner.start("t1")
+    assert result.state.reply == "streamedfine"
+    assert any(e["event"] == "llm_retry" for e in logs)
+    journal = (tmp_path / "threads" / "t1" / "journal.jsonl").read_text()
+    assert len(runner.llm_calls("t1")) == 2
+    for text in (repr(logs), repr(list(events)), journal, repr(result)):
+        assert SECRET not in text
