@@ -19,7 +19,10 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── InvalidResumeInputError  resume input fails the gate's model (.errors)
     │   ├── InvalidStateError      a start state or patch the state model rejects
     │   ├── StepLimitError         a run took more steps than its limit (a loop without exit?)
-    │   └── CheckpointNotFoundError
+    │   ├── CheckpointNotFoundError
+    │   └── InvariantViolation     a step made a state that breaks a flow invariant; not saved
+    ├── QueueClosedError           a broadcaster queue was closed or evicted (.thread_id)
+    ├── RecoveryPolicyError        a recovery policy does not fit its flow (.problems)
     ├── StoreError                 persistence failed (.thread_id, .path)
     │   ├── InvalidThreadIdError   e.g. ``../../etc``
     │   ├── ConflictError          another writer got there first; reload and retry
@@ -37,6 +40,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── StepTextError              the text form of module steps does not parse (.line)
     └── CatalogError               a block catalog file is invalid (.problems)
     ParameterTableError            a teaching/number/flag table is unusable (.path, .key)
+    DomainError                    a dialogue domain or conversation file is invalid (.problems)
 
 Foreign errors are mapped where they enter and raised ``from`` the original.
 """
@@ -51,6 +55,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "ConflictError",
     "CorruptStoreError",
+    "DomainError",
     "FlowDefinitionError",
     "FlowkitError",
     "InvalidProgramError",
@@ -58,6 +63,7 @@ __all__ = [
     "InvalidStateError",
     "InvalidThreadIdError",
     "InvalidUpdateError",
+    "InvariantViolation",
     "LLMConfigError",
     "LLMError",
     "LLMResponseError",
@@ -68,6 +74,8 @@ __all__ = [
     "NodeTimeoutError",
     "NotWaitingError",
     "ParameterTableError",
+    "QueueClosedError",
+    "RecoveryPolicyError",
     "ReplayMismatchError",
     "RobotProgramError",
     "RouteError",
@@ -244,6 +252,30 @@ class CheckpointNotFoundError(RunError):
         )
 
 
+class QueueClosedError(FlowkitError):
+    """A consumer read a broadcaster queue that is closed, evicted or was never opened."""
+
+    def __init__(self, thread_id: str, why: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(
+            f"No event queue for thread `{thread_id}`: {why}. Open it again with "
+            "broadcaster.open(thread_id) and reload the thread's state, since events were missed."
+        )
+
+
+class RecoveryPolicyError(FlowkitError):
+    """A recovery policy names states or fields its flow does not have; ``problems`` lists all."""
+
+    def __init__(self, policy: str, flow: str, problems: Sequence[str]) -> None:
+        self.policy = policy
+        self.flow = flow
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"Recovery policy `{policy}` does not fit flow `{flow}`; fix the policy:\n{lines}"
+        )
+
+
 class StoreError(FlowkitError):
     """Persistence failed."""
 
@@ -383,7 +415,7 @@ class InvalidProgramError(RobotProgramError):
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(
             f"{where}the robot program has {count} problem{'s' if count != 1 else ''}; "
-            f"fix them and try again:\n{lines}",
+            f"fix {'them' if count != 1 else 'it'} and try again:\n{lines}",
             path=path,
         )
 
@@ -420,3 +452,54 @@ class ParameterTableError(FlowkitError):
         self.key = key
         where = ", ".join(x for x in (path, f"key {key!r}" if key else None) if x)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class InvariantViolation(RunError):  # noqa: N818 - the name the seed's spec uses
+    """A step produced a state that breaks one of the flow's invariants.
+
+    Nothing was saved: the thread stays at its last good checkpoint ``version`` (``None``: the
+    start state was refused, so the thread does not exist). ``node`` is
+    the node, gate, ``update_state`` or ``__start__`` that produced the state; ``problems`` lists
+    each broken invariant's findings as ``"name: problem"``; ``invariants`` names them.
+    """
+
+    def __init__(
+        self,
+        *,
+        thread_id: str,
+        node: str,
+        problems: Sequence[str],
+        invariants: Sequence[str],
+        version: int | None,
+    ) -> None:
+        self.node = node
+        self.problems = list(problems)
+        self.invariants = list(invariants)
+        self.version = version
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        where = (
+            f"thread `{thread_id}` was not created"
+            if version is None
+            else f"thread `{thread_id}` stays at version {version}"
+        )
+        super().__init__(
+            f"`{node}` produced a state that breaks {len(self.invariants)} invariant(s) of the "
+            f"flow; nothing was saved and {where}. Fix the node (or the invariant), then "
+            f"resume:\n{lines}",
+            thread_id=thread_id,
+        )
+
+
+class DomainError(FlowkitError):
+    """A dialogue domain (or conversation test file) is invalid; ``problems`` lists each one as
+    ``"location: what is wrong and what to do"``; ``path`` is the file, when there is one."""
+
+    def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:
+        self.path = path
+        self.problems = list(problems)
+        count = len(self.problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"{path or 'The dialogue domain'} has {count} problem{'s' if count != 1 else ''}; "
+            f"fix {'them' if count != 1 else 'it'} and load it again:\n{lines}"
+        )

@@ -59,6 +59,7 @@ def reference_file(relative: str, base: Path = FLOWS) -> Path:
 def other_reference_files() -> list[str]:
     """Every other .xml under flows/ (generator outputs, relation skeletons, single blocks)."""
     if not FLOWS.is_dir():
-        return []
+        # One placeholder, so the parametrized tests run and fail instead of being skipped.
+        return ["(shared reference folder missing)"]
     found = sorted(str(p.relative_to(FLOWS)) for p in FLOWS.rglob("*.xml"))
     return [f for f in found if f not in HAND_WRITTEN]

@@ -90,9 +90,16 @@ def test_every_parameter_is_applied_and_defaults_fill_the_rest() -> None:
     assert move == [("point_name_list", "P21"), ("control_x", "enable"), ("control_z", "disable")]
     names = [f[0] for f in fields]
     assert names[names.index("point_name_list") :][:9] == [
-        "point_name_list", "control_x", "control_y", "control_z",
-        "control_rz", "control_ry", "control_rx", "pallet_list", "camera_list",
-    ]  # fmt: skip
+        "point_name_list",
+        "control_x",
+        "control_y",
+        "control_z",
+        "control_rz",
+        "control_ry",
+        "control_rx",
+        "pallet_list",
+        "camera_list",
+    ]
     assert ("output_pin_name", "6") in fields and ("out_state", "off") in fields
 
 

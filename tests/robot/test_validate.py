@@ -6,7 +6,14 @@ from textwrap import dedent
 
 import pytest
 
-from flowkit.robot import Step, TaskSteps, errors_only, validate_steps, validate_xml
+from flowkit.robot import (
+    Step,
+    TaskSteps,
+    errors_only,
+    validate_steps,
+    validate_task,
+    validate_xml,
+)
 
 from .conftest import HAND_WRITTEN, reference_file
 
@@ -166,16 +173,28 @@ def test_not_well_formed_and_wrong_root_are_problems_not_crashes() -> None:
 
 
 def test_steps_validation_names_task_and_step() -> None:
-    main = TaskSteps(task="Main", kind="main", steps=[
-        Step(type="select_robot", fields={"robotName": "r"}),
-        Step(type="loop", inputs={"DO": [
-            Step(type="controls_if", inputs={
-                "IF0": Step(type="logic_boolean", fields={"BOOL": "TRUE"}),
-                "DO0": [Step(type="moveP", fields={"point_name_list": "home"})],
-            }),
-            Step(type="procedures_callnoreturn", mutation={"name": "Pick"}),
-        ]}),
-    ])  # fmt: skip
+    main = TaskSteps(
+        task="Main",
+        kind="main",
+        steps=[
+            Step(type="select_robot", fields={"robotName": "r"}),
+            Step(
+                type="loop",
+                inputs={
+                    "DO": [
+                        Step(
+                            type="controls_if",
+                            inputs={
+                                "IF0": Step(type="logic_boolean", fields={"BOOL": "TRUE"}),
+                                "DO0": [Step(type="moveP", fields={"point_name_list": "home"})],
+                            },
+                        ),
+                        Step(type="procedures_callnoreturn", mutation={"name": "Pick"}),
+                    ]
+                },
+            ),
+        ],
+    )
     pick = TaskSteps(task="Pick", kind="sub", steps=[Step(type="set_output")])
     found = [(p.task, p.step, p.code) for p in validate_steps([main, pick])]
     assert found == [
@@ -193,3 +212,19 @@ def test_task_list_rules() -> None:
     assert {"main_without_select_robot", "duplicate_task", "empty_task"} <= codes
     no_main = [TaskSteps(task="B", kind="sub", steps=[Step(type="set_motor")])]
     assert "main_task_count" in {p.code for p in validate_steps(no_main)}
+
+
+def test_one_task_is_checked_on_its_own() -> None:
+    pick = TaskSteps(
+        task="Pick",
+        kind="sub",
+        steps=[
+            Step(type="procedures_callnoreturn", mutation={"name": "Open"}),
+            Step(type="moveP", fields={"point_name_list": "P0"}),
+        ],
+    )
+    found = [(p.task, p.step, p.code) for p in validate_task(pick, procedures=["Open"])]
+    assert found == [("Pick", "2", "bad_field_value")]
+    assert "undefined_procedure" in {p.code for p in validate_task(pick)}
+    main = TaskSteps(task="Main", kind="main", steps=[Step(type="set_motor")])
+    assert [p.code for p in errors_only(validate_task(main))] == ["main_without_select_robot"]

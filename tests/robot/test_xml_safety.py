@@ -64,9 +64,15 @@ def _attacks(base: str, secret: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     "attack",
-    ["xxe_file", "xxe_network", "external_dtd", "parameter_entity", "billion_laughs",
-     "doctype_only"],
-)  # fmt: skip
+    [
+        "xxe_file",
+        "xxe_network",
+        "external_dtd",
+        "parameter_entity",
+        "billion_laughs",
+        "doctype_only",
+    ],
+)
 def test_documents_with_doctype_or_entities_are_refused_without_fetching(
     attack: str, listener: tuple[str, list[str]], tmp_path: Path
 ) -> None:

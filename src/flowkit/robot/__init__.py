@@ -22,7 +22,7 @@ from .compile import compile_program, to_program
 from .decompile import decompile
 from .problems import Problem, errors_only
 from .steps import Program, Step, TaskSteps, build_program, without_editor_attributes
-from .validate import validate_steps, validate_xml
+from .validate import validate_steps, validate_task, validate_xml
 
 __all__ = [
     "AttributeSpec",
@@ -47,6 +47,7 @@ __all__ = [
     "load_catalog",
     "to_program",
     "validate_steps",
+    "validate_task",
     "validate_xml",
     "without_editor_attributes",
 ]

@@ -5,7 +5,7 @@ compiler; each finding is returned with the step it concerns so callers can add 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ._check_blocks import Context, Finding, Unit, top_chain
 from .catalog import Catalog
@@ -34,8 +34,13 @@ def check_program(program: Program, catalog: Catalog) -> list[Finding]:
     return findings
 
 
-def check_units(units: Sequence[Unit], catalog: Catalog) -> list[Finding]:
-    """Check top-level chains together (ids and procedure calls span all of them)."""
+def check_units(
+    units: Sequence[Unit], catalog: Catalog, *, procedures: Iterable[str] = ()
+) -> list[Finding]:
+    """Check top-level chains together (ids and procedure calls span all of them).
+
+    ``procedures`` are sub-program names defined elsewhere (calls to them are fine).
+    """
     findings: list[Finding] = []
     calls: list[tuple[str, Step, str, Unit, bool]] = []
     defined: Counter[str] = Counter()
@@ -66,9 +71,10 @@ def check_units(units: Sequence[Unit], catalog: Catalog) -> list[Finding]:
             )
             defined[name] = 1  # report each name once
         findings.extend(ctx.findings)
-    known = ", ".join(f"`{n}`" for n in sorted(defined)) or "none"
+    elsewhere = set(procedures)
+    known = ", ".join(f"`{n}`" for n in sorted(elsewhere.union(defined))) or "none"
     for name, step, path, unit, disabled in calls:
-        if name not in defined:
+        if name not in defined and name not in elsewhere:
             ctx = Context(catalog, unit)
             ctx.add(
                 "undefined_procedure",

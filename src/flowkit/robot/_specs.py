@@ -71,6 +71,7 @@ class ValueRule(_Frozen):
         lo = "" if self.min is None else str(self.min)
         hi = "" if self.max is None else str(self.max)
         span = f" from {lo} to {hi}" if lo and hi else f" >= {lo}" if lo else ""
+        span = f" <= {hi}" if hi and not lo else span
         if self.kind == "integer":
             return "a whole number" + span
         if self.kind == "ref":

@@ -11,16 +11,8 @@ import re
 from collections.abc import Sequence
 
 from ._specs import BlockSpec
-from ._text_syntax import (
-    COMPARE,
-    FLAG,
-    NUMBER,
-    RESERVED,
-    VARIABLE,
-    compact_fields,
-    json_string,
-    quote,
-)
+from ._text_lex import COMPARE, FLAG, NUMBER, RESERVED, VARIABLE, json_string, quote
+from ._text_syntax import compact_fields
 from .catalog import Catalog
 from .steps import Step
 

@@ -1,4 +1,4 @@
-"""The inline grammar of the text form: tokens, parameters, conditions and inline blocks.
+"""The inline grammar of the text form: parameters, conditions and inline blocks.
 
 A line's content after its number is read here: ``moveP P21 x,y,z=enable [timeout=60000]``,
 ``if N5 == 2 and robot_io 10:``, ``wait_block until external_io 1 3 == TRUE``. The line
@@ -7,90 +7,13 @@ structure (numbering, indentation, bodies) is ``text.py``'s job.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 
 from ._specs import BlockSpec
+from ._text_lex import COMPARE_BACK, FLAG, NUMBER, VARIABLE, TextSyntaxError, Token
 from .catalog import Catalog
 
-__all__ = [
-    "BARE",
-    "COMPARE",
-    "Parts",
-    "TextSyntaxError",
-    "Tokens",
-    "compact_fields",
-    "json_string",
-    "lex",
-    "quote",
-    "step_data",
-]
-
-#: Characters a value may have without quotes; anything else is written as a JSON string.
-BARE = re.compile(r"[^\s\"=()\[\]{},;:<>!—]+")
-#: Words with a meaning in the text form; values equal to them are quoted.
-RESERVED = frozenset({"or", "and", "not", "if", "elif", "else", "until", "when", "--"})
-COMPARE = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
-_COMPARE_BACK = {v: k for k, v in COMPARE.items()}
-NUMBER = re.compile(r"-?\d+(\.\d+)?")
-VARIABLE = re.compile(r"N\d+")
-FLAG = re.compile(r"F\d+")
-_TOKEN = re.compile(
-    r'(?P<string>"(?:[^"\\]|\\.)*")|(?P<mark>—|--(?=\s|$))|(?P<op>==|!=|<=|>=|<|>)'
-    r"|(?P<punct>[=()\[\]{},;:])|(?P<word>[^\s\"=()\[\]{},;:<>!—]+)|(?P<bad>\S)"
-)
-
-
-_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
-
-
-class TextSyntaxError(Exception):
-    """A problem in one line; ``text.py`` adds the line number."""
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # string, mark, op, punct, word
-    text: str
-    spaced: bool  # whitespace before it
-
-    @property
-    def value(self) -> str:
-        return str(json.loads(self.text)) if self.kind == "string" else self.text
-
-
-def lex(text: str) -> list[Token]:
-    tokens: list[Token] = []
-    position = 0
-    for match in _TOKEN.finditer(text):
-        kind = match.lastgroup or "bad"
-        if kind == "bad":
-            raise TextSyntaxError(f"unexpected character {match.group()!r}; quote the value")
-        if kind == "string":
-            try:
-                json.loads(match.group())
-            except json.JSONDecodeError as exc:
-                raise TextSyntaxError(f"bad quoted text {match.group()}: {exc.msg}") from None
-        spaced = match.start() > position and text[position : match.start()].isspace()
-        tokens.append(Token(kind, match.group(), spaced or match.start() == 0))
-        position = match.end()
-    if text[position:].strip().startswith('"'):
-        raise TextSyntaxError('a quoted text is not closed; add the closing "')
-    return tokens
-
-
-def quote(value: str, reserved: frozenset[str] = RESERVED) -> str:
-    """``value`` as a token: bare when unambiguous, else a JSON string."""
-    if BARE.fullmatch(value) and value not in reserved and not value.startswith("@"):
-        return value
-    return json_string(value)
-
-
-def json_string(value: str) -> str:
-    """A JSON string on one line: also escapes the characters some tools treat as line ends."""
-    text = json.dumps(value, ensure_ascii=False)
-    return _LINE_BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+__all__ = ["Parts", "Tokens", "compact_fields", "step_data"]
 
 
 @dataclass
@@ -194,7 +117,10 @@ class Tokens:
         parts.bracket = attributes
 
     def value(self, what: str) -> str:
-        token = self.take()
+        token = self.peek()
+        if token is None:
+            raise TextSyntaxError(f"expected a value {what}, found the end of the line")
+        self.index += 1
         if token.kind not in ("word", "string"):
             raise TextSyntaxError(f"expected a value {what}, found `{token.text}`")
         return token.value
@@ -313,7 +239,7 @@ class Tokens:
         token = self.peek()
         if token is not None and token.kind == "op":
             self.index += 1
-            return _binary("logic_compare", _COMPARE_BACK[token.text], left, self.atom())
+            return _binary("logic_compare", COMPARE_BACK[token.text], left, self.atom())
         return left
 
     def _call_follows(self) -> bool:
@@ -324,7 +250,10 @@ class Tokens:
         """One reporter: ``(condition)``, TRUE, 2, N5, F481, ``type v ...`` or ``type(...)``."""
         token = self.peek()
         if token is None:
-            raise TextSyntaxError("expected a condition or value, found the end of the line")
+            raise TextSyntaxError(
+                "expected a condition or value (TRUE, 2, N5, robot_io 10, ...), found the end "
+                "of the line"
+            )
         if token.kind == "punct" and token.text == "(":
             self.index += 1
             inner = self.expression()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -62,12 +63,49 @@ class Catalog(BaseModel):
         _raise_if_problems(merged, None)
         return merged
 
+    def describe(self, types: Iterable[str] | None = None) -> str:
+        """A plain-text reference of the blocks (all, or ``types``), e.g. for an LLM prompt:
+        each type's purpose, fields with allowed values and defaults, mutation, inputs and
+        what may follow it."""
+        chosen = list(self.blocks) if types is None else list(types)
+        return "\n".join(_describe(name, self.blocks[name]) for name in chosen) + "\n"
+
     def problems(self) -> list[str]:
         """Consistency problems the JSON schema cannot express (empty when the catalog is fine)."""
         found: list[str] = []
         for block_type, spec in self.blocks.items():
             found.extend(f"block `{block_type}`: {p}" for p in _block_problems(spec))
         return found
+
+
+def _describe(name: str, spec: BlockSpec) -> str:
+    origin = " [editor only, not in the template set]" if spec.origin == "editor" else ""
+    role = f"value, gives {spec.output}" if spec.output else spec.role
+    lines = [f"- {name} ({role}){origin}: {spec.description}"]
+    fields = []
+    for rule in spec.fields:
+        need = (
+            "required"
+            if rule.required
+            else (f"default {rule.default}" if rule.default is not None else "optional")
+        )
+        fields.append(f"{rule.name} = {rule.expected()} ({need})")
+    if fields:
+        lines.append("  fields: " + "; ".join(fields))
+    if spec.mutation:
+        attributes = [f"{a.name} = {a.expected()}" for a in spec.mutation]
+        lines.append("  mutation: " + "; ".join(attributes))
+    for item in spec.inputs:
+        kind = (
+            f"{item.check or 'any'} value"
+            if item.kind == "value"
+            else (f"body of {item.accepts} blocks")
+        )
+        need = ", required" if item.required else ""
+        lines.append(f"  input {item.name}: {kind}{need} - {item.description}")
+    if spec.role != "value" and not spec.next:
+        lines.append("  nothing may follow it in its chain")
+    return "\n".join(lines)
 
 
 def _block_problems(spec: BlockSpec) -> list[str]:

@@ -21,6 +21,13 @@ from .steps import Program, Step
 __all__ = ["decompile", "decompile_with_lines"]
 
 _BLOCK_ATTRIBUTES = {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons"}
+# Attributes the model keeps per child element (a comment's size and pin state are dropped).
+_CHILD_ATTRIBUTES = {
+    "field": {"name"},
+    "value": {"name"},
+    "statement": {"name"},
+    "comment": {"pinned", "h", "w"},
+}
 
 
 class _ReadError(Exception):
@@ -108,6 +115,9 @@ class _Reader:
             taken = fields if kind == "field" else inputs
             if kind in ("field", "value", "statement") and (name is None or name in taken):
                 raise _ReadError(child, f"<{kind}> needs a unique name attribute")
+            extra = set(child.attrib) - _CHILD_ATTRIBUTES.get(kind, set())
+            if extra and kind != "mutation":
+                raise _ReadError(child, f"<{kind}> attribute {sorted(extra)[0]} is not supported")
             if kind == "mutation":
                 if mutation is not None or len(child):
                     raise _ReadError(

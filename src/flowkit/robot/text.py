@@ -18,8 +18,9 @@ from pydantic import ValidationError
 
 from flowkit.errors import StepTextError
 
+from ._text_lex import TextSyntaxError, lex, quote
 from ._text_render import render_chain
-from ._text_syntax import Parts, TextSyntaxError, Tokens, lex, quote, step_data
+from ._text_syntax import Parts, Tokens, step_data
 from .catalog import Catalog, default_catalog
 from .steps import Program, Step, TaskSteps
 

@@ -8,7 +8,7 @@ on module steps and names the task and step instead. Neither raises for a bad pr
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from .decompile import decompile_with_lines
 from .problems import Problem
 from .steps import Program, Step, TaskSteps, build_program
 
-__all__ = ["validate_steps", "validate_xml"]
+__all__ = ["validate_steps", "validate_task", "validate_xml"]
 
 _ORDER_HINT = (
     "a <block> holds, in this order: <mutation>?, <field>*, <comment>?, <value>/<statement>* "
@@ -82,6 +82,21 @@ def validate_steps(
     if len(chain) != len(items):
         raise TypeError("pass a Program, a list of TaskSteps, or a list of Step")
     return [p for p, _ in check_units([Unit(chain=chain)], catalog)] if chain else []
+
+
+def validate_task(
+    task: TaskSteps, *, procedures: Iterable[str] = (), catalog: Catalog | None = None
+) -> list[Problem]:
+    """The problems of one task's steps on their own, as they will sit in the program.
+
+    ``procedures`` names the sub-programs the task may call (the other tasks of the list);
+    a main task must start with ``select_robot``. Use it to check one LLM answer, or the
+    one task a reviewer's feedback regenerated, without the rest of the list.
+    """
+    catalog = catalog or default_catalog()
+    own = [p for p in _task_problems([task]) if p.code != "main_task_count"]
+    findings = check_units(_units([task]), catalog, procedures=procedures)
+    return own + [p for p, _ in findings]
 
 
 def _units(tasks: list[TaskSteps]) -> list[Unit]:
