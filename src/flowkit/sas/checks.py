@@ -14,10 +14,6 @@ from .tasks import TaskList
 
 __all__ = ["is_logical_name", "step_problems"]
 
-#: Findings that only make sense for the whole program; one task is checked alone here, and
-#: calls are checked against the plan instead.
-_WHOLE_PROGRAM_CODES = frozenset({"undefined_procedure", "main_task_count"})
-
 
 def is_logical_name(value: str, prefix: str) -> bool:
     """A value meant for a slot field that is not a slot key (``P21``) but a name."""
@@ -45,32 +41,15 @@ def _with_placeholders(step: Step, catalog: Catalog) -> Step:
 
 def step_problems(steps: TaskSteps, plan: TaskList, catalog: Catalog) -> list[str]:
     """Every problem of one task's steps, as messages naming the task and step."""
-    from ..robot.validate import validate_steps
+    from ..robot.validate import validate_task
 
-    found: list[str] = []
     if not steps.steps:
         return [f"task {steps.task}: no steps"]
-    if steps.kind == "main" and steps.steps[0].type != "select_robot":
-        found.append(
-            f"task {steps.task}: the main program must start with select_robot, "
-            f"not {steps.steps[0].type}"
-        )
-    names = {t.name for t in plan.tasks}
-    for step in steps.steps:
-        for inner in step.walk():
-            target = inner.param("name") if inner.type == "procedures_callnoreturn" else None
-            if target is not None and target not in names:
-                found.append(
-                    f"task {steps.task}: calls {target!r}, which is not a task of the plan "
-                    f"({', '.join(sorted(names))})"
-                )
     checked = TaskSteps(
         task=steps.task,
         kind=steps.kind,
         steps=[_with_placeholders(s, catalog) for s in steps.steps],
     )
-    # Calls to sibling tasks are checked above; the validator sees one task at a time.
-    for problem in validate_steps([checked], catalog=catalog):
-        if problem.severity == "error" and problem.code not in _WHOLE_PROGRAM_CODES:
-            found.append(str(problem))
-    return found
+    others = [t.name for t in plan.tasks if t.name != steps.task]
+    problems = validate_task(checked, procedures=others, catalog=catalog)
+    return [str(p) for p in problems if p.severity == "error"]
