@@ -24,10 +24,16 @@ from ._events import (
     Waiting,
     classify_changes,
 )
+from ._invariants import check_invariants
 from ._node import Context, Node, NodeError, check_update
 from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
 from ._route_table import END
-from .errors import InvalidResumeInputError, StepLimitError, UndeclaredWriteError
+from .errors import (
+    InvalidResumeInputError,
+    StepLimitError,
+    StoreError,
+    UndeclaredWriteError,
+)
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -133,6 +139,8 @@ def gate_input_step(
     target = flow.next_state(gate_name, state)
     flow.machine.advance(gate_name, target)
     state = mirror(flow, state, update, target)
+    if flow.invariants:
+        check_invariants(flow, thread_id, gate_name, state, cursor.version)
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
     record = InputRecord.model_construct(
         version=after.version,
@@ -164,6 +172,8 @@ def patch_step(
     status = cursor.status if goto is None else status_of(flow, target)
     if goto is not None:
         state = mirror(flow, state, update, target)
+    if flow.invariants:
+        check_invariants(flow, thread_id, "update_state", state, cursor.version)
     after = Cursor(
         state, target, status, cursor.version + 1, cursor.error if goto is None else None
     )
@@ -218,6 +228,8 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         target = flow.next_state(name, state)
         flow.machine.advance(name, target)
         state = mirror(flow, state, update, target)
+        if flow.invariants:
+            check_invariants(flow, thread_id, name, state, cursor.version)
         after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
         # Without a store nothing reads records, so none is built (a third of a step's cost).
         record = None
@@ -254,6 +266,8 @@ def _attempts(
     attempt = 0
     while True:
         attempt += 1
+        if runner._marks is not None:  # opt-in: the default path pays one attribute test
+            _mark(runner, thread_id, run_id, name, cursor.version, attempt)
         if runner._subscribers:
             runner._emit(NodeStarted(thread_id, run_id, name, attempt))
         calls: list[dict[str, Any]] = []
@@ -281,6 +295,24 @@ def _attempts(
             error_type=type(outcome.error).__name__,
         )
         yield Sleep(delay)
+
+
+def _mark(
+    runner: Runner[Any], thread_id: str, run_id: str, node: str, version: int, attempt: int
+) -> None:
+    """Note durably that ``node`` starts from ``version``; a failed note is only logged."""
+    from ._marker import AttemptMarker  # loaded once, by runners that track attempts
+
+    assert runner._marks is not None
+    marker = AttemptMarker.model_construct(
+        version=version, node=node, attempt=attempt, run_id=run_id, ts=round(time.time(), 3)
+    )
+    try:
+        runner._marks.mark_attempt(thread_id, marker)
+    except StoreError as exc:  # a marker only sharpens crash diagnosis; never fail a run
+        runner._log.warning(
+            "attempt_marker_failed", thread_id=thread_id, node=node, error_type=type(exc).__name__
+        )
 
 
 def _fail(

@@ -7,9 +7,9 @@ a ``transitions`` machine. Running it is the ``Runner``'s job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel
 
@@ -20,9 +20,13 @@ from ._route_table import END, RouteTable, targets_of
 from ._state import StateSchema
 from .errors import FlowDefinitionError
 
-__all__ = ["UNSET", "FinalStatus", "Flow"]
+__all__ = ["UNSET", "FinalStatus", "Flow", "Invariant"]
 
 FinalStatus = Literal["done", "failed"]
+
+#: ``check(state)`` returning the problems it finds: ``None``/``True``/empty means it holds;
+#: a string, an iterable of strings, or ``False`` means it is broken.
+Invariant: TypeAlias = Callable[[Any], Any]
 
 
 class _Unset:
@@ -42,6 +46,8 @@ class Flow:
     ``change_classes`` groups state fields (e.g. critical / progress / approval) for events.
     When a node raises, the failure is written to ``error_field`` (default ``"error"`` if the
     state has it) and the node's route table decides where to go; without one, the run fails.
+    ``invariants`` (callables, or a mapping name -> callable) are checked on every new state
+    before it is committed; a broken one raises ``InvariantViolation`` and nothing is saved.
     """
 
     __slots__ = (
@@ -51,6 +57,7 @@ class Flow:
         "error_field",
         "finals",
         "gates",
+        "invariants",
         "machine",
         "name",
         "nodes",
@@ -73,6 +80,7 @@ class Flow:
         change_classes: Mapping[str, Iterable[str]] | None = None,
         error_field: str | None = UNSET,
         description: str = "",
+        invariants: Mapping[str, Invariant] | Iterable[Invariant] | None = None,
     ) -> None:
         if not (isinstance(state, type) and issubclass(state, BaseModel)):
             raise TypeError(f"Flow state must be a pydantic model class, got {state!r}")
@@ -93,10 +101,17 @@ class Flow:
         if error_field is UNSET:
             error_field = "error" if "error" in state.model_fields else None
         self.error_field: str | None = error_field
+        # An empty tuple is falsy, so flows without invariants pay one truth test per step.
+        self.invariants: tuple[tuple[str, Invariant], ...] = _named(invariants)
 
         from ._validate import flow_problems
 
         problems = flow_problems(self)
+        problems += [
+            f"Invariant `{name}` is not callable; pass a function (state) -> list of problems."
+            for name, check in self.invariants
+            if not callable(check)
+        ]
         if problems:
             raise FlowDefinitionError(name, problems)
         self.machine = MachineAdapter(
@@ -153,6 +168,7 @@ class Flow:
             },
             "gates": {name: g.input.__name__ for name, g in self.gates.items()},
             "finals": dict(self.finals),
+            "invariants": [name for name, _ in self.invariants],
             "routes": {
                 s: (r.to_data() if isinstance(r, RouteTable) else r) for s, r in self.routes.items()
             },
@@ -163,3 +179,13 @@ class Flow:
             f"Flow({self.name!r}, {len(self.nodes)} nodes, {len(self.gates)} gates, "
             f"start={self.start!r})"
         )
+
+
+def _named(
+    invariants: Mapping[str, Invariant] | Iterable[Invariant] | None,
+) -> tuple[tuple[str, Invariant], ...]:
+    if invariants is None:
+        return ()
+    if isinstance(invariants, Mapping):
+        return tuple((str(name), check) for name, check in invariants.items())
+    return tuple((getattr(check, "__name__", repr(check)), check) for check in invariants)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from . import _execution as core
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
+from ._invariants import check_invariants
 from ._invoke import call_async, call_sync
 from ._logging import get_logger
 from ._result import Checkpoint, RunResult
@@ -31,7 +32,7 @@ from .errors import (
     NotWaitingError,
     UnknownGateError,
 )
-from .stores._protocol import Store
+from .stores._protocol import AttemptMarks, Store, attempt_marks
 from .stores.memory import MemoryStore
 
 __all__ = ["Runner"]
@@ -45,6 +46,8 @@ class Runner(Generic[S]):
     ``store`` defaults to a ``MemoryStore``; pass ``JsonFileStore(path)`` for durability, or
     ``None`` to keep only the latest state in this object (no history, fork or restart).
     ``llm`` is handed to nodes as ``ctx.llm``. ``step_limit`` stops a run that never pauses.
+    ``track_attempts=True`` has the store note each node before it runs (the store must have
+    the ``AttemptMarks`` capability), so recovery can name the node a dead process was in.
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class Runner(Generic[S]):
         clock: Callable[[], datetime] | None = None,
         step_limit: int = 10_000,
         cache_size: int = 1024,
+        track_attempts: bool = False,
     ) -> None:
         self.flow = flow
         self.store: Store | None = MemoryStore() if store is UNSET else store
@@ -65,6 +69,7 @@ class Runner(Generic[S]):
         self._threads = Threads(flow, self.store, self.clock, cache_size)
         self._subscribers: list[Subscriber] = []
         self._log = get_logger()
+        self._marks: AttemptMarks | None = attempt_marks(self.store) if track_attempts else None
 
     # -- events ------------------------------------------------------------------------------
 
@@ -151,6 +156,8 @@ class Runner(Generic[S]):
         self, thread_id: str, state: S | Mapping[str, Any] | None, run_id: str
     ) -> core.Steps:
         cursor = self._initial(thread_id, state)
+        if self.flow.invariants:
+            check_invariants(self.flow, thread_id, "__start__", cursor.state, None)
         self._threads.create(thread_id, cursor)
         if cursor.status != "pending":  # a flow that starts at a gate waits at once
             self._announce(thread_id, run_id, "__start__", cursor, ())
@@ -165,14 +172,8 @@ class Runner(Generic[S]):
         run_id: str,
     ) -> core.Steps:
         cursor = self._threads.load(thread_id)
-        if expected_version is not None and cursor.version != expected_version:
-            raise ConflictError(
-                f"Thread `{thread_id}` is at version {cursor.version}, not {expected_version}; "
-                "someone resumed it first. Reload it and decide again.",
-                thread_id=thread_id,
-                expected=expected_version,
-                actual=cursor.version,
-            )
+        if expected_version is not None:
+            self._check_version(thread_id, cursor.version, expected_version)
         if gate is not None and gate not in self.flow.gates:
             raise UnknownGateError(gate, thread_id=thread_id, gates=list(self.flow.gates))
         if cursor.status == "waiting":
@@ -202,6 +203,17 @@ class Runner(Generic[S]):
                 node=cursor.node,
             )
         return core.run_steps(self, thread_id, run_id, cursor)
+
+    @staticmethod
+    def _check_version(thread_id: str, actual: int, expected: int) -> None:
+        if actual != expected:
+            raise ConflictError(
+                f"Thread `{thread_id}` is at version {actual}, not {expected}; someone moved "
+                "it first. Reload it and decide again.",
+                thread_id=thread_id,
+                expected=expected,
+                actual=actual,
+            )
 
     def _validate_input(self, thread_id: str, gate: str, value: Any) -> BaseModel:
         model = self.flow.gates[gate].input
@@ -355,11 +367,13 @@ class Runner(Generic[S]):
         goto: str | None = None,
         reason: str = "",
         actor: str = "user",
+        expected_version: int | None = None,
     ) -> RunResult[S]:
         """Patch a thread's state (through its reducers), optionally moving it to ``goto``.
 
         The patch is a checkpoint of its own (kind ``patch``, with ``reason`` and ``actor``), so
-        history shows who changed what; nothing earlier is rewritten.
+        history shows who changed what; nothing earlier is rewritten. ``expected_version``
+        makes the call fail with ``ConflictError`` if the thread moved since the caller looked.
         """
         if goto is not None and goto not in self.flow.states:
             raise InvalidStateError(
@@ -369,6 +383,8 @@ class Runner(Generic[S]):
             )
         with self._threads.lock(thread_id):
             cursor = self._threads.load(thread_id)
+            if expected_version is not None:
+                self._check_version(thread_id, cursor.version, expected_version)
             cursor = core.patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
         return self._result(thread_id, cursor, None)
 

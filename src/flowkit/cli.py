@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
 from .errors import FlowDefinitionError, FlowkitError
@@ -125,6 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     show.set_defaults(run=_cmd_show)
 
+    _add_runtime_commands(commands, common)
+
     workflows = commands.add_parser(
         "workflows", parents=[common], help="list the registered workflow names"
     )
@@ -141,7 +143,46 @@ def _parser() -> argparse.ArgumentParser:
     from .sas.cli import add_commands as add_sas_commands
 
     add_sas_commands(commands, common)
+    from .dialogue.cli import add_commands as add_dialogue_commands
+
+    add_dialogue_commands(commands, common)
     return parser
+
+
+def _add_runtime_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """``stats`` and ``recover``: the runtime services over a store (docs/operations.md)."""
+    stats = commands.add_parser(
+        "stats", parents=[common], help="health of stored threads: sizes, node times, errors"
+    )
+    stats.add_argument("thread", metavar="THREAD", nargs="?", help="one thread (default: all)")
+    stats.add_argument("--store", metavar="DIR", required=True, help="the store folder")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    stats.add_argument(
+        "--flow", metavar="TARGET", help="for exact sizes of threads of an unregistered flow"
+    )
+    limits = stats.add_argument_group("thresholds (defaults: seed 000 §5.1)")
+    limits.add_argument("--max-checkpoint-mb", type=float, metavar="MB", default=10.0)
+    limits.add_argument("--max-avg-seconds", type=float, metavar="S", default=300.0)
+    limits.add_argument("--max-error-rate", type=float, metavar="RATE", default=0.1)
+    limits.add_argument("--max-recoveries-per-hour", type=int, metavar="N", default=3)
+    stats.set_defaults(run=_cmd_stats)
+
+    recover = commands.add_parser(
+        "recover", parents=[common], help="find stuck threads and patch them back (audited)"
+    )
+    recover.add_argument("thread", metavar="THREAD", nargs="?", help="one thread (default: all)")
+    recover.add_argument("--store", metavar="DIR", required=True, help="the store folder")
+    recover.add_argument("--dry-run", action="store_true", help="show the plan; write nothing")
+    recover.add_argument(
+        "--flow", metavar="TARGET",
+        help="the threads' flow (default: the registered workflow each thread names)",
+    )  # fmt: skip
+    recover.add_argument(
+        "--strategy", choices=["resume", "back_to_stable", "reset"],
+        help="override the policy's strategy for every stuck thread",
+    )  # fmt: skip
+    recover.add_argument("--json", action="store_true", help="print JSON")
+    recover.set_defaults(run=_cmd_recover)
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -252,6 +293,35 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
     return show_thread(
         args.store, args.thread, out, history=args.history, as_json=args.json, flow=args.flow
+    )
+
+
+def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    from ._cli_runtime import print_stats
+    from .runtime.monitor import Thresholds
+
+    limits = Thresholds(
+        max_checkpoint_bytes=int(args.max_checkpoint_mb * 1024 * 1024),
+        max_avg_processing_s=args.max_avg_seconds,
+        max_error_rate=args.max_error_rate,
+        max_recoveries_per_hour=args.max_recoveries_per_hour,
+    )
+    return print_stats(
+        args.store, args.thread, out, thresholds=limits, flow=args.flow, as_json=args.json
+    )
+
+
+def _cmd_recover(args: argparse.Namespace, out: TextIO) -> int:
+    from ._cli_runtime import recover_threads
+
+    return recover_threads(
+        args.store,
+        args.thread,
+        out,
+        dry_run=args.dry_run,
+        flow=args.flow,
+        strategy=args.strategy,
+        as_json=args.json,
     )
 
 

@@ -25,6 +25,7 @@ ENTRY_POINT_GROUP = "flowkit.workflows"
 
 #: Workflows that ship with flowkit: name -> "module:attribute".
 BUILTIN: Mapping[str, str] = {
+    "dialogue": "flowkit.dialogue.workflow:example_flow",
     "review": "flowkit.examples.review:flow",
     "sas": "flowkit.sas.workflow:flow",
 }

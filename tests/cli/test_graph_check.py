@@ -94,7 +94,9 @@ def test_a_factory_whose_flow_is_broken_is_a_check_failure(
 
 def test_workflows_lists_the_builtin_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["workflows"]) == 0
-    assert "review  flowkit.examples.review:flow" in capsys.readouterr().out
+    listed = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()}
+    assert listed["review"] == "flowkit.examples.review:flow"
+    assert listed["sas"] == "flowkit.sas.workflow:flow"
 
 
 def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:

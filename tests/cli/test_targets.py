@@ -65,7 +65,7 @@ def test_third_party_workflows_come_from_entry_points(
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        ("no-such-workflow", "`no-such-workflow` is not a registered workflow (known: review"),
+        ("no-such-workflow", "`no-such-workflow` is not a registered workflow (known: "),
         ("no_such_pkg_xyz.flows:flow", "Module `no_such_pkg_xyz.flows` cannot be found"),
         ("flowkit.examples.review:nope", "`flowkit.examples.review` has no attribute `nope`"),
         ("flowkit.examples.review", "`flowkit.examples.review` is not a registered workflow"),

@@ -14,15 +14,18 @@ from .._records import (
     StepRecord,
 )
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, Store, ThreadLog
+from ._protocol import AnyRecord, AttemptMarks, Store, ThreadLog
 from .memory import MemoryStore
 
 if TYPE_CHECKING:
+    from .._marker import AttemptMarker
     from .jsonfile import JsonFileStore
 
 __all__ = [
     "FORMAT_VERSION",
     "AnyRecord",
+    "AttemptMarker",
+    "AttemptMarks",
     "InputRecord",
     "JsonFileStore",
     "MemoryStore",
@@ -42,4 +45,8 @@ def __getattr__(name: str) -> Any:
         from .jsonfile import JsonFileStore
 
         return JsonFileStore
+    if name == "AttemptMarker":  # only runners that track attempts need it
+        from .._marker import AttemptMarker
+
+        return AttemptMarker
     raise AttributeError(f"module 'flowkit.stores' has no attribute {name!r}")

@@ -5,6 +5,8 @@ optimistic (``append`` with a stale ``expected_version`` raises ``ConflictError`
 keeps two processes from running the same thread at once. Every method that takes a thread
 id checks it first (``InvalidThreadIdError``); methods that read or extend a thread raise
 ``ThreadNotFoundError`` for an unknown one. ``flowkit.testing.StoreContract`` checks all this.
+``AttemptMarks`` is an optional capability: stores that have it let a runner note which node
+it started, so a process that died inside a node can be told apart afterwards.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._records import InputRecord, PatchRecord, Snapshot, StartRecord, StepRecord
 from ..errors import StoreError
 
-__all__ = ["AnyRecord", "Store", "ThreadLog", "check_versions"]
+if TYPE_CHECKING:
+    from .._marker import AttemptMarker
+
+__all__ = ["AnyRecord", "AttemptMarks", "Store", "ThreadLog", "attempt_marks", "check_versions"]
 
 AnyRecord = StartRecord | StepRecord | InputRecord | PatchRecord
 
@@ -73,6 +78,34 @@ class Store(Protocol):
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         """Exclusive right to run the thread; ``ConflictError`` at once if someone holds it."""
+
+
+@runtime_checkable
+class AttemptMarks(Protocol):
+    """Optional store capability: the latest ``AttemptMarker`` of each thread.
+
+    ``Runner(..., track_attempts=True)`` calls ``mark_attempt`` before every node attempt. The
+    marker only has to survive the death of the process that wrote it (no fsync needed): a
+    lost marker costs precision, never data. Both methods check the thread id and raise
+    ``ThreadNotFoundError`` for an unknown thread.
+    """
+
+    def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
+        """Replace the thread's marker with ``marker``."""
+
+    def last_attempt(self, thread_id: str) -> AttemptMarker | None:
+        """The thread's latest marker, or ``None`` (never marked, or unreadable)."""
+
+
+def attempt_marks(store: object) -> AttemptMarks:
+    """``store`` as ``AttemptMarks``, or a ``TypeError`` that says what is missing."""
+    if not isinstance(store, AttemptMarks):
+        raise TypeError(
+            f"track_attempts=True needs a store that keeps attempt markers (mark_attempt / "
+            f"last_attempt); {store!r} does not. Use JsonFileStore or MemoryStore, or add "
+            "the two methods to your store."
+        )
+    return store
 
 
 def check_versions(thread_id: str, records: Sequence[AnyRecord], expected_version: int) -> None:

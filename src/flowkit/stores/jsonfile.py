@@ -2,7 +2,8 @@
 
 Each thread has an append-only ``journal.jsonl`` (one JSON record per line, fsync'd per
 append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records,
-and a lock file (under ``locks/``) held while a process runs the thread. A torn last line
+a lock file (under ``locks/``) held while a process runs the thread, and with attempt
+tracking an ``attempt.json`` naming the node last started. A torn last line
 left by a crash is detected, skipped, reported and cut off by the next writer; damage
 anywhere else fails only that thread, naming the file and line.
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._logging import get_logger
+from .._marker import AttemptMarker
 from .._records import RecordAdapter, Snapshot, StartRecord
 from ..errors import (
     ConflictError,
@@ -27,6 +29,7 @@ from ..errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
+from ._attempts import read_attempt, write_attempt
 from ._files import (
     JournalHandles,
     SnapshotFile,
@@ -396,6 +399,13 @@ class JsonFileStore:
             os.ftruncate(fd, tail.size)
             self._sync(fd)
         return tail
+
+    def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
+        """Note that a node starts (``attempt.json``, overwritten in place; not fsync'd)."""
+        write_attempt(self._dir(thread_id), thread_id, marker)
+
+    def last_attempt(self, thread_id: str) -> AttemptMarker | None:
+        return read_attempt(self._dir(thread_id), thread_id)
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         # Lock files live apart from thread folders, so locking never creates a thread.

@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from .._records import Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._ids import check_thread_id
 from ._protocol import AnyRecord, ThreadLog, check_versions
+
+if TYPE_CHECKING:
+    from .._marker import AttemptMarker
 
 __all__ = ["MemoryStore"]
 
@@ -20,6 +24,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._journals: dict[str, list[AnyRecord]] = {}
         self._snapshots: dict[str, Snapshot] = {}
+        self._attempts: dict[str, AttemptMarker] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -84,6 +89,14 @@ class MemoryStore:
 
     def threads(self) -> list[str]:
         return sorted(self._journals)
+
+    def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
+        self._journal(thread_id)
+        self._attempts[thread_id] = marker
+
+    def last_attempt(self, thread_id: str) -> AttemptMarker | None:
+        self._journal(thread_id)
+        return self._attempts.get(thread_id)
 
     @contextmanager
     def lock(self, thread_id: str) -> Iterator[None]:

@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..stores import Store, ThreadLog
 from ..stores._protocol import AnyRecord
+from ._contract_attempts import AttemptMarkChecks
 from ._contract_flows import (
     BAD_THREAD_IDS,
     patch_record,
@@ -86,7 +87,7 @@ def _grow(store: Store, thread_id: str, steps: int) -> None:
         store.append(thread_id, [step_record(version)], expected_version=version - 1)
 
 
-class StoreContract(RunnerOverStoreChecks):
+class StoreContract(RunnerOverStoreChecks, AttemptMarkChecks):
     """Behaviour every store must have. Subclass it; provide ``store`` (and ``reopen``)."""
 
     @pytest.fixture

@@ -1,0 +1,227 @@
+"""Cross-checks of a domain the pydantic models cannot express: names that must exist,
+phrases every language needs, rules that must fit the entity kind. Every problem is listed,
+each as ``location: what is wrong; what to do``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ._defaults import BUILTIN_RESPONSES, REASONS
+from .domain import CONTROL_INTENTS, INFORM, NON_TASK_INTENTS
+
+if TYPE_CHECKING:
+    from .domain import Domain
+
+__all__ = ["domain_problems", "response_ids"]
+
+_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_RULES_BY_KIND = {
+    "number": {"min", "max"},
+    "date": {"not_past", "max_days_ahead"},
+    "time": {"earliest", "latest"},
+    "text": {"min_length", "max_length", "pattern"},
+    "regex": {"min_length", "max_length", "pattern"},
+    "choice": set(),
+}
+
+
+def response_ids(domain: Domain) -> set[str]:
+    return set(domain.responses) | set(BUILTIN_RESPONSES)
+
+
+def domain_problems(domain: Domain) -> list[str]:
+    found: list[str] = []
+    found += _language_problems(domain)
+    found += _intent_problems(domain)
+    found += _entity_problems(domain)
+    found += _slot_problems(domain)
+    found += _goal_problems(domain)
+    found += _response_problems(domain)
+    return found
+
+
+def _missing_languages(
+    where: str, localized: Mapping[str, object], langs: Sequence[str], what: str
+) -> list[str]:
+    return [
+        f"{where}: no {what} in `{lang}`; add {what} for `{lang}` (the domain's languages are "
+        f"{', '.join(langs)})"
+        for lang in langs
+        if not localized.get(lang)
+    ]
+
+
+def _language_problems(domain: Domain) -> list[str]:
+    langs = domain.languages
+    found = []
+    if len(set(langs)) != len(langs):
+        found.append("languages: a language is listed twice; list each once")
+    for lang in langs:
+        if not re.fullmatch(r"[a-z]{2,3}(-[A-Za-z0-9]+)?", lang):
+            found.append(f"languages: `{lang}` is not a language code like `en` or `ja`")
+    return found
+
+
+def _intent_problems(domain: Domain) -> list[str]:
+    found: list[str] = []
+    langs = domain.languages
+    reserved = {*NON_TASK_INTENTS, INFORM}
+    for name, intent in domain.intents.items():
+        where = f"intents.{name}"
+        if name in reserved:
+            found.append(f"{where}: `{name}` is reserved for IR's own intent types; rename it")
+        if not _IDENT.match(name):
+            found.append(f"{where}: intent names are identifiers (letters, digits, _)")
+        if intent.kind == "control" and name not in CONTROL_INTENTS:
+            found.append(
+                f"{where}: control intents are {', '.join(CONTROL_INTENTS)}; make `{name}` a "
+                "task or small_talk intent"
+            )
+        if intent.kind == "task" and domain.goal_for_intent(name) is None:
+            found.append(
+                f"{where}: no goal starts on this task intent; add a goal with "
+                f"`intent: {name}` or change its kind"
+            )
+        if intent.kind == "small_talk" and intent.response is None:
+            found.append(f"{where}: a small_talk intent needs `response:` (a response id)")
+        if intent.kind != "small_talk" and (intent.response or intent.ends_conversation):
+            found.append(f"{where}: `response`/`ends_conversation` only apply to small_talk")
+        phrases = {
+            lang: [*intent.examples.get(lang, []), *intent.keywords.get(lang, [])] for lang in langs
+        }
+        found += _missing_languages(where, phrases, langs, "examples or keywords")
+    for name, faq in domain.faq.items():
+        where = f"faq.{name}"
+        if not _IDENT.match(name):
+            found.append(f"{where}: FAQ ids are identifiers (letters, digits, _)")
+        found += _missing_languages(f"{where}.questions", faq.questions, langs, "questions")
+        found += _missing_languages(f"{where}.answer", faq.answer, langs, "an answer")
+    return found
+
+
+def _entity_problems(domain: Domain) -> list[str]:
+    found: list[str] = []
+    for name, entity in domain.entities.items():
+        where = f"entities.{name}"
+        for index, pattern in enumerate(entity.patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                found.append(f"{where}.patterns.{index}: not a valid regex ({exc}); fix it")
+        if entity.kind == "regex" and not entity.patterns:
+            found.append(f"{where}: a regex entity needs `patterns:`")
+        if entity.kind == "choice":
+            if not entity.values:
+                found.append(f"{where}: a choice entity needs `values:` (value -> synonyms)")
+            for value, synonyms in entity.values.items():
+                if not any(synonyms.values()):
+                    found.append(f"{where}.values.{value}: list at least one synonym")
+        if entity.kind not in ("regex", "text") and entity.patterns:
+            found.append(f"{where}: `patterns` only apply to regex and text entities")
+    return found
+
+
+def _slot_problems(domain: Domain) -> list[str]:
+    found: list[str] = []
+    for name, slot in domain.slots.items():
+        where = f"slots.{name}"
+        if not _IDENT.match(name):
+            found.append(f"{where}: slot names are identifiers (letters, digits, _)")
+        entity = domain.entities.get(slot.entity)
+        if entity is None:
+            found.append(
+                f"{where}.entity: entity `{slot.entity}` is not defined; add it under "
+                "entities or fix the name"
+            )
+        else:
+            rules = {k for k, v in slot.validation.model_dump().items() if v not in (None, False)}
+            for rule in sorted(rules - _RULES_BY_KIND[entity.kind]):
+                found.append(
+                    f"{where}.validation.{rule}: does not apply to a {entity.kind} entity; "
+                    f"use {', '.join(sorted(_RULES_BY_KIND[entity.kind])) or 'no rules'}"
+                )
+        if slot.validation.pattern is not None:
+            try:
+                re.compile(slot.validation.pattern)
+            except re.error as exc:
+                found.append(f"{where}.validation.pattern: not a valid regex ({exc})")
+        found += _missing_languages(
+            f"{where}.question", slot.question, domain.languages, "question"
+        )
+    return found
+
+
+def _goal_problems(domain: Domain) -> list[str]:
+    found: list[str] = []
+    owners: dict[str, str] = {}
+    for name, goal in domain.goals.items():
+        where = f"goals.{name}"
+        intent = domain.intents.get(goal.intent)
+        if intent is None or intent.kind != "task":
+            found.append(f"{where}.intent: `{goal.intent}` is not a task intent of this domain")
+        elif goal.intent in owners:
+            found.append(
+                f"{where}.intent: goal `{owners[goal.intent]}` already starts on "
+                f"`{goal.intent}`; one goal per intent"
+            )
+        owners.setdefault(goal.intent, name)
+        if goal.mode == "SLOT_FILLING":
+            if not goal.slots:
+                found.append(f"{where}: a SLOT_FILLING goal needs `slots:`")
+            if goal.steps:
+                found.append(f"{where}: `steps` only apply to STEP_BY_STEP goals")
+        else:
+            if not goal.steps:
+                found.append(f"{where}: a STEP_BY_STEP goal needs `steps:`")
+            if goal.slots:
+                found.append(f"{where}: `slots` only apply to SLOT_FILLING goals")
+        for slot in goal.slots:
+            if slot not in domain.slots:
+                found.append(f"{where}.slots: slot `{slot}` is not defined under slots")
+        if len(set(goal.slots)) != len(goal.slots):
+            found.append(f"{where}.slots: a slot is listed twice")
+        for index, step in enumerate(goal.steps):
+            found += _missing_languages(f"{where}.steps.{index}", step, domain.languages, "text")
+        if goal.action is not None and goal.action not in domain.actions:
+            found.append(f"{where}.action: action `{goal.action}` is not declared under actions")
+        if goal.done not in response_ids(domain):
+            found.append(f"{where}.done: response `{goal.done}` is not defined under responses")
+    return found
+
+
+def _response_problems(domain: Domain) -> list[str]:
+    found: list[str] = []
+    langs = domain.languages
+    for name, intent in domain.intents.items():
+        if intent.response and intent.response not in response_ids(domain):
+            found.append(
+                f"intents.{name}.response: response `{intent.response}` is not "
+                "defined under responses"
+            )
+    for rid in sorted(response_ids(domain)):
+        spec = domain.responses.get(rid)
+        text = dict(BUILTIN_RESPONSES.get(rid, {}))
+        if spec is not None:
+            text.update(spec.text)
+        found += _missing_languages(f"responses.{rid}", text, langs, "text")
+    used = {
+        rule
+        for slot in domain.slots.values()
+        for rule, value in slot.validation.model_dump().items()
+        if value not in (None, False)
+    }
+    for code, builtin in REASONS.items():
+        if code not in used:
+            continue
+        spec = domain.responses.get(f"reason_{code}")
+        text = {**builtin, **(spec.text if spec else {})}
+        for lang in langs:
+            if not text.get(lang):
+                found.append(
+                    f"responses.reason_{code}: no text in `{lang}`; define it (the "
+                    "message for a slot value that breaks this rule)"
+                )
+    return found

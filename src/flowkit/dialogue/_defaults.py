@@ -1,0 +1,85 @@
+"""Built-in responses in English and Japanese, used when a domain does not define its own.
+
+A domain overrides any of them under ``responses:`` with the same id; a domain in another
+language must define them all (``load_domain`` lists the missing ones).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["BUILTIN_RESPONSES", "REASONS"]
+
+#: response id -> language -> template. Placeholders are filled by the response nodes.
+BUILTIN_RESPONSES: Final[dict[str, dict[str, str]]] = {
+    "fallback": {
+        "en": "Sorry, I did not understand that. Could you say it another way?",
+        "ja": "すみません、よく分かりませんでした。別の言い方でお願いできますか。",
+    },
+    "faq_answer": {"en": "{answer}", "ja": "{answer}"},
+    "faq_unknown": {
+        "en": "I do not have an answer to that question yet.",
+        "ja": "その質問にはまだお答えできません。",
+    },
+    "ask_slot": {"en": "{question}", "ja": "{question}"},
+    "slot_invalid": {"en": "{reason} {question}", "ja": "{reason}{question}"},
+    "slot_corrected": {
+        "en": "Changed {label} to {value}.",
+        "ja": "{label}を{value}に変更しました。",
+    },
+    "resume_goal": {"en": "Back to {goal}: {question}", "ja": "{goal}に戻ります。{question}"},
+    "goal_cancelled": {"en": "OK, I cancelled {goal}.", "ja": "{goal}を取り消しました。"},
+    "nothing_to_cancel": {
+        "en": "There is nothing to cancel.",
+        "ja": "取り消すものはありません。",
+    },
+    "no_active_goal": {
+        "en": "What would you like to do?",
+        "ja": "何をしましょうか。",
+    },
+    "goal_done": {"en": "{goal}: done.", "ja": "{goal}が完了しました。"},
+    "action_failed": {
+        "en": "Sorry, {goal} failed ({error_type}). Please try again later.",
+        "ja": "申し訳ありません、{goal}に失敗しました（{error_type}）。"
+        "後でもう一度お試しください。",
+    },
+    "present_step": {
+        "en": "Step {step}/{total}: {step_text}",
+        "ja": "手順 {step}/{total}：{step_text}",
+    },
+    "procedure_done": {
+        "en": "All {total} steps of {goal} are done.",
+        "ja": "{goal}の全{total}手順が完了しました。",
+    },
+}
+
+#: Why a slot value was refused: reason code -> language -> template (validation parameters).
+REASONS: Final[dict[str, dict[str, str]]] = {
+    "min": {"en": "{label} must be at least {min}.", "ja": "{label}は{min}以上にしてください。"},
+    "max": {"en": "{label} must be at most {max}.", "ja": "{label}は{max}以下にしてください。"},
+    "min_length": {
+        "en": "{label} needs at least {min_length} characters.",
+        "ja": "{label}は{min_length}文字以上で入力してください。",
+    },
+    "max_length": {
+        "en": "{label} can have at most {max_length} characters.",
+        "ja": "{label}は{max_length}文字以内で入力してください。",
+    },
+    "pattern": {
+        "en": "{label} is not in the expected format.",
+        "ja": "{label}の形式が正しくありません。",
+    },
+    "not_past": {"en": "That date is in the past.", "ja": "その日付は過去です。"},
+    "max_days_ahead": {
+        "en": "Bookings open at most {max_days_ahead} days ahead.",
+        "ja": "予約は{max_days_ahead}日先までです。",
+    },
+    "earliest": {
+        "en": "The earliest possible time is {earliest}.",
+        "ja": "{earliest}以降の時刻を指定してください。",
+    },
+    "latest": {
+        "en": "The latest possible time is {latest}.",
+        "ja": "{latest}までの時刻を指定してください。",
+    },
+}

@@ -1,0 +1,184 @@
+"""Action handlers: plain callables registered by name that a goal runs when it completes,
+and the artifact stores where results too large for the state are kept by reference.
+
+A handler takes an ``ActionCall`` and returns an ``ActionResult`` (or a mapping, or ``None``).
+A result whose JSON exceeds the domain's ``result_inline_bytes`` is stored as an artifact and
+the state keeps only its content-hash reference, ``sha256:<hex>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from ..errors import DomainError
+from .state import JsonScalar
+
+__all__ = [
+    "ActionCall",
+    "ActionResult",
+    "Artifacts",
+    "FileArtifacts",
+    "Handler",
+    "MemoryArtifacts",
+    "record_slots",
+    "resolve_handlers",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionCall:
+    """What a handler gets: the action and goal names, the slot values, the thread id."""
+
+    action: str
+    goal: str
+    slots: Mapping[str, JsonScalar] = field(default_factory=dict)
+    thread_id: str = ""
+
+
+class ActionResult(BaseModel):
+    """``summary``: a few scalars the reply may quote (a booking number); ``data``: anything
+    JSON-serialisable, kept inline when small, by reference when large."""
+
+    summary: dict[str, JsonScalar] = {}
+    data: Any = None
+
+
+Handler = Callable[[ActionCall], ActionResult | Mapping[str, Any] | None]
+
+
+def record_slots(call: ActionCall) -> ActionResult:
+    """The default handler: acknowledge with a stable reference derived from the request."""
+    digest = hashlib.sha256(
+        json.dumps([call.goal, dict(call.slots)], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    return ActionResult(summary={"reference": f"{call.goal}-{digest[:8]}"})
+
+
+def as_result(value: ActionResult | Mapping[str, Any] | None) -> ActionResult:
+    if isinstance(value, ActionResult):
+        return value
+    if value is None:
+        return ActionResult()
+    scalars = {k: v for k, v in value.items() if isinstance(v, str | int | float | bool)}
+    return ActionResult(summary=scalars, data=dict(value))
+
+
+def resolve_handlers(domain: Any, given: Mapping[str, Handler] | None = None) -> dict[str, Handler]:
+    """Handlers for every action of ``domain``: ``given`` first, then each action's
+    ``handler: module:function``, else ``record_slots``.
+
+    Raises:
+        DomainError: a ``handler`` cannot be imported or is not callable.
+    """
+    given = dict(given or {})
+    handlers: dict[str, Handler] = {}
+    problems: list[str] = []
+    for name, spec in domain.actions.items():
+        if name in given:
+            handlers[name] = given[name]
+        elif spec.handler is None:
+            handlers[name] = record_slots
+        else:
+            module, _, attr = spec.handler.partition(":")
+            try:
+                value: Any = importlib.import_module(module)
+                for part in attr.split("."):
+                    value = getattr(value, part)
+            except (ImportError, AttributeError) as exc:
+                problems.append(
+                    f"actions.{name}.handler: cannot import `{spec.handler}` "
+                    f"({type(exc).__name__}); fix the path or pass actions=..."
+                )
+                continue
+            if not callable(value):
+                problems.append(f"actions.{name}.handler: `{spec.handler}` is not callable")
+                continue
+            handlers[name] = value
+    unknown = sorted(set(given) - set(domain.actions))
+    problems += [
+        f"actions.{n}: a handler was given but the domain declares no such action" for n in unknown
+    ]
+    if problems:
+        raise DomainError(problems)
+    return handlers
+
+
+class Artifacts(Protocol):
+    """Where large action results go; ``put`` returns a reference, ``get`` reads it back."""
+
+    def put(self, data: bytes) -> str: ...
+
+    def get(self, ref: str) -> bytes: ...
+
+
+def content_ref(data: bytes) -> str:
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+class MemoryArtifacts:
+    """Artifacts in a dict: for tests and runs without a store folder."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, bytes] = {}
+
+    def put(self, data: bytes) -> str:
+        ref = content_ref(data)
+        self._items[ref] = data
+        return ref
+
+    def get(self, ref: str) -> bytes:
+        try:
+            return self._items[ref]
+        except KeyError:
+            raise KeyError(
+                f"no artifact {ref!r} in this process; use FileArtifacts to keep "
+                "them across processes"
+            ) from None
+
+
+class FileArtifacts:
+    """Artifacts as files ``<dir>/<hex>.json`` named by their content hash, written atomically
+    (temp file, fsync, rename), so the same result is stored once and never half-written."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def put(self, data: bytes) -> str:
+        ref = content_ref(data)
+        path = self._path(ref)
+        if not path.exists():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return ref
+
+    def get(self, ref: str) -> bytes:
+        return self._path(ref).read_bytes()
+
+    def _path(self, ref: str) -> Path:
+        kind, _, digest = ref.partition(":")
+        if (
+            kind != "sha256"
+            or len(digest) != 64
+            or not all(c in "0123456789abcdef" for c in digest)
+        ):
+            raise ValueError(f"{ref!r} is not an artifact reference (sha256:<64 hex digits>)")
+        return self.directory / f"{digest}.json"

@@ -1,0 +1,145 @@
+"""``Dialogue``: the dialogue flow as a small service for apps, one call per user message.
+
+``Dialogue(domain, store=...).send(thread_id, text)`` starts the conversation on first use,
+resumes the Start Gate with the message and returns a ``Reply``. Conversations live in the
+store, so any process with the same store folder continues them. Each node's latency and
+outcome is logged (``dialogue_node``), next to EG's per-turn ``dialogue_turn`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from .._events import Event, NodeFinished
+from .._flow import UNSET
+from .._logging import get_logger
+from .._result import RunResult
+from .._runner import Runner
+from ..errors import DomainError, ThreadNotFoundError
+from ..routing.dialogue import SG
+from ..stores._protocol import Store
+from .actions import Artifacts, FileArtifacts, Handler
+from .domain import Domain, load_domain
+from .state import DialogueState, JsonScalar
+from .workflow import build_flow
+
+__all__ = ["Dialogue", "Reply", "log_nodes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The assistant's answer to one message, and where the conversation stands."""
+
+    thread_id: str
+    text: str
+    response_id: str | None
+    intent_type: str | None
+    dialogue_mode: str | None
+    slots: Mapping[str, JsonScalar]
+    missing_slots: list[str]
+    next_action: str | None
+    turn_id: int
+    done: bool
+    state: DialogueState
+
+    @classmethod
+    def of(cls, result: RunResult[Any]) -> Reply:
+        state: DialogueState = result.state
+        plan = state.response_plan
+        return cls(
+            thread_id=result.thread_id,
+            text=state.final_answer or "",
+            response_id=plan.id if plan else None,
+            intent_type=state.intent_type,
+            dialogue_mode=state.dialogue_mode,
+            slots=dict(state.slots),
+            missing_slots=list(state.missing_slots),
+            next_action=state.next_action,
+            turn_id=state.turn_id,
+            done=result.status == "done",
+            state=state,
+        )
+
+
+def log_nodes(event: Event) -> None:
+    """A runner subscriber logging each node's latency and outcome (§6), values never."""
+    if isinstance(event, NodeFinished):
+        get_logger().debug(
+            "dialogue_node",
+            thread_id=event.thread_id,
+            run_id=event.run_id,
+            node=event.node,
+            latency_ms=round(event.latency_s * 1000, 3),
+            success=event.error is None,
+            error_type=event.error.type if event.error else None,
+        )
+
+
+class Dialogue:
+    """Conversations of one domain on one store.
+
+    ``store`` defaults to memory; pass ``JsonFileStore(dir)`` to keep conversations across
+    processes (large action results then go to ``dir/artifacts``). ``llm`` enables the LLM
+    recogniser (``understanding="auto"``) and LLM-phrased responses (``style: llm``).
+    """
+
+    def __init__(
+        self,
+        domain: Domain | Mapping[str, Any] | str,
+        *,
+        store: Store | None = UNSET,
+        llm: Any = None,
+        understanding: Literal["auto", "offline", "llm"] = "auto",
+        actions: Mapping[str, Handler] | None = None,
+        artifacts: Artifacts | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.domain = load_domain(domain)
+        root = getattr(store, "root", None)
+        if artifacts is None and root is not None:
+            artifacts = FileArtifacts(root / "artifacts")
+        self.flow = build_flow(
+            self.domain, understanding=understanding, actions=actions, artifacts=artifacts
+        )
+        self.runner: Runner[DialogueState] = Runner(self.flow, store=store, llm=llm, clock=clock)
+        self.runner.subscribe(log_nodes)
+
+    def open(self, thread_id: str) -> RunResult[DialogueState]:
+        """The conversation ``thread_id``, started if it does not exist yet.
+
+        Raises:
+            DomainError: the conversation was started with another domain.
+        """
+        try:
+            result = self.runner.get_state(thread_id)
+        except ThreadNotFoundError:
+            start = {"thread_id": thread_id, "domain": self.domain.name}
+            return self.runner.start(thread_id, start)
+        if result.state.domain != self.domain.name:
+            raise DomainError(
+                [
+                    f"conversation `{thread_id}` belongs to domain `{result.state.domain}`, not "
+                    f"`{self.domain.name}`; open it with that domain or use another thread id"
+                ]
+            )
+        return result
+
+    def send(self, thread_id: str, text: str) -> Reply:
+        """Run one turn: the user's ``text`` in, the assistant's ``Reply`` out.
+
+        Raises:
+            InvalidResumeInputError: empty or too long text (the conversation still waits).
+            NotWaitingError: the conversation has ended (the user said goodbye).
+        """
+        self.open(thread_id)
+        return Reply.of(self.runner.resume(thread_id, {"text": text}, gate=SG))
+
+    def state(self, thread_id: str) -> DialogueState:
+        return self.runner.get_state(thread_id).state
+
+    def transcript(self, thread_id: str) -> list[tuple[str, str]]:
+        """(role, text) of every message so far."""
+        return [(m.role, m.content) for m in self.state(thread_id).messages]

@@ -1,0 +1,240 @@
+"""Conversation tests (like Rasa's test stories): user turns with the expected intent, slots,
+response id and more, run against a domain's real flow, offline and fast.
+
+A file lists ``conversations``, each with ``turns`` of ``user:`` plus any of ``intent``,
+``slots`` (a subset), ``missing``, ``response``, ``mode``, ``next_action``, ``step`` and
+``says`` (text the reply contains); ``ends: true`` expects the conversation to have ended.
+``today:`` fixes the date "tomorrow" refers to. Failures mask personal slot values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._runner import Runner
+from ..errors import DomainError, FlowkitError
+from ..routing.dialogue import SG
+from .actions import Handler
+from .domain import Domain, example_path, load_domain, read_data
+from .services import parse_timezone
+from .state import DialogueState
+from .workflow import build_flow
+
+__all__ = [
+    "Conversation",
+    "ConversationResult",
+    "Turn",
+    "format_results",
+    "load_conversations",
+    "run_conversations",
+]
+
+MASK = "***"
+
+
+def _plain(value: Any) -> Any:
+    # YAML reads 2025-03-11 as a date; the state holds ISO strings.
+    return value.isoformat() if isinstance(value, date) else value
+
+
+class Turn(BaseModel):
+    """One user message and what must hold after the assistant answered it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user: str
+    intent: str | None = None
+    slots: dict[str, Any] | None = None
+    missing: list[str] | None = None
+    response: str | None = None
+    mode: str | None = Field(None, description="SLOT_FILLING, STEP_BY_STEP or none")
+    next_action: str | None = None
+    step: int | None = Field(None, ge=1, description="goal_state.current_step + 1")
+    says: list[str] = []
+
+    @field_validator("slots")
+    @classmethod
+    def _dates(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else {k: _plain(v) for k, v in value.items()}
+
+    @field_validator("says", mode="before")
+    @classmethod
+    def _listed(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class Conversation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    today: date | None = None
+    turns: list[Turn] = Field(min_length=1)
+    ends: bool | None = None
+
+
+class ConversationFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    domain: str | None = None
+    today: date | None = None
+    conversations: list[Conversation] = Field(min_length=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationResult:
+    """How one conversation went: failures per turn (1-based), and the routes it took."""
+
+    name: str
+    failures: list[tuple[int, str]] = field(default_factory=list)
+    turns: int = 0
+    languages: frozenset[str] = frozenset()
+    edges: frozenset[tuple[str, str]] = frozenset()
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def load_conversations(source: str | Path | Mapping[str, Any]) -> ConversationFile:
+    """A conversation test file (YAML or JSON), plain data, or a shipped example's name.
+
+    Raises:
+        DomainError: the file is missing or does not have the expected shape.
+    """
+    path: str | None = None
+    if isinstance(source, Mapping):
+        data: Any = source
+    else:
+        file = Path(source)
+        if not file.is_file():
+            file = example_path(str(source), ".conversations.yaml") or file
+        if not file.is_file():
+            raise DomainError(
+                [f"`{source}` is not a conversation file; pass a path"], path=str(source)
+            )
+        path, data = str(file), read_data(file)
+    try:
+        return ConversationFile.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_input=False)
+        ]
+        raise DomainError(problems, path=path) from exc
+
+
+def run_conversations(
+    domain: Domain | Mapping[str, Any] | str | Path,
+    conversations: ConversationFile | str | Path | Mapping[str, Any],
+    *,
+    llm: Any = None,
+    actions: Mapping[str, Handler] | None = None,
+) -> list[ConversationResult]:
+    """Run every conversation on a fresh in-memory thread of ``domain``'s flow."""
+    domain = load_domain(domain)
+    tests = (
+        conversations
+        if isinstance(conversations, ConversationFile)
+        else load_conversations(conversations)
+    )
+    flow = build_flow(domain, actions=actions)
+    tz = parse_timezone(domain.timezone)
+    results = []
+    for index, conversation in enumerate(tests.conversations):
+        today = conversation.today or tests.today
+        moment = datetime.combine(today, time(9, 0), tzinfo=tz) if today else None
+        runner: Runner[DialogueState] = Runner(flow, llm=llm, clock=_fixed(moment))
+        results.append(_run_one(domain, runner, f"c{index}", conversation))
+    return results
+
+
+def _fixed(moment: datetime | None) -> Callable[[], datetime] | None:
+    return None if moment is None else (lambda: moment)
+
+
+def _run_one(
+    domain: Domain, runner: Runner[Any], thread: str, test: Conversation
+) -> ConversationResult:
+    failures: list[tuple[int, str]] = []
+    runner.start(thread, {"thread_id": thread, "domain": domain.name})
+    result = None
+    pii = domain.pii_slots()
+    secrets = {str(v) for t in test.turns for k, v in (t.slots or {}).items() if k in pii and v}
+    for number, turn in enumerate(test.turns, 1):
+        try:
+            result = runner.resume(thread, {"text": turn.user}, gate=SG)
+        except FlowkitError as exc:
+            failures.append((number, f"{type(exc).__name__}: {exc}"))
+            break
+        secrets |= {str(v) for k, v in result.state.slots.items() if k in pii and v}
+        failures += [(number, problem) for problem in _check(domain, turn, result.state)]
+    if result is not None and test.ends is not None and result.done != test.ends:
+        failures.append(
+            (
+                len(test.turns),
+                "expected the conversation to "
+                + ("end" if test.ends else "go on")
+                + f", it is {result.status}",
+            )
+        )
+    history = runner.history(thread)
+    edges = frozenset((c.node, c.next) for c in history if c.node is not None)
+    langs = frozenset(m.lang for m in history[-1].state.messages if m.role == "user")
+    masked = [(n, _mask(text, secrets)) for n, text in failures]
+    return ConversationResult(test.name, masked, len(test.turns), langs, edges)
+
+
+def _check(domain: Domain, turn: Turn, state: DialogueState) -> list[str]:
+    found = []
+    plan = state.response_plan
+
+    def expect(what: str, expected: Any, actual: Any) -> None:
+        if expected is not None and expected != actual:
+            found.append(f"expected {what} {expected!r}, got {actual!r}")
+
+    expect("intent", turn.intent, state.intent_type)
+    expect("response", turn.response, plan.id if plan else None)
+    expect("next_action", turn.next_action, state.next_action)
+    if turn.mode is not None:
+        expect("mode", None if turn.mode.lower() == "none" else turn.mode, state.dialogue_mode)
+    expect("missing slots", turn.missing, state.missing_slots)
+    current = state.goal_state.current_step
+    expect("step", turn.step, current + 1 if current is not None else None)
+    pii = domain.pii_slots()
+    for slot, value in (turn.slots or {}).items():
+        actual = state.slots.get(slot)
+        if value != actual:
+            shown = (MASK, MASK) if slot in pii else (repr(value), repr(actual))
+            hint = " (quote times in YAML: '15:00')" if isinstance(value, int) else ""
+            found.append(f"expected slot {slot} {shown[0]}, got {shown[1]}{hint}")
+    for text in turn.says:
+        if text not in (state.final_answer or ""):
+            found.append(f"expected the reply to contain {text!r}; it was {state.final_answer!r}")
+    return found
+
+
+def _mask(text: str, secrets: set[str]) -> str:
+    """Personal slot values (expected or seen) never appear in a report."""
+    for value in sorted(secrets, key=len, reverse=True):
+        text = text.replace(value, MASK)
+    return text
+
+
+def format_results(results: Sequence[ConversationResult]) -> str:
+    """The report ``flowkit dialogue test`` prints: one line per conversation, then failures."""
+    lines = []
+    for result in results:
+        if result.passed:
+            lines.append(f"PASS  {result.name} ({result.turns} turns)")
+            continue
+        lines.append(f"FAIL  {result.name}")
+        lines += [f"      turn {turn}: {problem}" for turn, problem in result.failures]
+    failed = sum(not r.passed for r in results)
+    lines.append(f"{len(results)} conversations: {len(results) - failed} passed, {failed} failed")
+    return "\n".join(lines) + "\n"

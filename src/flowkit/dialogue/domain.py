@@ -1,0 +1,271 @@
+"""The dialogue domain as data: intents, FAQ, entities, slots, goals, actions and responses.
+
+A domain is YAML or JSON validated by these pydantic models, then cross-checked (every name it
+refers to exists, every language has its phrases); ``load_domain`` reports every problem at
+once in a ``DomainError`` naming the file and the path inside it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import DomainError
+
+__all__ = [
+    "CONTROL_INTENTS",
+    "NON_TASK_INTENTS",
+    "ActionSpec",
+    "Domain",
+    "EntitySpec",
+    "FaqSpec",
+    "GoalSpec",
+    "IntentSpec",
+    "ResponseSpec",
+    "SlotSpec",
+    "ValidationSpec",
+    "domain_json_schema",
+    "example_names",
+    "load_domain",
+]
+
+#: Seed 001 §2.1.1: intent types that never enter the task branch (GST).
+NON_TASK_INTENTS = ("OOS", "QUESTION", "SMALL_TALK")
+#: Built-in control intents a domain gives phrases for; GST gives them their meaning.
+CONTROL_INTENTS = ("cancel", "next", "back", "repeat")
+#: The intent IR reports when the user only supplies slot values ("3 pm", 「佐藤です」).
+INFORM = "inform"
+
+Mode = Literal["SLOT_FILLING", "STEP_BY_STEP"]
+Style = Literal["template", "llm"]
+_NAME = r"^[A-Za-z][A-Za-z0-9_]*$"
+_EXAMPLES = Path(__file__).with_name("examples")
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IntentSpec(_Spec):
+    """An intent: what it means (``kind``) and how users say it, per language."""
+
+    kind: Literal["task", "control", "small_talk"] = Field(
+        "task", description="task: starts a goal; control: cancel/next/back/repeat; small_talk"
+    )
+    examples: dict[str, list[str]] = Field({}, description="language -> example utterances")
+    keywords: dict[str, list[str]] = Field({}, description="language -> words that signal it")
+    response: str | None = Field(None, description="small_talk: the response id to answer with")
+    ends_conversation: bool = Field(False, description="small_talk: finish the conversation")
+
+
+class FaqSpec(_Spec):
+    """A question the assistant answers (intent type ``QUESTION``)."""
+
+    questions: dict[str, list[str]] = Field(description="language -> ways to ask it")
+    keywords: dict[str, list[str]] = {}
+    answer: dict[str, str] = Field(description="language -> the answer")
+
+
+class EntitySpec(_Spec):
+    """How to find a value in an utterance.
+
+    ``regex``: ``patterns`` (a group named ``value`` picks the value); ``choice``: canonical
+    ``values`` with synonyms per language (fuzzy-matched); ``number``; ``date`` (today,
+    tomorrow, 3/14, 3月14日 ...); ``time`` (3 pm, 15:00, 15時半 ...); ``text``: the whole reply
+    to the question for a slot, minus ``strip`` phrases (my name is, です).
+    """
+
+    kind: Literal["regex", "choice", "number", "date", "time", "text"]
+    patterns: list[str] = []
+    values: dict[str, dict[str, list[str]]] = Field(
+        {}, description="choice: canonical value -> language -> synonyms"
+    )
+    strip: dict[str, list[str]] = Field({}, description="text: phrases removed around the value")
+
+
+class ValidationSpec(_Spec):
+    """Rules a slot value must pass; a failure is re-asked with the reason."""
+
+    min: float | None = None
+    max: float | None = None
+    min_length: int | None = Field(None, ge=0)
+    max_length: int | None = Field(None, ge=1)
+    pattern: str | None = None
+    not_past: bool = False
+    max_days_ahead: int | None = Field(None, ge=0)
+    earliest: str | None = Field(None, pattern=r"^\d{2}:\d{2}$")
+    latest: str | None = Field(None, pattern=r"^\d{2}:\d{2}$")
+
+
+class SlotSpec(_Spec):
+    """A piece of information a goal collects, the question that asks for it, and its rules."""
+
+    entity: str = Field(description="the entity that fills this slot")
+    question: dict[str, str] = Field(description="language -> the question asking for it")
+    label: dict[str, str] = Field({}, description="language -> display name")
+    pii: bool = Field(False, description="personal data: masked in logs, events and errors")
+    validation: ValidationSpec = ValidationSpec()
+
+
+class GoalSpec(_Spec):
+    """A task: the intent that starts it, its mode, its slots or steps, and its action."""
+
+    intent: str
+    mode: Mode
+    title: dict[str, str] = Field({}, description="language -> name shown to the user")
+    slots: list[str] = Field([], description="SLOT_FILLING: required slots, asked in order")
+    steps: list[dict[str, str]] = Field([], description="STEP_BY_STEP: language -> step text")
+    action: str | None = Field(None, description="run when the slots are filled / steps done")
+    done: str = Field("goal_done", description="response id when the goal completes")
+
+
+class ActionSpec(_Spec):
+    """An action goals run; ``handler`` is ``module:function`` (default: record the slots)."""
+
+    handler: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$")
+    description: str = ""
+
+
+class ResponseSpec(_Spec):
+    """A response template per language; ``style: llm`` lets an LLM phrase it (optional)."""
+
+    text: dict[str, str]
+    style: Style | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        # `greet: {en: Hi, ja: こんにちは}` is the common case; `text:` only when adding style.
+        if isinstance(data, Mapping) and "text" not in data:
+            style = data.get("style")
+            text = {k: v for k, v in data.items() if k != "style"}
+            return {"text": text, "style": style} if style is not None else {"text": text}
+        return data
+
+
+class Domain(_Spec):
+    """A whole dialogue domain. Build a flow from it with ``flowkit.dialogue.build_flow``."""
+
+    version: Literal[1] = 1
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    description: str = ""
+    languages: list[str] = Field(["en"], min_length=1)
+    timezone: str = Field("UTC", description="UTC, +09:00 or an IANA name; for today/tomorrow")
+    threshold: float = Field(0.6, ge=0, le=1, description="below this, an utterance is OOS")
+    style: Style = Field("template", description="default response generation")
+    persona: dict[str, str] = Field({}, description="language -> system prompt for LLM replies")
+    result_inline_bytes: int = Field(1024, ge=0, description="larger results go by reference")
+    intents: dict[str, IntentSpec]
+    faq: dict[str, FaqSpec] = {}
+    entities: dict[str, EntitySpec] = {}
+    slots: dict[str, SlotSpec] = {}
+    goals: dict[str, GoalSpec] = {}
+    actions: dict[str, ActionSpec] = {}
+    responses: dict[str, ResponseSpec] = {}
+
+    @property
+    def default_language(self) -> str:
+        return self.languages[0]
+
+    def goal_for_intent(self, intent: str) -> str | None:
+        for name, goal in self.goals.items():
+            if goal.intent == intent:
+                return name
+        return None
+
+    def pii_slots(self) -> frozenset[str]:
+        return frozenset(name for name, slot in self.slots.items() if slot.pii)
+
+    def text(self, localized: Mapping[str, str], lang: str, fallback: str = "") -> str:
+        """``localized`` in ``lang``, else in the default language, else ``fallback``."""
+        return localized.get(lang) or localized.get(self.default_language) or fallback
+
+
+def domain_json_schema() -> dict[str, Any]:
+    """The JSON schema of a domain file (``schemas/dialogue-domain.schema.json``)."""
+    schema = Domain.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://flowkit.dev/schemas/dialogue-domain.schema.json"
+    return schema
+
+
+def example_names() -> list[str]:
+    """Names of the example domains shipped with flowkit (``robot_cell``)."""
+    return sorted(
+        p.stem for p in _EXAMPLES.glob("*.yaml") if not p.name.endswith(".conversations.yaml")
+    )
+
+
+def example_path(name: str, suffix: str = ".yaml") -> Path | None:
+    path = _EXAMPLES / f"{name}{suffix}"
+    return path if path.is_file() else None
+
+
+def load_domain(source: str | Path | Mapping[str, Any] | Domain) -> Domain:
+    """A validated domain from a file path, a shipped example name, or plain data.
+
+    Raises:
+        DomainError: the file is missing or unreadable, or the domain has problems (all listed).
+    """
+    if isinstance(source, Domain):
+        return source
+    if isinstance(source, Mapping):
+        return _validate(source, None)
+    path = Path(source)
+    if not path.is_file():
+        shipped = example_path(str(source))
+        if shipped is None:
+            known = ", ".join(example_names()) or "none"
+            raise DomainError(
+                [f"`{source}` is neither a file nor a shipped example ({known}); pass a path."],
+                path=str(source),
+            )
+        path = shipped
+    return _validate(read_data(path), str(path))
+
+
+def read_data(path: Path) -> Any:
+    """Parse a YAML or JSON file (by suffix), mapping syntax errors to ``DomainError``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DomainError([f"cannot read the file: {exc}"], path=str(path)) from exc
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            problem = f"line {exc.lineno}: invalid JSON: {exc.msg}"
+            raise DomainError([problem], path=str(path)) from exc
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise DomainError([f"{where}invalid YAML: {reason}"], path=str(path)) from exc
+
+
+def _validate(data: Any, path: str | None) -> Domain:
+    if not isinstance(data, Mapping):
+        kind = type(data).__name__
+        raise DomainError([f"(top): expected a mapping of domain keys, got {kind}"], path=path)
+    try:
+        domain = Domain.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_input=False)
+        ]
+        raise DomainError(problems, path=path) from exc
+    from ._checks import domain_problems
+
+    problems = domain_problems(domain)
+    if problems:
+        raise DomainError(problems, path=path)
+    return domain

@@ -1,0 +1,284 @@
+"""Entity extraction for the offline recogniser: regex, choice, number, date and time, in
+English and Japanese, plus the free-text reply to a question.
+
+Candidates from every entity are collected with their spans and the longest win where they
+overlap, so "robot 2" is a machine rather than the number 2. Values are normalised: choice ->
+canonical value, date -> ``YYYY-MM-DD``, time -> ``HH:MM``, number -> int or float.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import TYPE_CHECKING
+
+from ._text import has_cjk, normalize
+from .state import JsonScalar
+
+if TYPE_CHECKING:
+    from .domain import Domain, EntitySpec
+
+__all__ = ["CORRECTION_CUES", "EntityExtractor", "Found", "is_correction"]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    entity: str
+    value: JsonScalar
+    start: int
+    end: int
+    text: str
+
+
+CORRECTION_CUES = (
+    r"\bno\b",
+    r"\bactually\b",
+    r"\bmake it\b",
+    r"\bchange\b",
+    r"\binstead\b",
+    r"\brather\b",
+    "やっぱり",
+    "やっぱ",
+    "いや",
+    "じゃなくて",
+    "ではなく",
+    "変更",
+    "に変えて",
+)
+_CUES = re.compile("|".join(CORRECTION_CUES), re.IGNORECASE)
+
+_WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAYS_JA = "月火水木金土日"
+_MONTHS_EN = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_KANJI_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|[〇一二三四五六七八九十]+")
+
+_TIME_PATTERNS = (
+    re.compile(r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?!\w)", re.I),
+    re.compile(r"(?P<ap>午前|午後)?(?P<h>\d{1,2})時(?:(?P<half>半)|(?P<m>\d{1,2})分)?"),
+    re.compile(r"(?<![\d/:])(?P<h>\d{1,2}):(?P<m>\d{2})(?![\d:])"),
+    re.compile(r"\b(?P<word>noon|midday|midnight)\b|(?P<jword>正午)", re.I),
+)
+_DATE_RELATIVE = (
+    (re.compile(r"\bday after tomorrow\b|明後日|あさって", re.I), 2),
+    (re.compile(r"\btoday\b|今日|きょう|本日", re.I), 0),
+    (re.compile(r"\btomorrow\b|明日|あした|あす", re.I), 1),
+)
+_DATE_IN_DAYS = re.compile(r"\bin (?P<n>\d{1,3}) days?\b|(?P<jn>\d{1,3})日後", re.I)
+_DATE_ISO = re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")
+_DATE_MD = re.compile(r"(?<![\d/])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?![\d/])")
+_DATE_JA = re.compile(r"(?:(?P<y>\d{4})年)?(?P<m>\d{1,2})月(?P<d>\d{1,2})日")
+_DATE_EN = re.compile(
+    r"\b(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon1>[a-z]{3})[a-z]*"
+    r"|(?P<mon2>[a-z]{3})[a-z]*\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?)\b",
+    re.I,
+)
+_WEEKDAY = re.compile(
+    r"\b(?P<next>next\s+)?(?P<en>" + "|".join(_WEEKDAYS_EN) + r")\b"
+    r"|(?P<jnext>来週の?)?(?P<ja>[月火水木金土日])曜日?",
+    re.I,
+)
+
+
+def is_correction(text: str) -> bool:
+    """Whether the utterance corrects something said before ("no, make it 3 pm", やっぱり)."""
+    return bool(_CUES.search(text))
+
+
+def kanji_number(text: str) -> int | None:
+    """``三`` -> 3, ``十五`` -> 15, ``二十`` -> 20 (up to 99); ``None`` if not a kanji number."""
+    if not text or any(c not in _KANJI_DIGITS and c != "十" for c in text):
+        return None
+    if "十" not in text:
+        return int("".join(str(_KANJI_DIGITS[c]) for c in text))
+    tens, _, ones = text.partition("十")
+    return (_KANJI_DIGITS[tens] if tens else 1) * 10 + (_KANJI_DIGITS[ones] if ones else 0)
+
+
+class EntityExtractor:
+    """Finds a domain's entities in text; build once per domain, call for every utterance."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self._regex = {
+            name: [re.compile(p, re.IGNORECASE) for p in spec.patterns]
+            for name, spec in domain.entities.items()
+            if spec.kind == "regex"
+        }
+        # Synonym -> canonical value, longest first so "robot 10" beats "robot 1".
+        self._choices = {
+            name: sorted(
+                (
+                    (normalize(synonym), value)
+                    for value, by_lang in spec.values.items()
+                    for synonym in [value, *(s for syns in by_lang.values() for s in syns)]
+                ),
+                key=lambda pair: -len(pair[0]),
+            )
+            for name, spec in domain.entities.items()
+            if spec.kind == "choice"
+        }
+
+    def extract(self, text: str, today: date) -> list[Found]:
+        """Every non-overlapping entity in ``text`` (NFKC-normalised), in order of position."""
+        text = unicodedata.normalize("NFKC", text)
+        candidates: list[Found] = []
+        for name, spec in self.domain.entities.items():
+            candidates += self._find(name, spec, text, today)
+        chosen: list[Found] = []
+        taken: list[tuple[int, int]] = []
+        for found in sorted(candidates, key=lambda f: (-(f.end - f.start), f.start)):
+            if all(found.end <= s or found.start >= e for s, e in taken):
+                chosen.append(found)
+                taken.append((found.start, found.end))
+        return sorted(chosen, key=lambda f: f.start)
+
+    def parse(self, entity: str, raw: JsonScalar, today: date) -> JsonScalar:
+        """Normalise a value given from outside (an LLM's answer); ``None`` if it is unusable."""
+        spec = self.domain.entities.get(entity)
+        if spec is None or raw is None:
+            return None
+        if spec.kind == "text":
+            value = str(raw).strip()
+            return value or None
+        if spec.kind == "choice" and isinstance(raw, str) and raw in spec.values:
+            return raw
+        if spec.kind == "number" and isinstance(raw, int | float) and not isinstance(raw, bool):
+            return raw
+        found = self._find(entity, spec, unicodedata.normalize("NFKC", str(raw)), today)
+        return found[0].value if found else None
+
+    def strip_text(self, entity: str, text: str) -> str:
+        """A free-text reply without the ``strip`` phrases around the value (my name is, です)."""
+        spec = self.domain.entities[entity]
+        value = unicodedata.normalize("NFKC", text).strip()
+        for phrase in sorted((p for ps in spec.strip.values() for p in ps), key=len, reverse=True):
+            value = re.sub(rf"^\s*{re.escape(phrase)}\s*", "", value, flags=re.IGNORECASE)
+            value = re.sub(rf"\s*{re.escape(phrase)}\s*$", "", value, flags=re.IGNORECASE)
+        return value.strip(" 　.,!?。、！？「」\"'")
+
+    def _find(self, name: str, spec: EntitySpec, text: str, today: date) -> list[Found]:
+        kind = spec.kind
+        if kind == "regex":
+            return [
+                Found(
+                    name,
+                    m.group("value") if "value" in m.re.groupindex else m.group(0),
+                    m.start(),
+                    m.end(),
+                    m.group(0),
+                )
+                for pattern in self._regex[name]
+                for m in pattern.finditer(text)
+            ]
+        if kind == "choice":
+            return self._find_choice(name, text)
+        if kind == "number":
+            return self._find_numbers(name, text)
+        if kind == "time":
+            return _find_times(name, text)
+        if kind == "date":
+            return _find_dates(name, text, today)
+        return []  # text entities fill only the slot that was asked for (see the recogniser)
+
+    def _find_choice(self, name: str, text: str) -> list[Found]:
+        folded = text.casefold()
+        found: list[Found] = []
+        for synonym, value in self._choices[name]:
+            if not synonym:
+                continue
+            if has_cjk(synonym):
+                pattern = re.escape(synonym)
+            else:
+                pattern = (
+                    r"(?<![\w])" + r"[\s_-]*".join(map(re.escape, synonym.split())) + r"(?!\w)"
+                )
+            for m in re.finditer(pattern, folded):
+                found.append(Found(name, value, m.start(), m.end(), text[m.start() : m.end()]))
+        return found
+
+    def _find_numbers(self, name: str, text: str) -> list[Found]:
+        found = []
+        for m in _NUMBER.finditer(text):
+            raw = m.group(0)
+            number: int | float | None = kanji_number(raw)
+            if number is None:
+                try:
+                    number = float(raw) if "." in raw else int(raw)
+                except ValueError:
+                    continue
+            found.append(Found(name, number, m.start(), m.end(), raw))
+        return found
+
+
+def _find_times(name: str, text: str) -> list[Found]:
+    found = []
+    for pattern in _TIME_PATTERNS:
+        for m in pattern.finditer(text):
+            groups = m.groupdict()
+            if groups.get("word") or groups.get("jword"):
+                word = (groups.get("word") or "").lower()
+                hour, minute = (0, 0) if word == "midnight" else (12, 0)
+            else:
+                hour = int(groups["h"])
+                minute = 30 if groups.get("half") else int(groups.get("m") or 0)
+                marker = (groups.get("ap") or "").lower().replace(".", "")
+                if marker in ("pm", "午後") and hour < 12:
+                    hour += 12
+                elif marker in ("am", "午前") and hour == 12:
+                    hour = 0
+            if hour > 23 or minute > 59:
+                continue
+            found.append(Found(name, f"{hour:02d}:{minute:02d}", m.start(), m.end(), m.group(0)))
+    return found
+
+
+def _find_dates(name: str, text: str, today: date) -> list[Found]:
+    found: list[Found] = []
+
+    def add(m: re.Match[str], day: date | None) -> None:
+        if day is not None:
+            found.append(Found(name, day.isoformat(), m.start(), m.end(), m.group(0)))
+
+    for pattern, offset in _DATE_RELATIVE:
+        for m in pattern.finditer(text):
+            add(m, today + timedelta(days=offset))
+    for m in _DATE_IN_DAYS.finditer(text):
+        add(m, today + timedelta(days=int(m.group("n") or m.group("jn"))))
+    for m in _DATE_ISO.finditer(text):
+        add(m, _make_date(int(m["y"]), int(m["m"]), int(m["d"])))
+    for m in [*_DATE_MD.finditer(text), *_DATE_JA.finditer(text)]:
+        year = m.groupdict().get("y")
+        add(m, _upcoming(today, int(m["m"]), int(m["d"]), int(year) if year else None))
+    for m in _DATE_EN.finditer(text):
+        month = (m["mon1"] or m["mon2"]).lower()
+        if month in _MONTHS_EN:
+            day = int(m["d1"] or m["d2"])
+            add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, day, None))
+    for m in _WEEKDAY.finditer(text):
+        weekday = _WEEKDAYS_EN.index(m["en"].lower()) if m["en"] else _WEEKDAYS_JA.index(m["ja"])
+        ahead = (weekday - today.weekday()) % 7 or 7
+        if m["next"] or m["jnext"]:
+            # "next Monday" / 来週月曜: the one in the following week.
+            ahead = 7 - today.weekday() + weekday
+        add(m, today + timedelta(days=ahead))
+    return found
+
+
+def _make_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _upcoming(today: date, month: int, day: int, year: int | None) -> date | None:
+    """The date ``month/day`` in ``year``, or its next occurrence from ``today``."""
+    if year is not None:
+        return _make_date(year, month, day)
+    candidate = _make_date(today.year, month, day)
+    if candidate is not None and candidate < today:
+        candidate = _make_date(today.year + 1, month, day)
+    return candidate

@@ -1,0 +1,47 @@
+"""Action handlers of the shipped ``robot_cell`` example domain (offline stand-ins for the
+cell's calendar and logbook): deterministic, so conversation tests can quote their results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ..actions import ActionCall, ActionResult
+
+__all__ = ["book_maintenance", "record_changeover"]
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def book_maintenance(call: ActionCall) -> ActionResult:
+    """Reserve the slot; the booking number derives from what was booked."""
+    slots = dict(call.slots)
+    booking_id = "MB-" + _digest(slots.get("machine"), slots.get("date"), slots.get("time"))[:6]
+    return ActionResult(
+        summary={"booking_id": booking_id.upper()},
+        data={
+            "booking_id": booking_id.upper(),
+            "machine": slots.get("machine"),
+            "date": slots.get("date"),
+            "time": slots.get("time"),
+            "duration_min": 90,
+        },
+    )
+
+
+def record_changeover(call: ActionCall) -> ActionResult:
+    """Log the changeover with its full checklist: large, so the state keeps a reference."""
+    record_id = "CO-" + _digest(call.thread_id, call.goal)[:6].upper()
+    checklist = [
+        {
+            "step": n,
+            "checked": True,
+            "torque_nm": 4.5 if n == 3 else None,
+            "notes": "verified by operator; see the cell's changeover standard CS-12 " * 3,
+        }
+        for n in range(1, 6)
+    ]
+    return ActionResult(summary={"record_id": record_id}, data={"checklist": checklist})

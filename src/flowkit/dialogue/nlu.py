@@ -1,0 +1,283 @@
+"""Intent recognition (IR): an offline recogniser (the default) and an LLM recogniser behind
+one interface, ``understand(text, context, llm) -> Understanding``.
+
+The offline recogniser scores intents and FAQ questions by fuzzy similarity to their examples
+and by keywords, finds entities, and falls back to ``OOS`` under the domain's threshold. The
+LLM recogniser asks for intent, entities and commands (set or correct a slot, cancel) as
+structured output and hands over to the offline recogniser on any ``LLMError``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from .._logging import get_logger
+from ..errors import LLMError
+from ._text import best_similarity, keyword_hits, normalize
+from .domain import INFORM, Domain
+from .entities import EntityExtractor, is_correction
+from .state import ChatMessage, Entity, JsonScalar
+
+if TYPE_CHECKING:
+    from .entities import Found
+
+__all__ = [
+    "LLMRecognizer",
+    "OfflineRecognizer",
+    "Recognizer",
+    "TurnContext",
+    "Understanding",
+]
+
+_STRONG = 0.8  # an intent this sure wins even while a question waits for a slot value
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What IR knows besides the text: the slot just asked for, the language, today, history."""
+
+    expects: str | None
+    lang: str
+    today: date
+    history: tuple[ChatMessage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Understanding:
+    """IR's result: the intent type (OOS / QUESTION / SMALL_TALK / task or control intent /
+    inform), the entities, how sure it is, which recogniser answered, and the best match's
+    name (a FAQ id or small-talk intent, for the non-task policy)."""
+
+    intent_type: str
+    entities: list[Entity] = field(default_factory=list)
+    confidence: float = 0.0
+    source: Literal["offline", "llm"] = "offline"
+    match: str | None = None
+
+
+class Recognizer(Protocol):
+    def understand(self, text: str, context: TurnContext, llm: Any = None) -> Understanding: ...
+
+
+class OfflineRecognizer:
+    """Examples + keywords with fuzzy similarity, entities by rule; no model, no network."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self.extractor = EntityExtractor(domain)
+        langs = domain.languages
+        # (kind, name) -> (examples, keywords); every language's phrases count for any input.
+        self._candidates: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        for name, intent in domain.intents.items():
+            examples = [self._strip(e) for lang in langs for e in intent.examples.get(lang, [])]
+            keywords = [k for lang in langs for k in intent.keywords.get(lang, [])]
+            self._candidates[(intent.kind, name)] = (examples, keywords)
+        for name, faq in domain.faq.items():
+            examples = [self._strip(q) for lang in langs for q in faq.questions.get(lang, [])]
+            keywords = [k for lang in langs for k in faq.keywords.get(lang, [])]
+            self._candidates[("faq", name)] = (examples, keywords)
+
+    def _strip(self, text: str) -> str:
+        # Examples lose their entity values too, so "book robot 2" still matches "book it".
+        found = self.extractor.extract(text, date(2000, 1, 1))
+        return normalize(_remove_spans(text, found))
+
+    def scores(
+        self, text: str, kinds: tuple[str, ...] | None = None, found: list[Found] | None = None
+    ) -> list[tuple[float, str, str]]:
+        """(score, kind, name) for every candidate, best first.
+
+        Entity values are cut out first, so "next Monday" is a date, not the intent `next`.
+        A keyword puts a candidate at 0.8 (control intents 0.85), more for more keywords, with
+        similarity breaking ties between candidates that share a keyword.
+        """
+        if found is None:
+            found = self.extractor.extract(text, date(2000, 1, 1))
+        stripped = normalize(_remove_spans(text, found))
+        ranked = []
+        for (kind, name), (examples, keywords) in self._candidates.items():
+            if kinds is not None and kind not in kinds:
+                continue
+            score = best_similarity(stripped, examples) if stripped else 0.0
+            hits = keyword_hits(stripped, keywords)
+            if hits:
+                base = 0.85 if kind == "control" else 0.8
+                score = max(score, min(0.97, base + 0.05 * (hits - 1) + 0.1 * score))
+            ranked.append((score, kind, name))
+        return sorted(ranked, key=lambda r: -r[0])
+
+    def best(self, text: str, kinds: tuple[str, ...]) -> tuple[str | None, float]:
+        """The best FAQ id or small-talk intent for ``text`` above the threshold (for NP)."""
+        ranked = self.scores(text, kinds)
+        if ranked and ranked[0][0] >= self.domain.threshold:
+            return ranked[0][2], ranked[0][0]
+        return None, ranked[0][0] if ranked else 0.0
+
+    def understand(self, text: str, context: TurnContext, llm: Any = None) -> Understanding:
+        correction = is_correction(text)
+        found = self.extractor.extract(text, context.today)
+        entities = [
+            Entity(entity=f.entity, value=f.value, text=f.text, correction=correction)
+            for f in found
+        ]
+        ranked = self.scores(text, found=found)
+        score, kind, name = ranked[0] if ranked else (0.0, "", "")
+        threshold = self.domain.threshold
+        if context.expects is not None:
+            if score >= max(threshold, _STRONG):
+                return self._intent(kind, name, score, entities)
+            slot_entity = self._slot_entity(context.expects)
+            if not entities and slot_entity is not None:
+                value = self._context_value(slot_entity, text)
+                if value is not None:
+                    entities = [
+                        Entity(
+                            entity=slot_entity,
+                            value=value,
+                            text=text.strip(),
+                            slot=context.expects,
+                            correction=correction,
+                        )
+                    ]
+            if entities:
+                return Understanding(INFORM, entities, max(score, threshold))
+        if score >= threshold:
+            return self._intent(kind, name, score, entities)
+        return Understanding("OOS", entities, score)
+
+    def _slot_entity(self, slot: str) -> str | None:
+        spec = self.domain.slots.get(slot)
+        return spec.entity if spec is not None else None
+
+    def _context_value(self, entity: str, text: str) -> JsonScalar:
+        """A value read only because the question asked for it: a free-text reply, a bare
+        hour ("3" for a time), or a choice said a little differently."""
+        kind = self.domain.entities[entity].kind
+        if kind == "text":
+            return self.extractor.strip_text(entity, text) or None
+        bare = normalize(text)
+        if kind == "time" and re.fullmatch(r"\d{1,2}", bare) and int(bare) < 24:
+            return f"{int(bare):02d}:00"
+        return None
+
+    def _intent(self, kind: str, name: str, score: float, entities: list[Entity]) -> Understanding:
+        if kind == "faq":
+            return Understanding("QUESTION", entities, score, match=name)
+        if kind == "small_talk":
+            return Understanding("SMALL_TALK", entities, score, match=name)
+        return Understanding(name, entities, score, match=name)
+
+
+class _LLMEntity(BaseModel):
+    entity: str
+    value: str | int | float
+
+
+class _LLMCommand(BaseModel):
+    command: Literal["set_slot", "correct_slot", "cancel"]
+    slot: str | None = None
+    value: str | int | float | None = None
+
+
+class LLMAnswer(BaseModel):
+    """The structured answer the LLM recogniser asks for."""
+
+    intent: str = Field(description="an intent name, a FAQ id, QUESTION, SMALL_TALK or OOS")
+    entities: list[_LLMEntity] = []
+    commands: list[_LLMCommand] = []
+
+
+class LLMRecognizer:
+    """Asks ``ctx.llm`` for intent, entities and commands; the offline recogniser answers when
+    there is no LLM or it fails (timeout, refused connection, an answer off the schema)."""
+
+    def __init__(self, domain: Domain, fallback: OfflineRecognizer | None = None) -> None:
+        self.domain = domain
+        self.offline = fallback or OfflineRecognizer(domain)
+
+    def understand(self, text: str, context: TurnContext, llm: Any = None) -> Understanding:
+        if llm is None:
+            return self.offline.understand(text, context)
+        try:
+            answer = llm.complete(self._prompt(text, context), schema=LLMAnswer).parsed
+            parsed = answer if isinstance(answer, LLMAnswer) else LLMAnswer.model_validate(answer)
+        except LLMError as exc:
+            get_logger().info("dialogue_ir_fallback", error_type=type(exc).__name__)
+            return self.offline.understand(text, context)
+        return self._map(parsed, text, context)
+
+    def _map(self, answer: LLMAnswer, text: str, context: TurnContext) -> Understanding:
+        domain, parse = self.domain, self.offline.extractor.parse
+        correction = is_correction(text)
+        entities: list[Entity] = []
+        for item in answer.entities:
+            value = parse(item.entity, item.value, context.today)
+            if value is not None:
+                entities.append(Entity(entity=item.entity, value=value, correction=correction))
+        intent = answer.intent
+        for command in answer.commands:
+            if command.command == "cancel":
+                intent = "cancel"
+            elif command.slot in domain.slots and command.value is not None:
+                entity = domain.slots[command.slot].entity
+                value = parse(entity, command.value, context.today)
+                if value is not None:
+                    entities.append(
+                        Entity(
+                            entity=entity,
+                            value=value,
+                            slot=command.slot,
+                            correction=command.command == "correct_slot",
+                        )
+                    )
+        spec = domain.intents.get(intent)
+        if intent in domain.faq:
+            return Understanding("QUESTION", entities, 1.0, "llm", match=intent)
+        if spec is not None and spec.kind == "small_talk":
+            return Understanding("SMALL_TALK", entities, 1.0, "llm", match=intent)
+        known = spec is not None or intent in ("QUESTION", "SMALL_TALK", INFORM, "cancel")
+        if not known or (intent == "OOS" and entities and context.expects):
+            intent = INFORM if entities and context.expects else "OOS"
+        return Understanding(intent, entities, 1.0, "llm")
+
+    def _prompt(self, text: str, context: TurnContext) -> list[dict[str, str]]:
+        domain, lang = self.domain, context.lang
+        intents = "\n".join(
+            f"- {name} ({spec.kind}): {'; '.join(spec.examples.get(lang, [])[:2])}"
+            for name, spec in domain.intents.items()
+        )
+        faq = "\n".join(f"- {n}: {f.questions.get(lang, [''])[0]}" for n, f in domain.faq.items())
+        slots = "\n".join(
+            f"- {n}: {domain.entities[s.entity].kind}" for n, s in domain.slots.items()
+        )
+        history = "\n".join(f"{m.role}: {m.content}" for m in context.history[-4:])
+        system = (
+            "You are the language-understanding step of a task-oriented assistant. Classify "
+            "the user's last message and extract slot values. Reply with JSON only: "
+            '{"intent": ..., "entities": [{"entity": ..., "value": ...}], "commands": '
+            '[{"command": "set_slot"|"correct_slot"|"cancel", "slot": ..., "value": ...}]}.\n'
+            f"Intents (name (kind): examples):\n{intents}\n"
+            f"FAQ ids (use the id as the intent for these questions):\n{faq or '- none'}\n"
+            f"Slots (name: kind):\n{slots or '- none'}\n"
+            "Use OOS for anything else, and `inform` when the message only gives slot values. "
+            f"Dates are YYYY-MM-DD (today is {context.today.isoformat()}); times are HH:MM."
+        )
+        expects = (
+            f"The assistant just asked for slot `{context.expects}`.\n" if context.expects else ""
+        )
+        user = f"{expects}Conversation so far:\n{history or '(none)'}\n\nMessage: {text}"
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _remove_spans(text: str, found: list[Found]) -> str:
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", text)
+    for item in sorted(found, key=lambda f: -f.start):
+        text = text[: item.start] + " " + text[item.end :]
+    return text

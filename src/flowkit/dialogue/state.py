@@ -1,0 +1,175 @@
+"""The dialogue state: seed 001 §2 keys, with §3's reducers (messages, exec_trace and
+tool_calls append; everything else is overwritten).
+
+Names follow the §4.1 matrix where §2 differs: ``next_action`` (§2 ``nexts``), ``goal_state``
+(§2 ``goal_phase``), ``messages`` (§2 ``ChatHistory``), ``user_text`` (§2
+``last_user_message``). Keys no node of the matrix writes are read-only views derived from
+the others: ``last_user_message``, ``last_ai_message``, ``filled_slots``, ``action_history``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._node import NodeError
+from .._reducers import append
+
+__all__ = [
+    "ChatMessage",
+    "DialogueState",
+    "Entity",
+    "GoalState",
+    "JsonScalar",
+    "NextAction",
+    "ResponsePlan",
+    "ToolCall",
+    "TraceEntry",
+]
+
+JsonScalar = str | int | float | bool | None
+Mode = Literal["SLOT_FILLING", "STEP_BY_STEP"]
+#: What the policies decided (seed 001 §2.3 ``nexts``: clarify / respond / execute_step).
+NextAction = Literal["respond", "clarify", "execute_step", "fallback", "end"]
+GoalStatus = Literal["idle", "active", "completed", "cancelled", "failed"]
+Command = Literal["start", "continue", "next", "back", "repeat", "cancel"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChatMessage(_Frozen):
+    """One utterance. Assistant messages remember the plan they came from and the slot they
+    asked for (``expects``), which is how IR knows what a bare "3 pm" answers."""
+
+    role: Literal["user", "assistant"]
+    content: str
+    lang: str = "en"
+    turn_id: int | None = None
+    response_id: str | None = None
+    expects: str | None = None
+    ts: float | None = None
+
+
+class Entity(_Frozen):
+    """A value IR found: which entity, its normalised value, and the words it came from.
+
+    ``slot`` is set when the recogniser knows the slot it fills (an LLM command, or the reply
+    to a question); ``correction`` when the user corrects an earlier value ("no, 3 pm").
+    """
+
+    entity: str
+    value: JsonScalar
+    text: str = ""
+    slot: str | None = None
+    correction: bool = False
+
+
+class GoalState(_Frozen):
+    """Where the current goal stands (seed 001 §8's open question, decided here).
+
+    ``command`` is what GST understood this turn and GE carries out; ``fresh`` marks a goal
+    started this turn (its slots start empty); ``result`` is a small summary of the action's
+    result for the reply (the full result is ``tool_result`` or ``tool_result_ref``).
+    """
+
+    goal: str | None = None
+    status: GoalStatus = "idle"
+    current_step: int | None = None
+    total_steps: int = 0
+    command: Command | None = None
+    fresh: bool = False
+    result: dict[str, JsonScalar] = {}
+    history: list[str] = []
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+
+class ResponsePlan(_Frozen):
+    """What to say, decided by a policy (NP, SFP or GP) and rendered by a response node.
+
+    ``id`` names a response template; ``params`` fill it; ``slot`` is the slot a clarifying
+    question asks for; ``resume`` asks RN to repeat the pending question after a digression.
+    """
+
+    id: str
+    by: Literal["NP", "SFP", "GP"]
+    lang: str
+    style: Literal["template", "llm"] = "template"
+    slot: str | None = None
+    params: dict[str, JsonScalar] = {}
+    corrected: list[str] = []
+    resume: bool = False
+    outcome: Literal["success", "failure"] = "success"
+    error_type: str | None = None
+
+
+class TraceEntry(_Frozen):
+    """A light execution record (§2.4 ``exec_trace``): slot checks, actions, steps. Holds slot
+    names and codes, never slot values."""
+
+    node: str
+    kind: Literal["slots", "action", "step"]
+    detail: dict[str, Any] = {}
+
+
+class ToolCall(_Frozen):
+    """One action call (§2.4 ``tool_calls``); personal slot values are masked in ``args``."""
+
+    name: str
+    args: dict[str, JsonScalar] = {}
+    status: Literal["ok", "error"] = "ok"
+    latency_ms: float = 0.0
+    result_ref: str | None = None
+    error_type: str | None = None
+
+
+class DialogueState(BaseModel):
+    """Everything a conversation knows; persisted after every step."""
+
+    dialog_state: str = "SG"
+    domain: str = ""
+    thread_id: str = ""
+    turn_id: int = 0
+    messages: Annotated[list[ChatMessage], append] = []
+    user_text: str = ""
+    intent_type: str | None = None
+    entities: list[Entity] = []
+    dialogue_mode: Mode | None = None
+    goal_state: GoalState = GoalState()
+    slots: dict[str, JsonScalar] = {}
+    missing_slots: list[str] = []
+    next_action: NextAction | None = None
+    response_plan: ResponsePlan | None = None
+    clarifying_question: str | None = None
+    exec_trace: Annotated[list[TraceEntry], append] = []
+    tool_calls: Annotated[list[ToolCall], append] = []
+    tool_result: dict[str, Any] | None = None
+    tool_result_ref: str | None = None
+    error: NodeError | None = None
+    final_answer: str | None = None
+
+    @property
+    def last_user_message(self) -> str:
+        return next((m.content for m in reversed(self.messages) if m.role == "user"), "")
+
+    @property
+    def last_ai_message(self) -> str:
+        return next((m.content for m in reversed(self.messages) if m.role == "assistant"), "")
+
+    @property
+    def filled_slots(self) -> list[str]:
+        return list(self.slots)
+
+    @property
+    def action_history(self) -> list[TraceEntry]:
+        """The actions run so far, oldest first (the ``action`` entries of ``exec_trace``)."""
+        return [entry for entry in self.exec_trace if entry.kind == "action"]
+
+    def lang(self) -> str:
+        """The language of the user's latest message."""
+        return next((m.lang for m in reversed(self.messages) if m.role == "user"), "en")

@@ -1,0 +1,110 @@
+"""The dialogue flow: seed 001's nodes wired with the dialogue route tables and §5's
+invariants, for one domain.
+
+``build_flow(domain)`` returns an ordinary ``flowkit.Flow``: run it with a ``Runner``, resume
+the ``SG`` gate with ``{"text": ...}`` for every user turn. ``example_flow()`` is the shipped
+``robot_cell`` domain's flow (the registered workflow ``dialogue``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from .._flow import Flow
+from ..nodes.dialogue.eg import make_eg
+from ..nodes.dialogue.ge import make_ge
+from ..nodes.dialogue.gp import make_gp
+from ..nodes.dialogue.gst import make_gst
+from ..nodes.dialogue.ir import make_ir
+from ..nodes.dialogue.np import make_np
+from ..nodes.dialogue.rn import make_rn
+from ..nodes.dialogue.rp import make_rp
+from ..nodes.dialogue.se import make_se
+from ..nodes.dialogue.sfp import make_sfp
+from ..nodes.dialogue.sst import make_sst
+from ..nodes.dialogue.start_gate import make_start_gate
+from ..routing import dialogue as r
+from .actions import Artifacts, Handler
+from .domain import Domain, load_domain
+from .invariants import invariants_for
+from .services import make_services
+from .state import DialogueState
+
+__all__ = ["CHANGE_CLASSES", "EXAMPLE", "build_flow", "example_flow"]
+
+#: The shipped example domain.
+EXAMPLE = "robot_cell"
+
+#: Which changed fields a front end must react to (events' change classes).
+CHANGE_CLASSES = {
+    "critical": ["final_answer", "error", "dialogue_mode"],
+    "progress": ["goal_state", "slots", "missing_slots", "tool_result_ref"],
+    "approval": ["clarifying_question"],
+}
+
+
+def build_flow(
+    domain: Domain | Mapping[str, Any] | str | Path,
+    *,
+    understanding: Literal["auto", "offline", "llm"] = "auto",
+    actions: Mapping[str, Handler] | None = None,
+    artifacts: Artifacts | None = None,
+) -> Flow:
+    """The dialogue flow for ``domain`` (a ``Domain``, its data, a file or an example name).
+
+    ``understanding``: ``auto`` uses the runner's LLM for IR when it has one, else the offline
+    recogniser; ``offline`` never calls an LLM. ``actions`` overrides handlers by action name;
+    ``artifacts`` keeps large action results (default: in memory).
+    """
+    domain = load_domain(domain)
+    services = make_services(
+        domain, understanding=understanding, actions=actions, artifacts=artifacts
+    )
+    return Flow(
+        name="dialogue",
+        description=f"Task-oriented dialogue (seed 001) for domain `{domain.name}`",
+        state=DialogueState,
+        start=r.SG,
+        gates={r.SG: make_start_gate(services)},
+        nodes={
+            r.IR: make_ir(services),
+            r.NP: make_np(services),
+            r.GST: make_gst(services),
+            r.SST: make_sst(services),
+            r.SE: make_se(services),
+            r.GE: make_ge(services),
+            r.SFP: make_sfp(services),
+            r.GP: make_gp(services),
+            r.RP: make_rp(),
+            r.RN_TEMPLATE: make_rn(services, llm=False),
+            r.RN_LLM: make_rn(services, llm=True),
+            r.EG: make_eg(),
+        },
+        routes={
+            r.SG: r.IR,
+            r.IR: r.route_after_ir,
+            r.NP: r.RP,
+            r.GST: r.route_after_gst,
+            r.SST: r.SE,
+            r.SE: r.route_after_se,
+            r.SFP: r.RP,
+            r.GE: r.GP,
+            r.GP: r.RP,
+            r.RP: r.route_after_rp,
+            r.RN_TEMPLATE: r.EG,
+            r.RN_LLM: r.EG,
+            r.EG: r.route_after_eg,
+        },
+        # Nodes handle their own failures (GE records a failed action as the goal's error),
+        # so anything else that raises is a bug: the thread stops there, visibly.
+        error_field=None,
+        change_classes=CHANGE_CLASSES,
+        invariants=invariants_for(domain),
+    )
+
+
+def example_flow() -> Flow:
+    """The flow of the shipped ``robot_cell`` example domain."""
+    return build_flow(EXAMPLE)

@@ -1,0 +1,74 @@
+"""The nodes of the dialogue workflow (seed 001), one module each, built per domain.
+
+Each factory takes the domain's ``Services`` and returns a node whose ``@node(reads=...,
+writes=...)`` is the seed's §4.1 read/write matrix, so the engine rejects any other write.
+``MATRIX`` restates the matrix as data; ``EXTRA_READS`` lists what a node reads beyond it,
+and why (the matrix is a summary and leaves these inputs out).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["EXTRA_READS", "MATRIX"]
+
+#: Seed 001 §4.1, node -> (reads, writes), with §4.1's names. ``tool_*?`` is written out as
+#: tool_calls, tool_result and tool_result_ref; SG's "request" is the gate input; EG's
+#: "response" is the run result the caller gets, so EG writes no state key.
+MATRIX: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
+    "SG": (frozenset(), frozenset({"messages", "user_text", "turn_id"})),
+    "IR": (frozenset({"user_text", "messages"}), frozenset({"intent_type", "entities"})),
+    "NP": (frozenset({"intent_type", "messages"}), frozenset({"next_action", "response_plan"})),
+    "GST": (
+        frozenset({"intent_type", "entities", "goal_state"}),
+        frozenset({"goal_state", "dialogue_mode"}),
+    ),
+    "SST": (
+        frozenset({"entities", "slots", "missing_slots"}),
+        frozenset({"slots", "missing_slots"}),
+    ),
+    "SE": (
+        frozenset({"slots", "missing_slots", "entities"}),
+        frozenset({"slots", "missing_slots", "exec_trace"}),
+    ),
+    "GE": (
+        frozenset({"goal_state", "slots", "entities"}),
+        frozenset(
+            {"goal_state", "exec_trace", "tool_calls", "tool_result", "tool_result_ref", "error"}
+        ),
+    ),
+    "SFP": (
+        frozenset({"slots", "missing_slots"}),
+        frozenset({"next_action", "clarifying_question", "response_plan"}),
+    ),
+    "GP": (
+        frozenset({"goal_state", "slots", "error"}),
+        frozenset({"next_action", "response_plan"}),
+    ),
+    "RP": (frozenset({"response_plan"}), frozenset()),
+    "RN": (
+        frozenset({"response_plan", "clarifying_question", "goal_state", "slots"}),
+        frozenset({"final_answer", "messages"}),
+    ),
+    "EG": (frozenset({"final_answer", "messages"}), frozenset()),
+}
+
+#: Reads beyond §4.1, each with its reason. Writes never go beyond the matrix.
+EXTRA_READS: Final[dict[str, dict[str, str]]] = {
+    "SG": {"turn_id": "numbers the turn: the next id follows the last one"},
+    "SST": {"goal_state": "which goal's slots to track, and whether it started this turn"},
+    "SFP": {
+        "messages": "the language of the user's turn, to ask in it",
+        "exec_trace": "SE's check of this turn: the reason a value was refused, corrections",
+    },
+    "GP": {"messages": "the language of the user's turn, to answer in it"},
+    "EG": {
+        "turn_id": "§6 turn log",
+        "intent_type": "§6 turn log",
+        "dialogue_mode": "§6 turn log",
+        "next_action": "§6 turn log",
+        "missing_slots": "§6 turn log (names only)",
+        "goal_state": "§6 turn log (current_step)",
+        "response_plan": "§6 turn log (outcome, error type)",
+    },
+}

@@ -1,0 +1,54 @@
+"""Goal Policy (GP): what to say about the goal: the current step, the result of a completed
+goal, a cancellation, a failure, or a question when no goal is running.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..._node import Node, node
+from ...dialogue.state import DialogueState, NextAction, ResponsePlan
+
+if TYPE_CHECKING:
+    from ...dialogue.services import Services
+
+__all__ = ["make_gp"]
+
+
+def make_gp(services: Services) -> Node:
+    domain, renderer = services.domain, services.renderer
+
+    @node(
+        reads=["goal_state", "slots", "error", "messages"], writes=["next_action", "response_plan"]
+    )
+    def goal_policy(state: DialogueState) -> dict[str, Any]:
+        goal = state.goal_state
+        spec = domain.goals.get(goal.goal or "")
+        action: NextAction = "respond"
+        params: dict[str, Any] = {}
+        outcome: Literal["success", "failure"] = "success"
+        error_type: str | None = None
+        if goal.status == "cancelled":
+            response = "goal_cancelled"
+        elif goal.status == "failed":
+            response, outcome = "action_failed", "failure"
+            error_type = state.error.type if state.error else "Error"
+            params["error_type"] = error_type
+        elif goal.status == "completed" and spec is not None:
+            response = spec.done
+        elif goal.active and spec is not None and spec.mode == "STEP_BY_STEP":
+            response, action = "present_step", "execute_step"
+        else:
+            response = "nothing_to_cancel" if goal.command == "cancel" else "no_active_goal"
+        plan = ResponsePlan(
+            id=response,
+            by="GP",
+            lang=state.lang(),
+            style=renderer.style(response),
+            params=params,
+            outcome=outcome,
+            error_type=error_type,
+        )
+        return {"next_action": action, "response_plan": plan}
+
+    return goal_policy

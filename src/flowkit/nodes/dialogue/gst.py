@@ -1,0 +1,65 @@
+"""Goal State Tracker (GST): what the user wants done with the goal this turn.
+
+A task intent starts its goal (or continues it when it is already running); ``cancel`` ends
+the active goal; ``next`` / ``back`` / ``repeat`` become commands for a step-by-step goal;
+anything else (``inform``) continues. ``dialogue_mode`` follows the active goal.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..._node import Node, node
+from ...dialogue.state import DialogueState, GoalState
+
+if TYPE_CHECKING:
+    from ...dialogue.services import Services
+
+__all__ = ["make_gst"]
+
+_STEP_COMMANDS = ("next", "back", "repeat")
+
+
+def make_gst(services: Services) -> Node:
+    domain = services.domain
+
+    @node(reads=["intent_type", "entities", "goal_state"], writes=["goal_state", "dialogue_mode"])
+    def goal_state_tracker(state: DialogueState) -> dict[str, Any]:
+        intent = state.intent_type or ""
+        goal = state.goal_state
+        target = domain.goal_for_intent(intent)
+        if target is not None and not (goal.active and goal.goal == target):
+            spec = domain.goals[target]
+            stepwise = spec.mode == "STEP_BY_STEP"
+            started = GoalState(
+                goal=target,
+                status="active",
+                current_step=0 if stepwise else None,
+                total_steps=len(spec.steps),
+                command="start",
+                fresh=True,
+                history=[f"{goal.goal}:abandoned"] if goal.active else [],
+            )
+            return {"goal_state": started, "dialogue_mode": spec.mode}
+        if not goal.active:
+            # Nothing runs: GP says there is nothing to cancel, or asks what to do.
+            command = "cancel" if intent == "cancel" else "continue"
+            return {"goal_state": GoalState(command=command), "dialogue_mode": None}
+        spec = domain.goals[goal.goal or ""]
+        if intent == "cancel":
+            ended = goal.model_copy(
+                update={
+                    "status": "cancelled",
+                    "command": "cancel",
+                    "fresh": False,
+                    "history": [*goal.history, "cancelled"],
+                }
+            )
+            return {"goal_state": ended, "dialogue_mode": None}
+        command = "continue"
+        if intent in _STEP_COMMANDS and spec.mode == "STEP_BY_STEP":
+            command = intent
+        updated = goal.model_copy(update={"command": command, "fresh": False})
+        return {"goal_state": updated, "dialogue_mode": spec.mode}
+
+    return goal_state_tracker

@@ -1,0 +1,39 @@
+"""Response Nodes (RN): render the plan as the assistant's reply and append it to messages.
+
+``RN_template`` fills the response template; ``RN_llm`` lets the runner's LLM phrase it and
+falls back to the template without an LLM or on any LLM failure. The reply remembers the slot
+it asks for (``expects``), which IR uses to read the next message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..._node import Context, Node, node
+from ...dialogue.state import ChatMessage, DialogueState
+
+if TYPE_CHECKING:
+    from ...dialogue.services import Services
+
+__all__ = ["make_rn"]
+
+_READS = ["response_plan", "clarifying_question", "goal_state", "slots"]
+_WRITES = ["final_answer", "messages"]
+
+
+def make_rn(services: Services, *, llm: bool) -> Node:
+    renderer = services.renderer
+
+    def respond(state: DialogueState, ctx: Context) -> dict[str, Any]:
+        plan = state.response_plan
+        assert plan is not None, "RP guarantees a plan"
+        question = state.clarifying_question if (plan.by == "SFP" or plan.resume) else None
+        args = (plan, state.goal_state, state.slots, question)
+        text = renderer.generate(ctx.llm, *args) if llm else renderer.render(*args)
+        reply = ChatMessage(
+            role="assistant", content=text, lang=plan.lang, response_id=plan.id, expects=plan.slot
+        )
+        return {"final_answer": text, "messages": [reply]}
+
+    respond.__name__ = "response_llm" if llm else "response_template"
+    return node(respond, reads=_READS, writes=_WRITES)

@@ -1,0 +1,61 @@
+"""Slot Evaluator (SE): checks every slot value against its rules; a refused value leaves
+``slots`` and goes first in ``missing_slots``, so it is asked again with the reason.
+
+One ``exec_trace`` entry per turn records what was filled, refused (reason codes) and
+corrected, by slot name only; the policy (SFP) reads it to phrase the next question.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..._node import Context, Node, node
+from ...dialogue.state import DialogueState, TraceEntry
+from ...dialogue.validation import check_value
+
+if TYPE_CHECKING:
+    from ...dialogue.services import Services
+
+__all__ = ["make_se"]
+
+
+def make_se(services: Services) -> Node:
+    domain = services.domain
+
+    @node(
+        reads=["slots", "missing_slots", "entities"],
+        writes=["slots", "missing_slots", "exec_trace"],
+    )
+    def slot_evaluator(state: DialogueState, ctx: Context) -> dict[str, Any]:
+        today = services.today(ctx)
+        slots = dict(state.slots)
+        said = {(e.entity, e.value): e.correction for e in state.entities}
+        filled = [
+            name
+            for name, value in slots.items()
+            if name in domain.slots and (domain.slots[name].entity, value) in said
+        ]
+        corrected = [name for name in filled if said[(domain.slots[name].entity, slots[name])]]
+        rejected: dict[str, dict[str, Any]] = {}
+        for name, value in list(slots.items()):
+            if name not in domain.slots:
+                continue
+            problem = check_value(domain, name, value, today)
+            if problem is not None:
+                code, params = problem
+                rejected[name] = {"reason": code, **params}
+                del slots[name]
+        missing = [*rejected, *(m for m in state.missing_slots if m not in rejected)]
+        entry = TraceEntry(
+            node="SE",
+            kind="slots",
+            detail={
+                "filled": [n for n in filled if n not in rejected],
+                "rejected": rejected,
+                "corrected": [n for n in corrected if n not in rejected],
+                "missing": missing,
+            },
+        )
+        return {"slots": slots, "missing_slots": missing, "exec_trace": [entry]}
+
+    return slot_evaluator

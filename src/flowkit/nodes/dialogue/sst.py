@@ -1,0 +1,48 @@
+"""Slot State Tracker (SST): puts this turn's entities into the active goal's slots.
+
+An entity fills the slot it names (an LLM command, the reply to a question), else the first
+unfilled slot of the goal that takes that entity, else it replaces that slot's value (the
+user changed their mind). ``missing_slots`` is what the goal still needs, in its order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..._node import Node, node
+from ...dialogue.state import DialogueState, JsonScalar
+
+if TYPE_CHECKING:
+    from ...dialogue.services import Services
+
+__all__ = ["make_sst"]
+
+
+def make_sst(services: Services) -> Node:
+    domain = services.domain
+
+    @node(
+        reads=["entities", "slots", "missing_slots", "goal_state"],
+        writes=["slots", "missing_slots"],
+    )
+    def slot_state_tracker(state: DialogueState) -> dict[str, Any]:
+        goal = state.goal_state
+        wanted = domain.goals[goal.goal or ""].slots
+        slots: dict[str, JsonScalar] = (
+            {} if goal.fresh else {k: v for k, v in state.slots.items() if k in wanted}
+        )
+        assigned: set[str] = set()
+        for entity in state.entities:
+            takers = [s for s in wanted if domain.slots[s].entity == entity.entity]
+            if entity.slot in wanted:
+                target: str | None = entity.slot
+            else:
+                target = next((s for s in takers if s not in slots and s not in assigned), None)
+                target = target or next((s for s in takers if s not in assigned), None)
+            if target is not None:
+                slots[target] = entity.value
+                assigned.add(target)
+        missing = [s for s in wanted if s not in slots]
+        return {"slots": slots, "missing_slots": missing}
+
+    return slot_state_tracker

@@ -1,0 +1,59 @@
+"""Start Gate (SG): the user's turn enters the flow here, a flowkit gate the run waits at.
+
+Resuming the thread with ``{"text": ...}`` appends the user's message (with its language and
+arrival time), sets ``user_text`` and numbers the turn. Empty or oversized input is refused
+by the gate's model and the thread keeps waiting.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..._gate import Gate
+from ...dialogue._text import detect_language
+from ...dialogue.state import ChatMessage, DialogueState
+
+if TYPE_CHECKING:
+    from ...dialogue.services import Services
+
+__all__ = ["MAX_CHARS", "UserTurn", "make_start_gate"]
+
+MAX_CHARS = 2000
+
+
+class UserTurn(BaseModel):
+    """What a user sends: one message of 1 to 2,000 characters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(max_length=MAX_CHARS)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("the message is empty; send some text")
+        return value
+
+
+def make_start_gate(services: Services) -> Gate:
+    domain = services.domain
+
+    def start_gate(state: DialogueState, value: UserTurn) -> dict[str, Any]:
+        lang = detect_language(value.text, domain.languages, domain.default_language)
+        turn = state.turn_id + 1
+        message = ChatMessage(
+            role="user", content=value.text, lang=lang, turn_id=turn, ts=round(time.time(), 3)
+        )
+        return {"messages": [message], "user_text": value.text, "turn_id": turn}
+
+    return Gate(
+        UserTurn,
+        apply=start_gate,
+        writes=["messages", "user_text", "turn_id"],
+        description="Start Gate: the user's next message",
+    )
