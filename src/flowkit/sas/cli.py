@@ -94,7 +94,9 @@ def _runner(args: argparse.Namespace, *, needs_llm: bool = True) -> Any:
     from .workflow import flow
 
     llm = from_spec(args.llm) if (args.llm or needs_llm) else None
-    return Runner(flow, store=JsonFileStore(args.store), llm=llm)
+    # Steps here are slow (LLM calls), so marking each attempt costs nothing noticeable and
+    # lets `flowkit recover` tell a killed step from one still running.
+    return Runner(flow, store=JsonFileStore(args.store), llm=llm, track_attempts=True)
 
 
 def print_result(result: Any, out: TextIO) -> int:
