@@ -39,7 +39,15 @@ if TYPE_CHECKING:
     from ._flow import Flow
     from ._runner import Runner
 
-__all__ = ["CallNode", "Cursor", "Outcome", "Sleep", "replay_record", "run_steps"]
+__all__ = [
+    "CallNode",
+    "Cursor",
+    "Outcome",
+    "Sleep",
+    "check_invariants",
+    "replay_record",
+    "run_steps",
+]
 
 
 @dataclass(frozen=True, slots=True)

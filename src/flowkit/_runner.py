@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 from . import _execution as core
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
-from ._invariants import check_invariants
 from ._invoke import call_async, call_sync
 from ._logging import get_logger
 from ._result import Checkpoint, RunResult
@@ -157,7 +156,7 @@ class Runner(Generic[S]):
     ) -> core.Steps:
         cursor = self._initial(thread_id, state)
         if self.flow.invariants:
-            check_invariants(self.flow, thread_id, "__start__", cursor.state, None)
+            core.check_invariants(self.flow, thread_id, "__start__", cursor.state, None)
         self._threads.create(thread_id, cursor)
         if cursor.status != "pending":  # a flow that starts at a gate waits at once
             self._announce(thread_id, run_id, "__start__", cursor, ())

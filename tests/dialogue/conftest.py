@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
@@ -33,26 +31,3 @@ def flow(domain: Domain) -> Flow:
 @pytest.fixture
 def runner(flow: Flow) -> Runner[DialogueState]:
     return Runner(flow, clock=monday)
-
-
-Talk = Callable[..., DialogueState]
-
-
-@pytest.fixture
-def talk(runner: Runner[DialogueState]) -> Talk:
-    """``talk("hello", "bye", thread="t")``: start the thread if needed, send each message,
-    return the state after the last one."""
-
-    def send(*texts: str, thread: str = "t", **start: Any) -> DialogueState:
-        if thread not in runner.threads():
-            runner.start(thread, {"thread_id": thread, "domain": "robot_cell", **start})
-        state = runner.get_state(thread).state
-        for text in texts:
-            state = runner.resume(thread, {"text": text}).state
-        return state
-
-    return send
-
-
-def replies(states: Iterable[DialogueState]) -> list[str | None]:
-    return [s.response_plan.id if s.response_plan else None for s in states]
