@@ -12,7 +12,6 @@ import hashlib
 import importlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from .._atomic import write_atomically
 from ..errors import DomainError
 from .state import JsonScalar
 
@@ -158,16 +158,7 @@ class FileArtifacts:
         path = self._path(ref)
         if not path.exists():
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomically(path, data)
         return ref
 
     def get(self, ref: str) -> bytes:

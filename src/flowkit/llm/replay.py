@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +19,8 @@ from flowkit.errors import LLMConfigError, LLMSchemaError, ReplayMismatchError
 from flowkit.llm._protocol import InProcessLLM
 from flowkit.llm._structured import parse_answer, schema_name
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
+
+from .._atomic import write_atomically
 
 __all__ = ["CASSETTE_FORMAT_VERSION", "ReplayLLM", "load_cassette", "save_cassette"]
 
@@ -138,17 +139,7 @@ def save_cassette(path: str | os.PathLike[str], calls: Sequence[Mapping[str, Any
     """Write ``calls`` to a cassette file atomically (temp file, fsync, rename)."""
     target = Path(path)
     data = {"format_version": CASSETTE_FORMAT_VERSION, "calls": [dict(c) for c in calls]}
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(target, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ import contextlib
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from flowkit.errors import ParameterTableError
+
+from .._atomic import write_atomically
 
 if TYPE_CHECKING:
     import yaml
@@ -222,7 +223,7 @@ class ParameterTable:
                 "place, so write to another file or directory",
                 path=str(target),
             )
-        write_text_atomic(target, self.dumps())
+        write_atomically(target, self.dumps())
         return target
 
 
@@ -283,27 +284,6 @@ def same_file(a: Path, b: Path) -> bool:
         if a.exists() and b.exists():
             return os.path.samefile(a, b)
     return a.resolve() == b.resolve()
-
-
-def write_text_atomic(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` via a temp file in the same directory, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    # Make the rename itself durable; not every platform can open a directory.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 class _LimitError(Exception):

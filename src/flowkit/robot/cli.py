@@ -4,15 +4,14 @@ print what they did and return the process exit code (0 = success, 1 = failure).
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
 from flowkit.errors import InvalidProgramError, RobotProgramError
 
+from .._atomic import write_atomically
 from .compile import compile_program
 from .decompile import decompile
 from .problems import errors_only
@@ -117,15 +116,5 @@ def decompile_command(path: str | Path, output: str | Path) -> int:
 
 
 def _write(path: Path, text: str) -> None:
-    # Write beside the target and rename, so a crash never leaves half a program.
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text)

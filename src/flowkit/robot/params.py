@@ -16,6 +16,7 @@ from typing import Final, TypeVar
 
 from flowkit.errors import ParameterTableError
 
+from .._atomic import write_atomically
 from ._param_report import Action, BlockRef, MappingEntry, MappingReport
 from ._tables import (
     MAX_TABLE_BYTES,
@@ -27,7 +28,6 @@ from ._tables import (
     Slot,
     TeachingTable,
     same_file,
-    write_text_atomic,
 )
 from .steps import Program, Step
 
@@ -390,8 +390,8 @@ def apply_teaching(
     for updated in (result.points, result.numbers, result.flags):
         if updated is not None:
             updated.save(target / updated.filename)
-    write_text_atomic(target / "parameter_mapping.md", result.report.to_markdown())
-    write_text_atomic(
+    write_atomically(target / "parameter_mapping.md", result.report.to_markdown())
+    write_atomically(
         target / "parameter_mapping.json", result.report.model_dump_json(indent=2) + "\n"
     )
     return result.program, result.report

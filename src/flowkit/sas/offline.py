@@ -16,7 +16,7 @@ __all__ = ["compile_file", "decompile_file", "validate_file"]
 
 
 def compile_file(steps: str, output: str, teaching: str | None, out: TextIO) -> int:
-    from ..nodes.sas.program import write_atomically
+    from .._atomic import write_atomically
     from ..robot.cli import compile_command, load_steps
     from ..robot.compile import compile_program, to_program
     from ..robot.params import apply_teaching
@@ -34,6 +34,7 @@ def compile_file(steps: str, output: str, teaching: str | None, out: TextIO) -> 
     except FlowkitError as exc:
         out.write(f"error: {exc}\n")
         return 1
+    target.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(target, xml)
     counts = ", ".join(f"{n} {action}" for action, n in sorted(report.counts().items()))
     out.write(f"wrote {output} (parameters: {counts or 'none'}; report in {target.parent})\n")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -13,10 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from .._atomic import write_atomically
 from .._logging import get_logger
 from .._records import FORMAT_VERSION, Snapshot
 from ..errors import ConflictError, StoreError, ThreadNotFoundError
-from ._jsonl import write_all
 
 __all__ = [
     "JournalHandles",
@@ -61,20 +60,10 @@ def sync_dir(enabled: bool, path: Path) -> None:
 def write_file_atomically(
     path: Path, data: bytes, *, fsync: bool, thread_id: str, what: str
 ) -> None:
-    """Replace ``path`` with ``data`` via a temporary file: readers see old or new, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    """Replace ``path`` with ``data``; a file-system failure becomes a ``StoreError``."""
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            write_all(fd, data)
-            if fsync:
-                os.fdatasync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        sync_dir(fsync, path.parent)
+        write_atomically(path, data, fsync=fsync)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise os_error(what, path, exc, thread_id=thread_id) from exc
 
 

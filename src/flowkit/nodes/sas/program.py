@@ -7,36 +7,20 @@ written atomically, so a reader never sees half a program.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..._atomic import write_atomically
 from ..._node import Context, node
 from ...errors import FlowkitError
 from ...robot.steps import Program, TaskSteps, build_program
 from ...sas.catalogs import catalog_for
 from ...sas.state import GeneratedXml, SasState
 
-__all__ = ["generate_individual_xmls", "merge_xml", "parameter_mapping", "write_atomically"]
+__all__ = ["generate_individual_xmls", "merge_xml", "parameter_mapping"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _ordered_tasks(state: SasState, steps: dict[str, TaskSteps]) -> list[TaskSteps]:
@@ -75,6 +59,7 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
         try:
             # Alone, a task calls sub-programs defined elsewhere: validated after the merge.
             text = compile_program([task], catalog=catalog, deterministic=True, validate=False)
+            path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, text)
             generated.append(GeneratedXml(task=task.task, path=str(path)))
         except (FlowkitError, OSError) as exc:
@@ -161,6 +146,7 @@ def merge_xml(state: SasState, ctx: Context) -> dict[str, Any]:
     if errors:
         return _fail("The merged XML failed validation: " + "; ".join(map(str, errors[:10])))
     path = Path(state.run_output_directory or ".") / "flow.xml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, text)
     return {
         "final_flow_xml_path": str(path),
