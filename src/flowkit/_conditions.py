@@ -8,6 +8,7 @@ check them against its state model. ``when(name, fn)`` wraps any pure function, 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -54,17 +55,20 @@ def _same(actual: Any, expected: Any) -> bool:
     return inner is not _MISSING and inner == expected
 
 
-class Condition:
+class Condition(ABC):
     """Base of every condition: callable on a state, combinable, describable, serialisable."""
 
+    @abstractmethod
     def __call__(self, state: Any) -> bool:
-        raise NotImplementedError  # pragma: no cover - every subclass implements it
+        """Whether the condition holds for ``state`` (a model or a mapping)."""
 
+    @abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError  # pragma: no cover
+        """A short human-readable form, used in diagrams and error messages."""
 
+    @abstractmethod
     def to_data(self) -> Any:
-        raise NotImplementedError  # pragma: no cover
+        """The JSON form that ``condition_from_data`` reads back."""
 
     def fields(self) -> frozenset[str]:
         """Top-level state fields this condition reads."""

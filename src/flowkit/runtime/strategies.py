@@ -11,6 +11,7 @@ otherwise use ``otherwise``. ``Reset`` (strategy 3): back to the start, fields c
 from __future__ import annotations
 
 import string
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,13 +46,14 @@ class PlanContext:
     state_at: Callable[[int], Mapping[str, Any]]  # JSON state at a checkpoint version
 
 
-class Strategy:
+class Strategy(ABC):
     """Base of the strategies: ``plan`` returns the patch, or ``None`` when it cannot apply."""
 
     name: ClassVar[str] = "strategy"
 
+    @abstractmethod
     def plan(self, ctx: PlanContext, notes: list[str]) -> Patch | None:
-        raise NotImplementedError  # pragma: no cover - every strategy implements it
+        """The patch that recovers the thread described by ``ctx``, noting why in ``notes``."""
 
     def problems(self, flow: Flow) -> list[str]:
         return []
