@@ -11,19 +11,20 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
 from structlog.testing import capture_logs
 
-from flowkit import END, Flow, Gate, Route, RouteTable, Runner, append, field
+from flowkit import Runner
 from flowkit._records import InputRecord, PatchRecord, Snapshot, StartRecord, StepRecord
 from flowkit.stores import JsonFileStore, MemoryStore, Store, ThreadLog
 from flowkit.stores._protocol import AnyRecord
 from flowkit.testing._contract_flows import assert_identical
+
+from .conftest import TALLY
 
 json_values = st.recursive(
     st.none()
@@ -146,38 +147,6 @@ def test_random_record_sequences_come_back_identical_through_snapshots_and_reope
 # -- a flow resumed through fresh stores equals an in-memory reference run -----------------------
 
 
-class Tally(BaseModel):
-    seen: Annotated[list[int], append] = []
-    total: int = 0
-    stop: bool = False
-
-
-class Number(BaseModel):
-    value: int
-    stop: bool = False
-
-
-def take(state: Tally, number: Number) -> dict[str, Any]:
-    return {"seen": [number.value], "stop": number.stop}
-
-
-def add(state: Tally) -> dict[str, Any]:
-    return {"total": sum(state.seen)}
-
-
-_TALLY = Flow(
-    name="tally_property",
-    state=Tally,
-    start="inbox",
-    nodes={"add": add},
-    gates={"inbox": Gate(Number, apply=take)},
-    routes={
-        "inbox": "add",
-        "add": RouteTable("after_add", [Route(field("stop"), END)], default="inbox"),
-    },
-)
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     values=st.lists(st.integers(-(10**12), 10**12), min_size=1, max_size=25),
@@ -188,7 +157,7 @@ _TALLY = Flow(
 def test_resuming_through_fresh_stores_with_snapshots_matches_an_in_memory_run(
     values: list[int], min_snapshot_bytes: int, ratio: float, reopen_every: int
 ) -> None:
-    reference: Runner[Any] = Runner(_TALLY, store=MemoryStore())
+    reference: Runner[Any] = Runner(TALLY, store=MemoryStore())
     expected = [reference.start("t")]
     for value in values:
         expected.append(reference.resume("t", {"value": value}))
@@ -202,7 +171,7 @@ def test_resuming_through_fresh_stores_with_snapshots_matches_an_in_memory_run(
                     tmp, fsync=False, min_snapshot_bytes=min_snapshot_bytes, snapshot_ratio=ratio
                 )
             )
-            return Runner(_TALLY, store=opened[-1])
+            return Runner(TALLY, store=opened[-1])
 
         try:
             current = runner()
