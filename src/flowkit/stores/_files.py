@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -128,8 +128,11 @@ class JournalHandles:
         self._fds: OrderedDict[str, int] = OrderedDict()
         self._max_open = max_open
 
-    def get(self, thread_id: str, path: Path, *, create: bool) -> tuple[int, bool]:
-        """The descriptor of ``path`` and whether it was (re)opened rather than cached."""
+    def get(self, thread_id: str, path: Callable[[], Path], *, create: bool) -> tuple[int, bool]:
+        """The descriptor of the journal at ``path()`` and whether it was (re)opened.
+
+        ``path`` is only called to open the file: building paths costs more than a cached hit.
+        """
         fd = self._fds.get(thread_id)
         if fd is not None:
             if os.fstat(fd).st_nlink:
@@ -138,13 +141,14 @@ class JournalHandles:
             # The journal was deleted (and maybe recreated) behind our back: never write
             # into the unlinked file, where the data would silently vanish.
             os.close(self._fds.pop(thread_id))
+        journal = path()
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
         try:
-            fd = os.open(path, flags, 0o644)
+            fd = os.open(journal, flags, 0o644)
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
-            raise os_error("open", path, exc, thread_id=thread_id) from exc
+            raise os_error("open", journal, exc, thread_id=thread_id) from exc
         self._fds[thread_id] = fd
         while len(self._fds) > self._max_open:
             _, old = self._fds.popitem(last=False)

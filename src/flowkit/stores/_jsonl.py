@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import cache
 
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
@@ -85,13 +86,14 @@ _OMITTED_DEFAULTS: dict[str, object] = {
 }
 
 
+@cache
+def _omittable(kind: type[BaseModel]) -> tuple[tuple[str, object], ...]:
+    return tuple((n, d) for n, d in _OMITTED_DEFAULTS.items() if n in kind.__pydantic_fields__)
+
+
 def encode(thread_id: str, model: BaseModel) -> bytes:
     """One record (or snapshot) as JSON bytes; ``StoreError`` if JSON cannot hold it."""
-    omit = {
-        name
-        for name, default in _OMITTED_DEFAULTS.items()
-        if name in type(model).model_fields and getattr(model, name) == default
-    }
+    omit = {name for name, default in _omittable(type(model)) if getattr(model, name) == default}
     try:
         return model.model_dump_json(exclude=omit).encode()
     except (PydanticSerializationError, UnicodeError) as exc:

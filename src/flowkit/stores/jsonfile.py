@@ -107,7 +107,9 @@ class JsonFileStore:
         return self._dir(thread_id) / _JOURNAL
 
     def _fd(self, thread_id: str, *, create: bool = False) -> int:
-        fd, reopened = self._handles.get(thread_id, self._journal_path(thread_id), create=create)
+        fd, reopened = self._handles.get(
+            thread_id, lambda: self._journal_path(thread_id), create=create
+        )
         if reopened:
             self._tails.pop(thread_id, None)  # a new file: what we knew of its end is stale
         return fd
