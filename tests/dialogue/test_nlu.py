@@ -46,6 +46,8 @@ def offline(domain: Domain) -> OfflineRecognizer:
         ),
         ("今日の正午、コンベア", {"date": "2025-03-10", "time": "12:00", "machine": "conveyor"}),
         ("5日後", {"date": "2025-03-15"}),
+        ("tomorrow at 9", {"date": "2025-03-11", "time": "09:00"}),
+        ("robot 1 at 16", {"machine": "robot_1", "time": "16:00"}),
     ],
 )
 def test_entities_in_both_languages(domain: Domain, text: str, expected: dict[str, str]) -> None:

@@ -10,6 +10,8 @@ import pytest
 from flowkit import Runner
 from flowkit.errors import InvalidResumeInputError, LLMTimeoutError
 from flowkit.robot import decompile, validate_xml
+from flowkit.robot.steps import Step
+from flowkit.robot.text import render
 from flowkit.sas import SasState, flow
 from flowkit.sas.steps_text import render_module_steps
 from flowkit.sas.tasks import TaskList
@@ -132,6 +134,26 @@ def test_one_failing_task_is_isolated_and_retried_on_approval(tmp_path: Path) ->
     assert retried.node == "sas_awaiting_module_steps_review"
     assert retried.state.module_step_failures == {}
     assert runner.resume("cell", {"message": "承認"}).status == "done"
+
+
+def test_steps_written_under_the_failed_note_of_a_task_are_kept(tmp_path: Path) -> None:
+    def broken(prompt: str) -> Any:
+        return {"steps": [{"type": "teleport"}]}
+
+    runner: Runner[SasState] = Runner(flow, llm=scripted(Place_Part=broken))
+    start(runner, tmp_path)
+    review = runner.resume("cell", {"action": "approve"})
+    plan = TaskList(tasks=review.state.sas_step1_generated_tasks)
+    text = render_module_steps(
+        review.state.sas_step2_module_steps, plan, review.state.module_step_failures
+    )
+    # The reviewer fixes the failed task by writing its steps below the "# FAILED" note.
+    place = render([Step.model_validate(s) for s in STEPS["Place_Part"]]).rstrip()
+    note = "# FAILED: " + review.state.module_step_failures["Place_Part"]
+    edited = text.replace(note, f"{note}\n{place}", 1)
+    done = runner.resume("cell", {"action": "edit", "edited": edited})
+    assert done.status == "done", done.state.module_step_failures
+    assert done.state.sas_step2_module_steps["Place_Part"].steps
 
 
 def test_an_llm_timeout_fails_the_step_and_resume_retries_it(tmp_path: Path) -> None:

@@ -60,6 +60,8 @@ _TIME_PATTERNS = (
     re.compile(r"(?P<ap>午前|午後)?(?P<h>\d{1,2})時(?:(?P<half>半)|(?P<m>\d{1,2})分)?"),
     re.compile(r"(?<![\d/:])(?P<h>\d{1,2}):(?P<m>\d{2})(?![\d:])"),
     re.compile(r"\b(?P<word>noon|midday|midnight)\b|(?P<jword>正午)", re.I),
+    # "at 9": a bare hour after "at" (with a colon or am/pm the patterns above read it).
+    re.compile(r"\bat\s+(?P<h>\d{1,2})(?![\d:.])(?!\s*[ap]\.?m\b)(?!\s*[/%-])", re.I),
 )
 _DATE_RELATIVE = (
     (re.compile(r"\bday after tomorrow\b|明後日|あさって", re.I), 2),

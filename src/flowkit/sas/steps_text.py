@@ -74,13 +74,13 @@ def parse_module_steps(text: str, plan: TaskList) -> dict[str, TaskSteps]:
     result: dict[str, TaskSteps] = {}
     for name, (start, lines) in sections.items():
         body = "\n".join(lines)
-        if body.lstrip().startswith("# FAILED"):
-            continue
         try:
             parsed = parse(body)
         except StepTextError as exc:
             at = start + (exc.line or 0)
             raise ValueError(f"line {at} (task {name}): {exc}") from exc
+        if not parsed and body.lstrip().startswith("# FAILED"):
+            continue  # a failed task left as rendered: not edited; steps below the note count
         result[name] = TaskSteps(task=name, kind=_kind(plan, name), steps=parsed)
     return result
 
