@@ -7,12 +7,15 @@ the background; its result is discarded and the run records a ``NodeTimeoutError
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._execution import CallNode
-from .errors import NodeTimeoutError
+from .errors import NodeTimeoutError, RunError
 
-__all__ = ["call_async", "call_sync"]
+if TYPE_CHECKING:
+    from ._flow import Flow
+
+__all__ = ["call_async", "call_sync", "refuse_inside_event_loop"]
 
 
 def call_sync(call: CallNode) -> Any:
@@ -44,9 +47,13 @@ async def _await_with_timeout(awaitable: Any, call: CallNode) -> Any:
 
     if call.node.timeout is None:
         return await awaitable
+    deadline = asyncio.timeout(call.node.timeout)
     try:
-        return await asyncio.wait_for(awaitable, call.node.timeout)
+        async with deadline:
+            return await awaitable
     except TimeoutError:
+        if not deadline.expired():
+            raise  # the node's own wait timed out, not the node: report it as it is
         raise NodeTimeoutError(call.name, call.node.timeout) from None
 
 
@@ -69,3 +76,24 @@ def _run_in_thread(call: CallNode, args: tuple[Any, ...]) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+def refuse_inside_event_loop(flow: Flow, thread_id: str) -> None:
+    """The sync API cannot run a flow's async nodes from inside a running event loop.
+
+    Checked before anything is written, so the caller gets a clear error instead of a
+    thread that failed at a node which never ran.
+    """
+    if not any(node.is_async for node in flow.nodes.values()):
+        return
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RunError(
+        f"Flow `{flow.name}` has async nodes and this call runs inside an event loop; use "
+        "`await runner.astart(...)` / `await runner.aresume(...)` there.",
+        thread_id=thread_id,
+    )

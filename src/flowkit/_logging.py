@@ -20,9 +20,9 @@ MASK = "***"
 _DEFAULT_KEYS = frozenset(
     {"api_key", "apikey", "authorization", "password", "secret", "token", "access_token"}
 )
+_PHONE = re.compile(r"(?<!\w)\+?\d[\d\s()-]{7,}\d(?!\w)")
 _PATTERNS = (
     re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # e-mail
-    re.compile(r"(?<!\w)\+?\d[\d\s()-]{7,}\d(?!\w)"),  # phone-like runs of digits
     re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}\b"),  # API-key-like tokens
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]+=*"),
 )
@@ -62,9 +62,16 @@ class mask_pii:  # noqa: N801 - used like a function in processor chains
         if isinstance(value, str):
             for pattern in self.patterns:
                 value = pattern.sub(MASK, value)
-            return value
+            return _PHONE.sub(_mask_phone, value)
         if isinstance(value, dict):
             return {k: self._mask(str(k), v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return type(value)(self._mask(key, v) for v in value)
         return value
+
+
+def _mask_phone(match: re.Match[str]) -> str:
+    # Phone numbers have 10+ digits (03-1234-5678, +81 90 1234 5678); dates such as
+    # 2024-01-15 have 8 and stay readable.
+    digits = sum(ch.isdigit() for ch in match.group(0))
+    return MASK if digits >= 10 else match.group(0)

@@ -72,11 +72,7 @@ class RouteTable:
             try:
                 matched = route.condition(state)
             except Exception as exc:
-                raise RouteError(
-                    f"Route table `{self.name}`: condition `{route.condition.describe()}` raised "
-                    f"{type(exc).__name__}: {exc}. Make the condition total over the state.",
-                    table=self.name,
-                ) from exc
+                raise _condition_failed(self.name, route, exc) from exc
             if matched:
                 return route.target
         if self.default is None:
@@ -89,7 +85,11 @@ class RouteTable:
     def explain(self, state: Any) -> Resolution:
         """Like ``resolve``, also saying which rule matched."""
         for index, route in enumerate(self._rules):
-            if route.condition(state):
+            try:
+                matched = route.condition(state)
+            except Exception as exc:
+                raise _condition_failed(self.name, route, exc) from exc
+            if matched:
                 return Resolution(route.target, index, route.condition.describe())
         if self.default is None:
             self.resolve(state)  # raises the RouteError with its message
@@ -157,7 +157,7 @@ class RouteTable:
                 for rule in data["rules"]
             ]
             return cls(str(data["name"]), rules, default=data.get("default"))
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise FlowDefinitionError(
                 str(data.get("name", "<route data>")) if isinstance(data, Mapping) else "<data>",
                 [
@@ -170,7 +170,13 @@ class RouteTable:
     def from_json(
         cls, text: str, *, callables: Mapping[str, Callable[[Any], bool]] | None = None
     ) -> RouteTable:
-        return cls.from_data(json.loads(text), callables=callables)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise FlowDefinitionError(
+                "<route data>", [f"route table JSON is not valid JSON: {exc}"]
+            ) from exc
+        return cls.from_data(data, callables=callables)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RouteTable):
@@ -182,6 +188,14 @@ class RouteTable:
 
     def __repr__(self) -> str:
         return f"RouteTable({self.name!r}, {len(self._rules)} rules, default={self.default!r})"
+
+
+def _condition_failed(table: str, route: Route, exc: Exception) -> RouteError:
+    return RouteError(
+        f"Route table `{table}`: condition `{route.condition.describe()}` raised "
+        f"{type(exc).__name__}: {exc}. Make the condition total over the state.",
+        table=table,
+    )
 
 
 def targets_of(route: str | RouteTable) -> frozenset[str]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from . import _execution as core
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
-from ._invoke import call_async, call_sync
+from ._invoke import call_async, call_sync, refuse_inside_event_loop
 from ._logging import get_logger
 from ._result import Checkpoint, RunResult
 from ._threads import Threads
@@ -75,7 +75,15 @@ class Runner(Generic[S]):
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """Call ``subscriber(event)`` for every event; returns a function that unsubscribes."""
         self._subscribers.append(subscriber)
-        return lambda: self._subscribers.remove(subscriber)
+        subscribed = True
+
+        def unsubscribe() -> None:
+            nonlocal subscribed
+            if subscribed:  # a second call is a no-op, not a ValueError
+                subscribed = False
+                self._subscribers.remove(subscriber)
+
+        return unsubscribe
 
     def _emit(self, event: Event) -> None:
         for subscriber in list(self._subscribers):
@@ -194,7 +202,7 @@ class Runner(Generic[S]):
                 "gate; "
                 + (
                     "it has finished: fork it to run again."
-                    if cursor.status == "done"
+                    if cursor.node not in self.flow.nodes  # END or a final state
                     else "resume it without input to continue."
                 ),
                 thread_id=thread_id,
@@ -272,6 +280,7 @@ class Runner(Generic[S]):
 
     def start(self, thread_id: str, state: S | Mapping[str, Any] | None = None) -> RunResult[S]:
         """Create thread ``thread_id`` from ``state`` and run until it waits, finishes or fails."""
+        refuse_inside_event_loop(self.flow, thread_id)
         run_id = _new_run_id()
         with self._threads.lock(thread_id):
             return self._drive(thread_id, run_id, self._start_steps(thread_id, state, run_id))
@@ -298,6 +307,7 @@ class Runner(Generic[S]):
         ``gate`` asserts which gate the caller means; ``expected_version`` makes the call fail
         with ``ConflictError`` if anyone else moved the thread since the caller looked.
         """
+        refuse_inside_event_loop(self.flow, thread_id)
         run_id = _new_run_id()
         with self._threads.lock(thread_id):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)

@@ -81,6 +81,8 @@ class Threads:
     def remember(self, thread_id: str, cursor: Cursor) -> None:
         self._cache[thread_id] = cursor
         self._cache.move_to_end(thread_id)
+        if self.store is None:
+            return  # without a store the cache is the only copy: never evict
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 

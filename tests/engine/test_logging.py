@@ -80,3 +80,10 @@ def test_mask_pii_works_in_a_configured_chain() -> None:
     )
     structlog.get_logger("flowkit").info("x", requester_name="Sato")
     assert output[0]["requester_name"] == "***"
+
+
+def test_mask_pii_keeps_dates_readable_but_masks_phone_numbers() -> None:
+    event = mask_pii()(
+        None, "info", {"note": "on 2024-01-15 call 03-1234-5678 or +81 90 1234 5678"}
+    )
+    assert event["note"] == "on 2024-01-15 call *** or ***"

@@ -528,3 +528,87 @@ def test_a_gate_that_refuses_its_input_keeps_the_thread_waiting(store: Store) ->
         runner.resume("t1", {"comment": "  "})
     assert runner.get_state("t1").status == "waiting"
     assert runner.resume("t1", {"comment": "shorter"}).status == "done"
+
+
+def test_ephemeral_runner_keeps_every_thread_beyond_the_cache_size() -> None:
+    # Without a store the cache is the only copy of a thread: evicting it loses the thread.
+    runner = Runner(doc_flow(), store=None, cache_size=2)
+    for n in range(3):
+        runner.start(f"t{n}")
+    assert runner.threads() == ["t0", "t1", "t2"]
+    assert runner.resume("t0", {"approved": True}).status == "done"
+    with pytest.raises(ThreadExistsError):
+        runner.start("t1")
+
+
+def test_unsubscribing_twice_is_harmless(store: Store) -> None:
+    runner = Runner(doc_flow(), store=store)
+    seen: list[str] = []
+    unsubscribe = runner.subscribe(lambda event: seen.append(event.kind))
+    unsubscribe()
+    unsubscribe()
+    runner.start("t1")
+    assert seen == []
+
+
+def test_a_subscriber_that_unsubscribes_itself_during_an_event_hears_nothing_more(
+    store: Store,
+) -> None:
+    runner = Runner(doc_flow(), store=store)
+    seen: list[str] = []
+
+    def once(event: Any) -> None:
+        seen.append(event.kind)
+        unsubscribe()
+
+    unsubscribe = runner.subscribe(once)
+    runner.start("t1")
+    assert seen == ["node_started"]
+
+
+def test_a_timeout_raised_inside_an_async_node_is_not_reported_as_the_node_timeout(
+    store: Store,
+) -> None:
+    @node(timeout=30)
+    async def impatient(state: Doc) -> None:
+        await asyncio.wait_for(asyncio.sleep(1), 0.01)  # the node's own, much shorter wait
+
+    flow = doc_flow(nodes={"draft": impatient, "publish": lambda s: None}, error_field=None)
+    runner = Runner(flow, store=store)
+    for result in (runner.start("t1"), asyncio.run(runner.astart("t2"))):
+        assert result.error is not None
+        assert result.error.type == "TimeoutError"
+        assert "30 s" not in result.error.message
+
+
+def test_resuming_a_thread_at_a_failed_final_state_says_it_has_finished(store: Store) -> None:
+    flow = Flow(
+        name="rejecting",
+        state=Doc,
+        start="draft",
+        nodes={"draft": lambda s: None},
+        finals={"rejected": "failed"},
+        routes={"draft": "rejected"},
+    )
+    runner = Runner(flow, store=store)
+    assert runner.start("t1").status == "failed"
+    for args in [(), ({"approved": True},)]:
+        with pytest.raises(NotWaitingError, match="it has finished: fork it") as caught:
+            runner.resume("t1", *args)
+        assert "resume it without input" not in str(caught.value)
+
+
+def test_the_sync_api_inside_an_event_loop_refuses_async_nodes_before_writing(
+    store: Store,
+) -> None:
+    async def fast(state: Doc) -> dict[str, Any]:
+        return {"draft": "async"}
+
+    runner = Runner(doc_flow(nodes={"draft": fast, "publish": lambda s: None}), store=store)
+
+    async def inside_a_loop() -> None:
+        with pytest.raises(RunError, match=r"await runner\.astart"):
+            runner.start("t1")
+
+    asyncio.run(inside_a_loop())
+    assert runner.start("t1").status == "waiting", "nothing was written by the refused call"

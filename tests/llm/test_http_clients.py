@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import structlog
 from pydantic import BaseModel
@@ -96,6 +98,21 @@ def test_429_with_small_retry_after_waits_what_the_server_asked(server, connect,
         complete(llm, mode)
 
     assert [e["delay"] for e in logs if e["event"] == "llm_retry"] == [0.0]
+
+
+def test_429_with_a_retry_after_that_is_not_a_number_falls_back_to_the_schedule(
+    server, connect, mode
+):
+    llm = connect(server.url)
+    server.script(
+        fail(429, "", Retry_After="nan"), fail(429, "", **{"Retry-After-Ms": "NaN"}), ok()
+    )
+
+    with structlog.testing.capture_logs() as logs:
+        assert complete(llm, mode).text
+
+    delays = [e["delay"] for e in logs if e["event"] == "llm_retry"]
+    assert len(delays) == 2 and all(not math.isnan(d) and d >= 0 for d in delays)
 
 
 def test_persistent_429_raises_unavailable_with_the_status(server, connect, mode):

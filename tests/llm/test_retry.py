@@ -39,6 +39,9 @@ def test_retry_after_wins_over_the_schedule_but_is_capped():
         ({"retry-after": "1.5"}, 1.5),
         ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
         ({"retry-after": "soon"}, None),
+        ({"retry-after": "nan"}, None),
+        ({"retry-after-ms": "NaN"}, None),
+        ({"retry-after-ms": "nan", "retry-after": "2"}, 2.0),
         ({}, None),
     ],
 )

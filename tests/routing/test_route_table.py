@@ -181,3 +181,25 @@ def test_tables_survive_json_and_resolve_the_same(table: RouteTable, state: Stat
 @given(conditions)
 def test_conditions_survive_their_data_form(condition: Any) -> None:
     assert condition_from_data(condition.to_data()) == condition
+
+
+def test_explain_wraps_a_raising_condition_in_a_route_error_like_resolve() -> None:
+    def broken(state: Any) -> bool:
+        raise KeyError("missing")
+
+    table = RouteTable("t", [Route(when("broken", broken), "a")], default="b")
+    with pytest.raises(RouteError, match="condition `broken"):
+        table.resolve(State())
+    with pytest.raises(RouteError, match="condition `broken"):
+        table.explain(State())
+
+
+def test_route_data_that_is_not_json_is_a_definition_error() -> None:
+    with pytest.raises(FlowDefinitionError, match="not valid JSON"):
+        RouteTable.from_json("{not json")
+
+
+def test_route_data_with_a_bad_field_path_is_a_definition_error() -> None:
+    data = {"name": "t", "rules": [{"when": {"field": "a..b"}, "to": "x"}], "default": "y"}
+    with pytest.raises(FlowDefinitionError, match=r"a\.\.b"):
+        RouteTable.from_data(data)

@@ -5,6 +5,7 @@ Pure functions; the sync and async drivers only carry out the waits decided here
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,19 +47,15 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     ``Retry-After`` may be seconds or an HTTP date; ``headers`` keys are lower case.
     Unparseable values are ignored (``None``) rather than trusted.
     """
-    millis = headers.get("retry-after-ms")
+    millis = _number(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(float(millis) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        return max(millis / 1000.0, 0.0)
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _number(value)
+    if seconds is not None:
+        return max(seconds, 0.0)
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -66,3 +63,14 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
+
+
+def _number(text: str | None) -> float | None:
+    """``text`` as a float, or ``None`` if it is missing, not a number, or NaN."""
+    if text is None:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return None if math.isnan(number) else number
