@@ -13,7 +13,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._events import (
     Completed,
@@ -125,6 +125,24 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     who = getattr(record, "node", None) or getattr(record, "gate", None) or "update_state"
     state = flow.schema.replay(cursor.state, record.update, node=who)
     return Cursor(state, record.next, record.status, record.version, error)
+
+
+def validate_gate_input(flow: Flow, thread_id: str, gate: str, value: Any) -> BaseModel:
+    """The resume input as the gate's model; ``InvalidResumeInputError`` lists what is wrong."""
+    model = flow.gates[gate].input
+    try:
+        if isinstance(value, model):
+            return value
+        return model.model_validate({} if value is None else value)
+    except ValidationError as exc:
+        # Never echo the input back: it may hold personal data.
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        detail = "\n".join(
+            f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
+        )
+        raise InvalidResumeInputError(
+            gate, thread_id=thread_id, errors=[dict(e) for e in errors], detail=detail
+        ) from exc
 
 
 def gate_input_step(

@@ -26,7 +26,6 @@ from ._threads import Threads
 from .errors import (
     CheckpointNotFoundError,
     ConflictError,
-    InvalidResumeInputError,
     InvalidStateError,
     NotWaitingError,
     UnknownGateError,
@@ -192,7 +191,7 @@ class Runner(Generic[S]):
                     status=cursor.status,
                     node=cursor.node,
                 )
-            model = self._validate_input(thread_id, cursor.node, value)
+            model = core.validate_gate_input(self.flow, thread_id, cursor.node, value)
             cursor = core.gate_input_step(self, thread_id, run_id, cursor, model)
         elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
             cursor = core.Cursor(cursor.state, cursor.node, "pending", cursor.version, None)
@@ -221,21 +220,6 @@ class Runner(Generic[S]):
                 expected=expected,
                 actual=actual,
             )
-
-    def _validate_input(self, thread_id: str, gate: str, value: Any) -> BaseModel:
-        model = self.flow.gates[gate].input
-        try:
-            if isinstance(value, model):
-                return value
-            return model.model_validate({} if value is None else value)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False, include_input=False, include_context=False)
-            detail = "\n".join(
-                f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
-            )
-            raise InvalidResumeInputError(
-                gate, thread_id=thread_id, errors=[dict(e) for e in errors], detail=detail
-            ) from exc
 
     # -- drivers -----------------------------------------------------------------------------------
 
