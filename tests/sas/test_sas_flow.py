@@ -223,3 +223,18 @@ def test_markup_from_the_model_or_the_user_ends_up_as_text(tmp_path: Path) -> No
     head = program.stacks[0][0]
     assert head.field("robotName") == hostile, "the text survives as text"
     assert sum(1 for s in program.walk() if s.type == "loop") == 1
+
+
+def test_task_files_of_an_earlier_run_do_not_linger(tmp_path: Path) -> None:
+    stale = tmp_path / "out" / "tasks" / "07_Old_Task.xml"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("<xml/>")
+    keep = stale.parent / "notes.txt"
+    keep.write_text("mine")
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    start(runner, tmp_path)
+    runner.resume("cell", {"action": "approve"})
+    done = runner.resume("cell", {"action": "approve"})
+    written = sorted(p.name for p in stale.parent.glob("*.xml"))
+    assert not stale.exists() and keep.read_text() == "mine"
+    assert written == [Path(g.path).name for g in done.state.generated_node_xmls]

@@ -52,6 +52,10 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
     from ...robot.compile import compile_program
 
     out = Path(state.run_output_directory or ".") / "tasks"
+    # A revision may have fewer or renamed tasks: files an earlier run wrote here would pass
+    # for part of this program. Only our own `NN_<task>.xml` files are removed.
+    for stale in out.glob("[0-9][0-9]_*.xml") if out.is_dir() else ():
+        stale.unlink(missing_ok=True)
     catalog = catalog_for(state.config)
     generated: list[GeneratedXml] = []
     for index, task in enumerate(_ordered_tasks(state, state.sas_step2_module_steps), 1):
