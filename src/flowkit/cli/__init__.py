@@ -11,11 +11,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import __version__
-from .errors import FlowDefinitionError, FlowkitError
+from .. import __version__
+from ..errors import FlowDefinitionError, FlowkitError
 
 if TYPE_CHECKING:
-    from ._flow import Flow
+    from .._flow import Flow
 
 __all__ = ["main"]
 
@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # `-v` may come before or after the command; each parser only sets it when given.
     _configure_logging(getattr(args, "verbose", 0))
-    from ._logging import get_logger
+    from .._logging import get_logger
 
     # Only the command's words: its arguments may hold a robot task or a person's name.
     words = [a for a in (argv if argv is not None else sys.argv[1:]) if a.isidentifier()][:2]
@@ -140,10 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--output-dir", metavar="DIR", help="sas: where flow.xml is written")
     demo.set_defaults(run=_cmd_demo)
 
-    from .sas.cli import add_commands as add_sas_commands
+    from ..sas.cli import add_commands as add_sas_commands
 
     add_sas_commands(commands, common)
-    from .dialogue.cli import add_commands as add_dialogue_commands
+    from ..dialogue.cli import add_commands as add_dialogue_commands
 
     add_dialogue_commands(commands, common)
     return parser
@@ -192,7 +192,7 @@ def _configure_logging(verbosity: int) -> None:
 
     import structlog
 
-    from ._logging import mask_pii
+    from .._logging import mask_pii
 
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     structlog.configure(
@@ -211,7 +211,7 @@ def _configure_logging(verbosity: int) -> None:
 
 def load_target(target: str) -> Flow:
     """The Flow for a TARGET; a target that cannot be loaded ends the command with exit 2."""
-    from .workflows import WorkflowLoadError, load_flow
+    from ..workflows import WorkflowLoadError, load_flow
 
     try:
         return load_flow(target)
@@ -237,14 +237,14 @@ def _cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(json.dumps(flow.to_data(), indent=2, ensure_ascii=False, default=str) + "\n")
     else:
-        from .diagram import to_dot, to_mermaid
+        from ..diagram import to_dot, to_mermaid
 
         out.write(to_mermaid(flow) if args.format == "mermaid" else to_dot(flow))
     return 0
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    from ._route_table import RouteTable
+    from .._route_table import RouteTable
 
     code = 0
     for target in args.targets:
@@ -273,7 +273,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _cmd_workflows(args: argparse.Namespace, out: TextIO) -> int:
-    from .workflows import registered
+    from ..workflows import registered
 
     names = registered()
     width = max(map(len, names), default=0)
@@ -283,13 +283,13 @@ def _cmd_workflows(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
-    from ._cli_store import list_threads
+    from .._cli_store import list_threads
 
     return list_threads(args.store, out, as_json=args.json)
 
 
 def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
-    from ._cli_store import show_thread
+    from .._cli_store import show_thread
 
     return show_thread(
         args.store, args.thread, out, history=args.history, as_json=args.json, flow=args.flow
@@ -297,8 +297,8 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
-    from ._cli_runtime import print_stats
-    from .runtime.monitor import Thresholds
+    from .._cli_runtime import print_stats
+    from ..runtime.monitor import Thresholds
 
     limits = Thresholds(
         max_checkpoint_bytes=int(args.max_checkpoint_mb * 1024 * 1024),
@@ -312,7 +312,7 @@ def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_recover(args: argparse.Namespace, out: TextIO) -> int:
-    from ._cli_runtime import recover_threads
+    from .._cli_runtime import recover_threads
 
     return recover_threads(
         args.store,
@@ -327,10 +327,10 @@ def _cmd_recover(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.name == "sas":
-        from .sas.demo import run_sas_demo
+        from ..sas.demo import run_sas_demo
 
         return run_sas_demo(args.store, args.output_dir, out)
-    from ._cli_demo import run_demo
+    from .._cli_demo import run_demo
 
     return run_demo(args.name, args.store, out)
 
