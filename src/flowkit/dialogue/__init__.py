@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .actions import ActionCall, ActionResult, FileArtifacts, MemoryArtifacts
+    from .actions import ActionCall, ActionRefused, ActionResult, FileArtifacts, MemoryArtifacts
     from .app import Dialogue, Reply
     from .conversations import ConversationResult, load_conversations, run_conversations
     from .domain import Domain, domain_json_schema, load_domain
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionCall",
+    "ActionRefused",
     "ActionResult",
     "ConversationResult",
     "Dialogue",
@@ -43,6 +44,7 @@ __all__ = [
 
 _LAZY = {
     "ActionCall": "actions",
+    "ActionRefused": "actions",
     "ActionResult": "actions",
     "FileArtifacts": "actions",
     "MemoryArtifacts": "actions",

@@ -1,7 +1,10 @@
 """Action handlers: plain callables registered by name that a goal runs when it completes,
 and the artifact stores where results too large for the state are kept by reference.
 
-A handler takes an ``ActionCall`` and returns an ``ActionResult`` (or a mapping, or ``None``).
+A handler takes an ``ActionCall`` and returns an ``ActionResult`` (or a mapping, or ``None``),
+or raises ``ActionRefused`` when the request cannot be granted as asked (the slot is taken):
+the goal stays open and the user is asked again. ``call.ledger`` is where a handler records
+what it took, shared by every conversation on the same store.
 A result whose JSON exceeds the domain's ``result_inline_bytes`` is stored as an artifact and
 the state keeps only its content-hash reference, ``sha256:<hex>``.
 """
@@ -21,10 +24,12 @@ from pydantic import BaseModel
 
 from .._atomic import write_atomically
 from ..errors import DomainError
+from .ledger import Ledger, MemoryLedger
 from .state import JsonScalar
 
 __all__ = [
     "ActionCall",
+    "ActionRefused",
     "ActionResult",
     "Artifacts",
     "FileArtifacts",
@@ -37,12 +42,29 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ActionCall:
-    """What a handler gets: the action and goal names, the slot values, the thread id."""
+    """What a handler gets: the action and goal names, the slot values, the thread id, and
+    the ``ledger`` of what handlers have taken so far (see ``flowkit.dialogue.ledger``)."""
 
     action: str
     goal: str
     slots: Mapping[str, JsonScalar] = field(default_factory=dict)
     thread_id: str = ""
+    ledger: Ledger = field(default_factory=MemoryLedger)
+
+
+class ActionRefused(Exception):  # noqa: N818 - a refusal, not an error: the turn goes on
+    """Raised by a handler that cannot grant the request as asked (the slot is taken).
+
+    The goal stays open with its slots; the reply is the domain's ``response`` (filled with
+    the slot values and ``params``), followed by the question for ``slot`` when one is named,
+    and the user's answer to it runs the action again. ``params`` must not hold personal data.
+    """
+
+    def __init__(self, response: str, *, slot: str | None = None, **params: JsonScalar) -> None:
+        self.response = response
+        self.slot = slot
+        self.params = params
+        super().__init__(f"refused: {response}" + (f" (ask for {slot})" if slot else ""))
 
 
 class ActionResult(BaseModel):

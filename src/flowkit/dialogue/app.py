@@ -23,6 +23,7 @@ from ..routing.dialogue import SG
 from ..stores._protocol import Store
 from .actions import Artifacts, FileArtifacts, Handler
 from .domain import Domain, load_domain
+from .ledger import FileLedger, MemoryLedger
 from .state import DialogueState, JsonScalar
 from .workflow import build_flow
 
@@ -82,8 +83,10 @@ class Dialogue:
     """Conversations of one domain on one store.
 
     ``store`` defaults to memory; pass ``JsonFileStore(dir)`` to keep conversations across
-    processes (large action results then go to ``dir/artifacts``). ``llm`` enables the LLM
-    recogniser (``understanding="auto"``) and LLM-phrased responses (``style: llm``).
+    processes (large action results then go to ``dir/artifacts``, and what actions take, such
+    as booked slots, to ``dir/ledger``, shared by every process on that folder). ``llm``
+    enables the LLM recogniser (``understanding="auto"``) and LLM-phrased responses
+    (``style: llm``).
     """
 
     def __init__(
@@ -101,8 +104,13 @@ class Dialogue:
         root = getattr(store, "root", None)
         if artifacts is None and root is not None:
             artifacts = FileArtifacts(root / "artifacts")
+        ledger = FileLedger(root / "ledger") if root is not None else MemoryLedger()
         self.flow = build_flow(
-            self.domain, understanding=understanding, actions=actions, artifacts=artifacts
+            self.domain,
+            understanding=understanding,
+            actions=actions,
+            artifacts=artifacts,
+            ledger=ledger,
         )
         self.runner: Runner[DialogueState] = Runner(self.flow, store=store, llm=llm, clock=clock)
         self.runner.subscribe(log_nodes)

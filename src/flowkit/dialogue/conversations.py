@@ -22,6 +22,7 @@ from ..errors import DomainError, FlowkitError
 from ..routing.dialogue import SG
 from .actions import Handler
 from .domain import Domain, example_path, load_domain, read_data
+from .ledger import MemoryLedger
 from .services import parse_timezone
 from .state import DialogueState
 from .workflow import build_flow
@@ -136,17 +137,18 @@ def run_conversations(
     llm: Any = None,
     actions: Mapping[str, Handler] | None = None,
 ) -> list[ConversationResult]:
-    """Run every conversation on a fresh in-memory thread of ``domain``'s flow."""
+    """Run every conversation on a fresh in-memory thread of ``domain``'s flow, each with its
+    own empty ledger, so no conversation sees what another one booked."""
     domain = load_domain(domain)
     tests = (
         conversations
         if isinstance(conversations, ConversationFile)
         else load_conversations(conversations)
     )
-    flow = build_flow(domain, actions=actions)
     tz = parse_timezone(domain.timezone)
     results = []
     for index, conversation in enumerate(tests.conversations):
+        flow = build_flow(domain, actions=actions, ledger=MemoryLedger())
         today = conversation.today or tests.today
         moment = datetime.combine(today, time(9, 0), tzinfo=tz) if today else None
         runner: Runner[DialogueState] = Runner(flow, llm=llm, clock=_fixed(moment))

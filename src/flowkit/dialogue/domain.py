@@ -154,7 +154,16 @@ class Domain(_Spec):
     name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
     description: str = ""
     languages: list[str] = Field(["en"], min_length=1)
-    timezone: str = Field("UTC", description="UTC, +09:00 or an IANA name; for today/tomorrow")
+    timezone: str = Field(
+        "UTC",
+        description=(
+            "Where the domain's users are: UTC (default), a fixed offset such as +09:00, or an "
+            "IANA name such as Asia/Tokyo. The current date there is what today/tomorrow/next "
+            "Monday mean and what not_past/max_days_ahead compare with; dates and times users "
+            "give are local to it and stored as said, never converted."
+        ),
+        examples=["UTC", "+09:00", "Asia/Tokyo"],
+    )
     threshold: float = Field(0.6, ge=0, le=1, description="below this, an utterance is OOS")
     style: Style = Field("template", description="default response generation")
     persona: dict[str, str] = Field({}, description="language -> system prompt for LLM replies")

@@ -1,5 +1,5 @@
 """What the dialogue nodes share for one domain: the recognisers, the renderer, the action
-handlers and the artifact store, built once per flow.
+handlers, the artifact store and the ledger, built once per flow.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from .actions import Artifacts, Handler, MemoryArtifacts, resolve_handlers
 from .domain import Domain
+from .ledger import Ledger, MemoryLedger
 from .nlu import LLMRecognizer, OfflineRecognizer, Recognizer
 from .responses import Renderer
 
@@ -27,6 +28,7 @@ class Services:
     handlers: Mapping[str, Handler]
     artifacts: Artifacts
     tz: tzinfo
+    ledger: Ledger
 
     def today(self, ctx: Any) -> date:
         """Today in the domain's time zone, by the runner's clock (so tests can fix it)."""
@@ -40,6 +42,7 @@ def make_services(
     understanding: str = "auto",
     actions: Mapping[str, Handler] | None = None,
     artifacts: Artifacts | None = None,
+    ledger: Ledger | None = None,
 ) -> Services:
     offline = OfflineRecognizer(domain)
     recognizer: Recognizer = offline
@@ -53,6 +56,7 @@ def make_services(
         handlers=resolve_handlers(domain, actions),
         artifacts=artifacts or MemoryArtifacts(),
         tz=parse_timezone(domain.timezone),
+        ledger=ledger if ledger is not None else MemoryLedger(),
     )
 
 

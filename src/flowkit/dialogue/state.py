@@ -23,6 +23,7 @@ __all__ = [
     "GoalState",
     "JsonScalar",
     "NextAction",
+    "Refusal",
     "ResponsePlan",
     "ToolCall",
     "TraceEntry",
@@ -67,12 +68,21 @@ class Entity(_Frozen):
     correction: bool = False
 
 
+class Refusal(_Frozen):
+    """An action handler's ``ActionRefused``: the reply to give and the slot to ask again."""
+
+    response: str
+    slot: str | None = None
+    params: dict[str, JsonScalar] = {}
+
+
 class GoalState(_Frozen):
     """Where the current goal stands (seed 001 §8's open question, decided here).
 
     ``command`` is what GST understood this turn and GE carries out; ``fresh`` marks a goal
     started this turn (its slots start empty); ``result`` is a small summary of the action's
-    result for the reply (the full result is ``tool_result`` or ``tool_result_ref``).
+    result for the reply (the full result is ``tool_result`` or ``tool_result_ref``);
+    ``refusal`` is set while the goal waits for the user to change what the action refused.
     """
 
     goal: str | None = None
@@ -83,6 +93,7 @@ class GoalState(_Frozen):
     fresh: bool = False
     result: dict[str, JsonScalar] = {}
     history: list[str] = []
+    refusal: Refusal | None = None
 
     @property
     def active(self) -> bool:
@@ -122,7 +133,7 @@ class ToolCall(_Frozen):
 
     name: str
     args: dict[str, JsonScalar] = {}
-    status: Literal["ok", "error"] = "ok"
+    status: Literal["ok", "error", "refused"] = "ok"
     latency_ms: float = 0.0
     result_ref: str | None = None
     error_type: str | None = None

@@ -29,6 +29,7 @@ from ..routing import dialogue as r
 from .actions import Artifacts, Handler
 from .domain import Domain, load_domain
 from .invariants import invariants_for
+from .ledger import Ledger
 from .services import make_services
 from .state import DialogueState
 
@@ -51,16 +52,18 @@ def build_flow(
     understanding: Literal["auto", "offline", "llm"] = "auto",
     actions: Mapping[str, Handler] | None = None,
     artifacts: Artifacts | None = None,
+    ledger: Ledger | None = None,
 ) -> Flow:
     """The dialogue flow for ``domain`` (a ``Domain``, its data, a file or an example name).
 
     ``understanding``: ``auto`` uses the runner's LLM for IR when it has one, else the offline
     recogniser; ``offline`` never calls an LLM. ``actions`` overrides handlers by action name;
-    ``artifacts`` keeps large action results (default: in memory).
+    ``artifacts`` keeps large action results and ``ledger`` what actions have taken, shared by
+    every conversation of this flow (both default to memory).
     """
     domain = load_domain(domain)
     services = make_services(
-        domain, understanding=understanding, actions=actions, artifacts=artifacts
+        domain, understanding=understanding, actions=actions, artifacts=artifacts, ledger=ledger
     )
     return Flow(
         name="dialogue",

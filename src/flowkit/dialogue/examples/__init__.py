@@ -1,5 +1,8 @@
 """Action handlers of the shipped ``robot_cell`` example domain (offline stand-ins for the
 cell's calendar and logbook): deterministic, so conversation tests can quote their results.
+
+The calendar is the dialogue's ledger: a slot (machine, day, time) is booked once, and a second
+requester is refused it and asked for another time.
 """
 
 from __future__ import annotations
@@ -7,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..actions import ActionCall, ActionResult
+from ..actions import ActionCall, ActionRefused, ActionResult
 
 __all__ = ["book_maintenance", "record_changeover"]
 
@@ -17,9 +20,15 @@ def _digest(*parts: object) -> str:
 
 
 def book_maintenance(call: ActionCall) -> ActionResult:
-    """Reserve the slot; the booking number derives from what was booked."""
+    """Reserve the slot unless another conversation holds it; the booking number derives
+    from what was booked, and booking the same slot again from the same conversation returns
+    the same booking."""
     slots = dict(call.slots)
     booking_id = "MB-" + _digest(slots.get("machine"), slots.get("date"), slots.get("time"))[:6]
+    key = f"maintenance/{slots.get('machine')}/{slots.get('date')}/{slots.get('time')}"
+    held = call.ledger.claim(key, {"booking_id": booking_id.upper(), "thread_id": call.thread_id})
+    if held is not None and held.get("thread_id") != call.thread_id:
+        raise ActionRefused("slot_taken", slot="time")
     return ActionResult(
         summary={"booking_id": booking_id.upper()},
         data={

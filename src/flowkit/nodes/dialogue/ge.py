@@ -4,7 +4,8 @@ when its slots are filled or its last step is done.
 The action's call is recorded in ``tool_calls`` (personal slot values masked) and
 ``exec_trace`` (the ``action_history``); its result goes to ``tool_result``, or, when larger
 than the domain's ``result_inline_bytes``, to the artifact store with only ``tool_result_ref``
-kept in the state. A failing handler becomes ``error`` and a failed goal, not a crash.
+kept in the state. A failing handler becomes ``error`` and a failed goal, not a crash; a
+handler's ``ActionRefused`` keeps the goal active with the refusal for GP to explain.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..._node import Context, Node, NodeError, is_retryable, node
-from ...dialogue.actions import ActionCall, as_result
-from ...dialogue.state import DialogueState, GoalState, ToolCall, TraceEntry
+from ...dialogue.actions import ActionCall, ActionRefused, as_result
+from ...dialogue.state import DialogueState, GoalState, Refusal, ToolCall, TraceEntry
 
 if TYPE_CHECKING:
     from ...dialogue.services import Services
@@ -77,7 +78,12 @@ def _finish(
     update: dict[str, Any] = {"error": None}
     if spec.action is None:
         update["goal_state"] = goal.model_copy(
-            update={"status": "completed", "result": {}, "history": [*goal.history, "completed"]}
+            update={
+                "status": "completed",
+                "result": {},
+                "history": [*goal.history, "completed"],
+                "refusal": None,
+            }
         )
         update["exec_trace"] = trace
         return update
@@ -85,14 +91,37 @@ def _finish(
     pii = domain.pii_slots()
     started = time.perf_counter()
     error: NodeError | None = None
+    refusal: Refusal | None = None
     try:
         result = as_result(
             services.handlers[spec.action](
                 ActionCall(
-                    action=spec.action, goal=goal.goal or "", slots=values, thread_id=ctx.thread_id
+                    action=spec.action,
+                    goal=goal.goal or "",
+                    slots=values,
+                    thread_id=ctx.thread_id,
+                    ledger=services.ledger,
                 )
             )
         )
+    except ActionRefused as exc:
+        result = None
+        if exc.slot is not None and exc.slot not in spec.slots:
+            error = NodeError(
+                type="ActionRefused",
+                message=f"the handler asked again for `{exc.slot}`, which is not a slot of "
+                f"goal `{goal.goal}`; name one of {spec.slots} or None",
+                node="GE",
+                retryable=False,
+            )
+        else:
+            refusal = Refusal(response=exc.response, slot=exc.slot, params=dict(exc.params))
+            error = NodeError(
+                type="ActionRefused",
+                message=_mask(str(exc), values, pii),
+                node="GE",
+                retryable=False,
+            )
     except Exception as exc:  # a failing handler is the goal's failure, not the turn's
         error = NodeError(
             type=type(exc).__name__,
@@ -111,11 +140,11 @@ def _finish(
             inline = {"summary": result.summary, "bytes": len(data)}
         else:
             inline = {"summary": result.summary, "data": json.loads(data)}
-    status = "failed" if error else "completed"
+    status = "active" if refusal else "failed" if error else "completed"
     call = ToolCall(
         name=spec.action,
         args={k: MASK if k in pii else v for k, v in values.items()},
-        status="error" if error else "ok",
+        status="refused" if refusal else "error" if error else "ok",
         latency_ms=latency,
         result_ref=ref,
         error_type=error.type if error else None,
@@ -129,6 +158,7 @@ def _finish(
             "status": call.status,
             "ref": ref,
             "error_type": call.error_type,
+            "response": refusal.response if refusal else None,
         },
     )
     update.update(
@@ -137,7 +167,8 @@ def _finish(
                 "status": status,
                 "fresh": False,
                 "result": result.summary if result else {},
-                "history": [*goal.history, status],
+                "history": [*goal.history, "refused" if refusal else status],
+                "refusal": refusal,
             }
         ),
         exec_trace=[*trace, entry],

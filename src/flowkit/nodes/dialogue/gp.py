@@ -1,5 +1,6 @@
 """Goal Policy (GP): what to say about the goal: the current step, the result of a completed
-goal, a cancellation, a failure, or a question when no goal is running.
+goal, a cancellation, a failure, an action's refusal (with the question for the slot to
+change), or a question when no goal is running.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def make_gp(services: Services) -> Node:
         spec = domain.goals.get(goal.goal or "")
         action: NextAction = "respond"
         params: dict[str, Any] = {}
+        ask: str | None = None
         outcome: Literal["success", "failure"] = "success"
         error_type: str | None = None
         if goal.status == "cancelled":
@@ -34,6 +36,13 @@ def make_gp(services: Services) -> Node:
             response, outcome = "action_failed", "failure"
             error_type = state.error.type if state.error else "Error"
             params["error_type"] = error_type
+        elif goal.active and goal.refusal is not None:
+            response, outcome, error_type = goal.refusal.response, "failure", "ActionRefused"
+            params.update(goal.refusal.params)
+            ask = goal.refusal.slot
+            if ask is not None:
+                action = "clarify"
+                params["question"] = domain.text(domain.slots[ask].question, state.lang())
         elif goal.status == "completed" and spec is not None:
             response = spec.done
         elif goal.active and spec is not None and spec.mode == "STEP_BY_STEP":
@@ -45,6 +54,7 @@ def make_gp(services: Services) -> Node:
             by="GP",
             lang=state.lang(),
             style=renderer.style(response),
+            slot=ask,
             params=params,
             outcome=outcome,
             error_type=error_type,
