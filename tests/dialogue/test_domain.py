@@ -86,7 +86,8 @@ def test_model_errors_name_the_field_without_echoing_input(tmp_path: Path) -> No
     with pytest.raises(DomainError) as caught:
         load_domain(minimal(threshold=3, slots={"part": {"entity": "part", "pii": "Sato"}}))
     text = "\n".join(caught.value.problems)
-    assert "threshold:" in text and "slots.part.question: Field required" in text
+    assert "threshold: input should be less than or equal to 1; fix the value" in text
+    assert "slots.part.question: `question` is required but missing; add it" in text
     assert "Sato" not in str(caught.value)
 
 
@@ -106,7 +107,7 @@ def test_an_unknown_source_says_what_exists(tmp_path: Path) -> None:
         load_domain("no-such-domain.yaml")
     listing = tmp_path / "list.yaml"
     listing.write_text("- a\n- b\n", encoding="utf-8")
-    with pytest.raises(DomainError, match="expected a mapping of domain keys, got list"):
+    with pytest.raises(DomainError, match="expected a mapping of domain keys, got a list"):
         load_domain(listing)
 
 
@@ -152,3 +153,82 @@ def test_the_example_domain_satisfies_the_schema(domain: Domain) -> None:
     # A structural check without a JSON-schema library: every top-level key is described.
     assert set(data) <= set(schema["properties"])
     assert set(schema["required"]) <= set(data)
+
+
+BROKEN = """\
+name: tiny
+languages: [en]
+intents:
+  order:
+    examples: {en: [order a part]}
+entities:
+  part:
+    kind: choise
+slots:
+  part:
+    entity: part
+    question: {en: Which part?}
+  size:
+    entity: sizes
+    question: {en: Which size?}
+goals:
+  order:
+    intent: order
+    mode: SLOT_FILLING
+    slots: [part, size, colour]
+    colour: red
+"""
+
+
+def test_shape_errors_do_not_hide_unknown_names_and_every_problem_has_its_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(BROKEN, encoding="utf-8")
+    with pytest.raises(DomainError) as caught:
+        load_domain(path)
+    assert caught.value.problems == [
+        "line 8: entities.part.kind: input should be 'regex', 'choice', 'number', 'date', "
+        "'time' or 'text'; fix the value",
+        "line 21: goals.order.colour: unknown key `colour`; remove it or fix its spelling",
+        "line 14: slots.size.entity: entity `sizes` is not defined; add it under entities or "
+        "fix the name",
+    ]
+    # The slot `part` names the malformed entity `part`: that is not reported a second time,
+    # and the goal `order` is malformed, so neither is its unknown slot `colour`.
+
+
+def test_a_typo_in_a_key_suggests_the_key(tmp_path: Path) -> None:
+    data = minimal(entites={})
+    with pytest.raises(DomainError, match=r"unknown key `entites` \(did you mean `entities`\?\)"):
+        load_domain(data)
+
+
+def test_an_unknown_timezone_is_listed_with_the_other_problems() -> None:
+    with pytest.raises(DomainError) as caught:
+        load_domain(minimal(timezone="Mars/Olympus", threshold=2))
+    text = "\n".join(caught.value.problems)
+    assert "timezone: `Mars/Olympus` is unknown" in text and "threshold:" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "the file is empty"),
+        (b"  \n", "the file is empty"),
+        (b"name: \xff\xfe\n", "line 1: (file): not UTF-8 text"),
+        (b"name: a\x00b\n", "a NUL byte"),
+        (b"[" * 100_000, "nested too deeply"),
+        (b"a: " + b"x" * (3 * 1024 * 1024), "a domain file is at most 2 MB"),
+        (b"- a\n", "expected a mapping of domain keys, got a list"),
+    ],
+)
+def test_files_that_are_not_domains_are_plain_problems(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_bytes(content)
+    with pytest.raises(DomainError) as caught:
+        load_domain(path)
+    assert expected in str(caught.value)
+    assert len(str(caught.value)) < 500  # the input is never echoed back

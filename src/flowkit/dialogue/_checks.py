@@ -1,12 +1,15 @@
 """Cross-checks of a domain the pydantic models cannot express: names that must exist,
 phrases every language needs, rules that must fit the entity kind. Every problem is listed,
 each as ``location: what is wrong; what to do``.
+
+``broken`` names the items whose shape was already reported (section -> names, ``*`` for the
+whole section): references to them are not reported again as missing.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ._defaults import BUILTIN_RESPONSES, REASONS
@@ -32,15 +35,38 @@ def response_ids(domain: Domain) -> set[str]:
     return set(domain.responses) | set(BUILTIN_RESPONSES)
 
 
-def domain_problems(domain: Domain) -> list[str]:
+Broken = Mapping[str, Collection[str]]
+
+
+def domain_problems(domain: Domain, *, broken: Broken | None = None) -> list[str]:
+    broken = broken or {}
+    if "languages" in broken:  # unknown languages: which phrases are missing is unknowable
+        domain = domain.model_copy(update={"languages": []})
     found: list[str] = []
     found += _language_problems(domain)
-    found += _intent_problems(domain)
+    found += _timezone_problems(domain)
+    found += _intent_problems(domain, broken)
     found += _entity_problems(domain)
-    found += _slot_problems(domain)
-    found += _goal_problems(domain)
-    found += _response_problems(domain)
+    found += _slot_problems(domain, broken)
+    found += _goal_problems(domain, broken)
+    found += _response_problems(domain, broken)
     return found
+
+
+def _gone(broken: Broken, section: str, name: str) -> bool:
+    names = broken.get(section, ())
+    return "*" in names or name in names
+
+
+def _timezone_problems(domain: Domain) -> list[str]:
+    from ..errors import DomainError
+    from .services import parse_timezone
+
+    try:
+        parse_timezone(domain.timezone)
+    except DomainError as exc:
+        return list(exc.problems)
+    return []
 
 
 def _missing_languages(
@@ -65,7 +91,7 @@ def _language_problems(domain: Domain) -> list[str]:
     return found
 
 
-def _intent_problems(domain: Domain) -> list[str]:
+def _intent_problems(domain: Domain, broken: Broken) -> list[str]:
     found: list[str] = []
     langs = domain.languages
     reserved = {*NON_TASK_INTENTS, INFORM}
@@ -80,7 +106,11 @@ def _intent_problems(domain: Domain) -> list[str]:
                 f"{where}: control intents are {', '.join(CONTROL_INTENTS)}; make `{name}` a "
                 "task or small_talk intent"
             )
-        if intent.kind == "task" and domain.goal_for_intent(name) is None:
+        if (
+            intent.kind == "task"
+            and domain.goal_for_intent(name) is None
+            and not broken.get("goals")
+        ):
             found.append(
                 f"{where}: no goal starts on this task intent; add a goal with "
                 f"`intent: {name}` or change its kind"
@@ -124,19 +154,19 @@ def _entity_problems(domain: Domain) -> list[str]:
     return found
 
 
-def _slot_problems(domain: Domain) -> list[str]:
+def _slot_problems(domain: Domain, broken: Broken) -> list[str]:
     found: list[str] = []
     for name, slot in domain.slots.items():
         where = f"slots.{name}"
         if not _IDENT.match(name):
             found.append(f"{where}: slot names are identifiers (letters, digits, _)")
         entity = domain.entities.get(slot.entity)
-        if entity is None:
+        if entity is None and not _gone(broken, "entities", slot.entity):
             found.append(
                 f"{where}.entity: entity `{slot.entity}` is not defined; add it under "
                 "entities or fix the name"
             )
-        else:
+        elif entity is not None:
             rules = {k for k, v in slot.validation.model_dump().items() if v not in (None, False)}
             for rule in sorted(rules - _RULES_BY_KIND[entity.kind]):
                 found.append(
@@ -154,13 +184,15 @@ def _slot_problems(domain: Domain) -> list[str]:
     return found
 
 
-def _goal_problems(domain: Domain) -> list[str]:
+def _goal_problems(domain: Domain, broken: Broken) -> list[str]:
     found: list[str] = []
     owners: dict[str, str] = {}
     for name, goal in domain.goals.items():
         where = f"goals.{name}"
         intent = domain.intents.get(goal.intent)
-        if intent is None or intent.kind != "task":
+        if _gone(broken, "intents", goal.intent):
+            pass
+        elif intent is None or intent.kind != "task":
             found.append(f"{where}.intent: `{goal.intent}` is not a task intent of this domain")
         elif goal.intent in owners:
             found.append(
@@ -179,29 +211,39 @@ def _goal_problems(domain: Domain) -> list[str]:
             if goal.slots:
                 found.append(f"{where}: `slots` only apply to SLOT_FILLING goals")
         for slot in goal.slots:
-            if slot not in domain.slots:
+            if slot not in domain.slots and not _gone(broken, "slots", slot):
                 found.append(f"{where}.slots: slot `{slot}` is not defined under slots")
         if len(set(goal.slots)) != len(goal.slots):
             found.append(f"{where}.slots: a slot is listed twice")
         for index, step in enumerate(goal.steps):
             found += _missing_languages(f"{where}.steps.{index}", step, domain.languages, "text")
-        if goal.action is not None and goal.action not in domain.actions:
+        if (
+            goal.action is not None
+            and goal.action not in domain.actions
+            and not _gone(broken, "actions", goal.action)
+        ):
             found.append(f"{where}.action: action `{goal.action}` is not declared under actions")
-        if goal.done not in response_ids(domain):
+        if goal.done not in response_ids(domain) and not _gone(broken, "responses", goal.done):
             found.append(f"{where}.done: response `{goal.done}` is not defined under responses")
     return found
 
 
-def _response_problems(domain: Domain) -> list[str]:
+def _response_problems(domain: Domain, broken: Broken) -> list[str]:
     found: list[str] = []
     langs = domain.languages
     for name, intent in domain.intents.items():
-        if intent.response and intent.response not in response_ids(domain):
+        if (
+            intent.response
+            and intent.response not in response_ids(domain)
+            and not _gone(broken, "responses", intent.response)
+        ):
             found.append(
                 f"intents.{name}.response: response `{intent.response}` is not "
                 "defined under responses"
             )
     for rid in sorted(response_ids(domain)):
+        if _gone(broken, "responses", rid):
+            continue
         spec = domain.responses.get(rid)
         text = dict(BUILTIN_RESPONSES.get(rid, {}))
         if spec is not None:

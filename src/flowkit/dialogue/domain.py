@@ -7,12 +7,11 @@ once in a ``DomainError`` naming the file and the path inside it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import DomainError
 
@@ -218,63 +217,52 @@ def load_domain(source: str | Path | Mapping[str, Any] | Domain) -> Domain:
     """A validated domain from a file path, a shipped example name, or plain data.
 
     Raises:
-        DomainError: the file is missing or unreadable, or the domain has problems (all listed).
+        DomainError: the file is missing or unreadable, or the domain has problems (all listed,
+            each with its path in the file and, from a file, its line).
     """
     if isinstance(source, Domain):
         return source
     if isinstance(source, Mapping):
-        return _validate(source, None)
+        return _validate(source, None, {})
+    path = resolve_path(source)
+    from ._report import parse_file
+
+    data, lines = parse_file(path)
+    return _validate(data, str(path), lines)
+
+
+def resolve_path(source: str | Path) -> Path:
+    """The file ``source`` names: a path, else a shipped example's name.
+
+    Raises:
+        DomainError: it is neither (the message lists the shipped examples).
+    """
     path = Path(source)
-    if not path.is_file():
-        shipped = example_path(str(source))
-        if shipped is None:
-            known = ", ".join(example_names()) or "none"
-            raise DomainError(
-                [f"`{source}` is neither a file nor a shipped example ({known}); pass a path."],
-                path=str(source),
-            )
-        path = shipped
-    return _validate(read_data(path), str(path))
+    if path.is_file():
+        return path
+    shipped = example_path(str(source))
+    if shipped is None:
+        known = ", ".join(example_names()) or "none"
+        raise DomainError(
+            [f"`{source}` is neither a file nor a shipped example ({known}); pass a path."],
+            path=str(source),
+        )
+    return shipped
 
 
 def read_data(path: Path) -> Any:
-    """Parse a YAML or JSON file (by suffix), mapping syntax errors to ``DomainError``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DomainError([f"cannot read the file: {exc}"], path=str(path)) from exc
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            problem = f"line {exc.lineno}: invalid JSON: {exc.msg}"
-            raise DomainError([problem], path=str(path)) from exc
-    import yaml
+    """Parse a YAML or JSON file (by suffix); unreadable, oversized, non-UTF-8 or invalid
+    files raise ``DomainError`` saying which and where."""
+    from ._report import parse_file
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise DomainError([f"{where}invalid YAML: {reason}"], path=str(path)) from exc
+    return parse_file(path)[0]
 
 
-def _validate(data: Any, path: str | None) -> Domain:
-    if not isinstance(data, Mapping):
-        kind = type(data).__name__
-        raise DomainError([f"(top): expected a mapping of domain keys, got {kind}"], path=path)
-    try:
-        domain = Domain.model_validate(data)
-    except ValidationError as exc:
-        problems = [
-            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}"
-            for e in exc.errors(include_url=False, include_input=False)
-        ]
-        raise DomainError(problems, path=path) from exc
-    from ._checks import domain_problems
+def _validate(data: Any, path: str | None, lines: dict[tuple[str, ...], int]) -> Domain:
+    from ._report import problems_of
 
-    problems = domain_problems(domain)
-    if problems:
-        raise DomainError(problems, path=path)
+    domain, problems = problems_of(data, lines)
+    if problems or domain is None:
+        raise DomainError([str(p) for p in problems], path=path)
+    assert isinstance(domain, Domain)
     return domain

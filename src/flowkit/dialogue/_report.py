@@ -1,0 +1,250 @@
+"""Every problem of a domain file at once: syntax, shape (the pydantic models) and meaning
+(``_checks``), each with where it is (the path in the file and, for YAML and JSON files, the
+line) and what to do.
+
+Shape errors do not hide the cross-checks: the items that fit the models are checked as a
+domain of their own, and references to items that are themselves broken are not reported
+twice ("entity `x` is not defined" when `x` is there but malformed).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import DomainError
+
+__all__ = ["MAX_BYTES", "Problem", "parse_file", "problems_of"]
+
+#: A domain file larger than this is refused before parsing (a domain is a few kB).
+MAX_BYTES = 2 * 1024 * 1024
+_Lines = dict[tuple[str, ...], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem: ``where`` is a dotted path in the file (``slots.time.entity``)."""
+
+    where: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        at = f"line {self.line}: " if self.line is not None else ""
+        return f"{at}{self.where}: {self.message}"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"where": self.where, "line": self.line, "message": self.message}
+
+
+def parse_file(path: Path) -> tuple[Any, _Lines]:
+    """The data of a YAML or JSON file and the line of every key and item in it.
+
+    Raises:
+        DomainError: the file cannot be read, is too large, not UTF-8, or not valid syntax.
+    """
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise DomainError(
+                [
+                    f"(file): the file is {size / 1024 / 1024:.1f} MB; a domain file is at most "
+                    f"{MAX_BYTES // 1024 // 1024} MB. Pass the domain file itself"
+                ],
+                path=where,
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DomainError([f"(file): cannot read it ({reason})"], path=where) from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DomainError(
+            [f"line {line}: (file): not UTF-8 text (byte {exc.start}); save it as UTF-8"],
+            path=where,
+        ) from exc
+    if not text.strip():
+        raise DomainError(
+            ["(file): the file is empty; write a domain (`flowkit dialogue schema` describes one)"],
+            path=where,
+        )
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise DomainError([f"line {line}: (file): a NUL byte; this is not a text file"], path=where)
+    try:
+        return _parse(text, json_file=path.suffix.lower() == ".json")
+    except RecursionError as exc:
+        raise DomainError(
+            ["(file): nested too deeply (over 500 levels); a domain is a few levels deep"],
+            path=where,
+        ) from exc
+    except DomainError as exc:
+        raise DomainError(exc.problems, path=where) from exc
+
+
+def _deep(text: str, limit: int = 500) -> bool:
+    """Whether ``text`` may nest deeper than ``limit`` (flow brackets, or block indentation and
+    `- ` / `? ` indicators), a cheap over-estimate."""
+    depth = deepest = 0
+    for match in re.finditer(r"[\[\]{}]", text):
+        depth = max(0, depth + (1 if match.group() in "[{" else -1))
+        deepest = max(deepest, depth)
+    if deepest > limit:
+        return True
+    return any(len(line) - len(line.lstrip(" \t-?")) > limit for line in text.splitlines())
+
+
+def _parse(text: str, *, json_file: bool) -> tuple[Any, _Lines]:
+    import yaml
+
+    # libyaml's C composer recurses without a limit and crashes the interpreter on
+    # pathological nesting, so such a file is refused before it is parsed.
+    if _deep(text):
+        raise RecursionError
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if json_file:
+        import json
+
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DomainError([f"line {exc.lineno}: invalid JSON: {exc.msg}"]) from exc
+        # JSON is YAML too: the YAML parser gives the lines (best effort).
+        try:
+            return data, _lines_of(yaml.compose(text, Loader=loader_class))
+        except yaml.YAMLError:
+            return data, {}
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}: " if mark is not None else ""
+        reason = getattr(exc, "problem", None) or type(exc).__name__
+        raise DomainError([f"{at}invalid YAML: {reason}"]) from exc
+    finally:
+        loader.dispose()
+    return data, _lines_of(node)
+
+
+def _lines_of(root: Any) -> _Lines:
+    """Path (keys and item indexes as text) -> 1-based line, walking the YAML node tree."""
+    import yaml
+
+    lines: _Lines = {}
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                child = (*path, str(key.value))
+                lines.setdefault(child, key.start_mark.line + 1)
+                stack.append((value, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, value in enumerate(node.value):
+                child = (*path, str(index))
+                lines.setdefault(child, value.start_mark.line + 1)
+                stack.append((value, child))
+    return lines
+
+
+def _line(lines: _Lines, parts: tuple[str, ...]) -> int | None:
+    """The line of ``parts``, or of its nearest enclosing key that is in the file."""
+    while parts:
+        if parts in lines:
+            return lines[parts]
+        parts = parts[:-1]
+    return None
+
+
+def problems_of(data: Any, lines: _Lines | None = None) -> tuple[Any, list[Problem]]:
+    """The domain ``data`` makes (None if its shape is wrong) and all its problems."""
+    from .domain import Domain
+
+    lines = lines or {}
+    if not isinstance(data, Mapping):
+        kind = "nothing" if data is None else f"a {type(data).__name__}"
+        return None, [Problem("(top)", f"expected a mapping of domain keys, got {kind}", 1)]
+    try:
+        domain = Domain.model_validate(data)
+    except ValidationError as exc:
+        return None, _shape_problems(data, exc, lines)
+    return domain, _meaning_problems(domain, {}, lines)
+
+
+_SECTIONS = ("intents", "faq", "entities", "slots", "goals", "actions", "responses")
+
+
+def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: _Lines) -> list[Problem]:
+    from .domain import Domain
+
+    found: list[Problem] = []
+    broken: dict[str, set[str]] = {}
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = tuple(str(part) for part in error["loc"])
+        found.append(Problem(".".join(loc) or "(top)", _plain(error, loc), _line(lines, loc)))
+        if loc:
+            broken.setdefault(loc[0], set()).add(loc[1] if len(loc) > 1 else "*")
+    # What fits the models is still cross-checked, so one typo does not hide the rest.
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        gone = broken.get(str(key), set())
+        if "*" in gone or (key not in _SECTIONS and gone):
+            continue
+        if key in _SECTIONS and isinstance(value, Mapping):
+            kept[key] = {k: v for k, v in value.items() if str(k) not in gone}
+        else:
+            kept[key] = value
+    kept.setdefault("name", "unnamed")
+    for section in _SECTIONS:
+        kept.setdefault(section, {})
+    try:
+        partial = Domain.model_validate(kept)
+    except ValidationError:  # pragma: no cover - kept holds only what validated above
+        return found
+    return found + _meaning_problems(partial, broken, lines)
+
+
+def _meaning_problems(domain: Any, broken: Mapping[str, set[str]], lines: _Lines) -> list[Problem]:
+    from ._checks import domain_problems
+
+    found = []
+    for text in domain_problems(domain, broken=broken):
+        where, _, message = text.partition(": ")
+        parts = tuple(where.split("."))
+        found.append(Problem(where, message, _line(lines, parts)))
+    return found
+
+
+def _plain(error: Mapping[str, Any], loc: tuple[str, ...]) -> str:
+    """A pydantic error in plain words, with what to do; never the input value."""
+    kind, msg = error["type"], str(error["msg"])
+    if kind == "missing":
+        return f"`{loc[-1] if loc else 'this'}` is required but missing; add it"
+    if kind == "extra_forbidden":
+        key = loc[-1] if loc else "?"
+        close = difflib.get_close_matches(key, _known_keys(), n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        return f"unknown key `{key}`{hint}; remove it or fix its spelling"
+    text = msg[0].lower() + msg[1:] if msg else kind
+    return f"{text}; fix the value"
+
+
+def _known_keys() -> list[str]:
+    from . import domain as models
+
+    keys: set[str] = set()
+    for value in vars(models).values():
+        if isinstance(value, type) and issubclass(value, BaseModel):
+            keys |= set(value.model_fields)
+    return sorted(keys)
