@@ -104,7 +104,7 @@ def test_bad_conversation_files_are_domain_errors(tmp_path: Path) -> None:
 def test_dialogue_check_and_schema_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dialogue", "check", "robot_cell"]) == 0
     assert capsys.readouterr().out.startswith("OK robot_cell: 2 languages")
-    assert main(["dialogue", "check", "nope.yaml"]) == 1
+    assert main(["dialogue", "check", "nope.yaml"]) == 2
     assert "neither a file nor a shipped example" in capsys.readouterr().err
     assert main(["dialogue", "schema"]) == 0
     assert '"title": "Domain"' in capsys.readouterr().out

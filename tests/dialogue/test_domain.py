@@ -94,11 +94,11 @@ def test_model_errors_name_the_field_without_echoing_input(tmp_path: Path) -> No
 def test_syntax_errors_carry_the_line(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("name: x\nintents: {a: [\n", encoding="utf-8")
-    with pytest.raises(DomainError, match=r"line \d+: invalid YAML"):
+    with pytest.raises(DomainError, match=r"line \d+: \(file\): invalid YAML"):
         load_domain(path)
     bad_json = tmp_path / "broken.json"
     bad_json.write_text('{"name": ', encoding="utf-8")
-    with pytest.raises(DomainError, match="line 1: invalid JSON"):
+    with pytest.raises(DomainError, match=r"line 1: \(file\): invalid JSON"):
         load_domain(bad_json)
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import DomainError
 
-__all__ = ["MAX_BYTES", "Problem", "parse_file", "problems_of"]
+__all__ = ["MAX_BYTES", "DomainCheck", "Problem", "check_domain", "parse_file", "problems_of"]
 
 #: A domain file larger than this is refused before parsing (a domain is a few kB).
 MAX_BYTES = 2 * 1024 * 1024
@@ -43,52 +43,100 @@ class Problem:
         return {"where": self.where, "line": self.line, "message": self.message}
 
 
-def parse_file(path: Path) -> tuple[Any, _Lines]:
+class UnreadableFileError(Exception):
+    """The file itself cannot be read as a domain (too large, not UTF-8, bad syntax ...)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        super().__init__(str(problem))
+
+
+def parse_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
     """The data of a YAML or JSON file and the line of every key and item in it.
 
     Raises:
         DomainError: the file cannot be read, is too large, not UTF-8, or not valid syntax.
     """
-    where = str(path)
+    try:
+        return read_file(path, what)
+    except UnreadableFileError as exc:
+        raise DomainError([str(exc.problem)], path=str(path)) from exc
+
+
+def read_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
+    """``parse_file``, raising ``UnreadableFileError`` (one problem about the file as a whole)."""
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise DomainError(
-                [
-                    f"(file): the file is {size / 1024 / 1024:.1f} MB; a domain file is at most "
-                    f"{MAX_BYTES // 1024 // 1024} MB. Pass the domain file itself"
-                ],
-                path=where,
+            raise UnreadableFileError(
+                Problem(
+                    "(file)",
+                    f"the file is {size / 1024 / 1024:.1f} MB; a {what} is at most "
+                    f"{MAX_BYTES // 1024 // 1024} MB. Pass the {what} itself",
+                )
             )
         raw = path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise DomainError([f"(file): cannot read it ({reason})"], path=where) from exc
+        raise UnreadableFileError(Problem("(file)", f"cannot read it ({reason})")) from exc
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise DomainError(
-            [f"line {line}: (file): not UTF-8 text (byte {exc.start}); save it as UTF-8"],
-            path=where,
+        raise UnreadableFileError(
+            Problem("(file)", f"not UTF-8 text (byte {exc.start}); save it as UTF-8", line)
         ) from exc
     if not text.strip():
-        raise DomainError(
-            ["(file): the file is empty; write a domain (`flowkit dialogue schema` describes one)"],
-            path=where,
+        raise UnreadableFileError(
+            Problem(
+                "(file)",
+                f"the file is empty; write the {what} in it"
+                + (" (`flowkit dialogue schema` describes one)" if what == "domain file" else ""),
+            )
         )
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
-        raise DomainError([f"line {line}: (file): a NUL byte; this is not a text file"], path=where)
+        raise UnreadableFileError(Problem("(file)", "a NUL byte; this is not a text file", line))
     try:
         return _parse(text, json_file=path.suffix.lower() == ".json")
     except RecursionError as exc:
-        raise DomainError(
-            ["(file): nested too deeply (over 500 levels); a domain is a few levels deep"],
-            path=where,
+        raise UnreadableFileError(
+            Problem("(file)", f"nested too deeply (over 500 levels); a {what} is a few levels deep")
         ) from exc
-    except DomainError as exc:
-        raise DomainError(exc.problems, path=where) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class DomainCheck:
+    """What ``flowkit dialogue check`` reports: the file, the domain if it loads, the problems."""
+
+    path: str
+    domain: Any
+    problems: list[Problem]
+
+
+def check_domain(source: str | Path) -> DomainCheck:
+    """Every problem of the domain file ``source`` (a path or a shipped example's name),
+    including action handlers that cannot be imported.
+
+    Raises:
+        DomainError: ``source`` is neither a file nor a shipped example.
+    """
+    from .domain import resolve_path
+
+    path = resolve_path(source)
+    try:
+        data, lines = read_file(path)
+    except UnreadableFileError as exc:
+        return DomainCheck(str(path), None, [exc.problem])
+    domain, problems = problems_of(data, lines)
+    if domain is not None and not problems:
+        from .actions import resolve_handlers
+
+        try:
+            resolve_handlers(domain)
+        except DomainError as exc:
+            problems = _located(exc.problems, lines)
+    return DomainCheck(str(path), domain if not problems else None, problems)
 
 
 def _deep(text: str, limit: int = 500) -> bool:
@@ -117,7 +165,8 @@ def _parse(text: str, *, json_file: bool) -> tuple[Any, _Lines]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise DomainError([f"line {exc.lineno}: invalid JSON: {exc.msg}"]) from exc
+            where = Problem("(file)", f"invalid JSON: {exc.msg}; fix the syntax", exc.lineno)
+            raise UnreadableFileError(where) from exc
         # JSON is YAML too: the YAML parser gives the lines (best effort).
         try:
             return data, _lines_of(yaml.compose(text, Loader=loader_class))
@@ -129,9 +178,11 @@ def _parse(text: str, *, json_file: bool) -> tuple[Any, _Lines]:
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        at = f"line {mark.line + 1}: " if mark is not None else ""
+        line = mark.line + 1 if mark is not None else None
         reason = getattr(exc, "problem", None) or type(exc).__name__
-        raise DomainError([f"{at}invalid YAML: {reason}"]) from exc
+        raise UnreadableFileError(
+            Problem("(file)", f"invalid YAML: {reason}; fix the syntax", line)
+        ) from exc
     finally:
         loader.dispose()
     return data, _lines_of(node)
@@ -218,11 +269,15 @@ def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: _Lines
 def _meaning_problems(domain: Any, broken: Mapping[str, set[str]], lines: _Lines) -> list[Problem]:
     from ._checks import domain_problems
 
+    return _located(domain_problems(domain, broken=broken), lines)
+
+
+def _located(problems: list[str], lines: _Lines) -> list[Problem]:
+    """``where: message`` texts as problems with their lines."""
     found = []
-    for text in domain_problems(domain, broken=broken):
+    for text in problems:
         where, _, message = text.partition(": ")
-        parts = tuple(where.split("."))
-        found.append(Problem(where, message, _line(lines, parts)))
+        found.append(Problem(where, message, _line(lines, tuple(where.split(".")))))
     return found
 
 

@@ -1,26 +1,32 @@
 """``flowkit chat`` and ``flowkit dialogue ...``: talk to a domain, test it, check it.
 
-``chat`` is a REPL on a JSON-file store: it reads lines from the terminal or from piped stdin,
-and ``--thread`` continues a conversation in a later process. ``dialogue test`` runs
-conversation tests and exits 1 when one fails. Heavy imports happen inside the commands.
+``chat`` is a REPL on a JSON-file store (the shared ``--store``): it reads lines from the
+terminal or from piped stdin, and ``--thread`` continues a conversation in a later process.
+``dialogue test`` runs conversation tests and exits 1 when one fails (``--json``, ``--junit
+FILE``); ``dialogue check`` lists every problem of a domain file. Errors go to stderr; heavy
+imports happen inside the commands.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
+import shlex
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = ["add_commands"]
 
-_DEFAULT_STORE = ".flowkit"
 _DOMAIN_HELP = "a domain file (YAML or JSON) or the name of a shipped example (robot_cell)"
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """Register ``chat`` and ``dialogue`` on the main parser's sub-parsers."""
+    from ..cli._store import add_store_option
+
     chat = commands.add_parser(
         "chat", parents=[common], help="talk to a dialogue domain (REPL; stdin may be piped)"
     )
@@ -30,12 +36,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="openai:MODEL, ollama:MODEL, replay:PATH or scripted:PATH (default: offline)",
     )
-    chat.add_argument(
-        "--store",
-        metavar="DIR",
-        default=_DEFAULT_STORE,
-        help=f"JSON-file store folder (default: {_DEFAULT_STORE})",
-    )
+    add_store_option(chat)
     chat.add_argument("--thread", metavar="ID", help="continue (or name) this conversation")
     chat.set_defaults(run=_cmd_chat)
 
@@ -53,9 +54,14 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a conversation test file, or a shipped example's name (robot_cell)",
     )
     test.add_argument("--llm", metavar="SPEC", help="understand with this LLM (default: offline)")
+    test.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    test.add_argument(
+        "--junit", metavar="FILE", help="also write a JUnit XML report (for CI) to FILE"
+    )
     test.set_defaults(run=_cmd_test)
     check = sub.add_parser("check", parents=[common], help="validate a domain; list problems")
     check.add_argument("domain", metavar="DOMAIN", help=_DOMAIN_HELP)
+    check.add_argument("--json", action="store_true", help="print JSON instead of a list")
     check.set_defaults(run=_cmd_check)
     schema = sub.add_parser("schema", parents=[common], help="print the domain JSON schema")
     schema.set_defaults(run=_cmd_schema)
@@ -69,21 +75,53 @@ def _llm(spec: str | None) -> Any:
     return from_spec(spec)
 
 
+def _chat_command(args: argparse.Namespace, thread: str | None) -> str:
+    """The command line that opens this chat again, runnable as printed."""
+    words = ["flowkit", "chat", args.domain]
+    if args.store:
+        words += ["--store", args.store]
+    if args.llm:
+        words += ["--llm", args.llm]
+    if thread:
+        words += ["--thread", thread]
+    return shlex.join(words)
+
+
+def _domain(source: str) -> Any:
+    """The domain a command names; a name that is no file nor example is a usage error."""
+    from ..cli import CommandError
+    from ..errors import DomainError
+    from .domain import load_domain, resolve_path
+
+    try:
+        path = resolve_path(source)
+    except DomainError as exc:
+        raise CommandError("; ".join(exc.problems), code=2) from exc
+    return load_domain(path)
+
+
 def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
+    from ..cli._store import open_for_writing, store_path
     from ..errors import InvalidResumeInputError
-    from ..stores.jsonfile import JsonFileStore
     from .app import Dialogue
 
-    bot = Dialogue(args.domain, store=JsonFileStore(args.store), llm=_llm(args.llm))
+    domain = _domain(args.domain)  # before the store: a broken domain creates nothing
+    llm = _llm(args.llm)
+    bot = Dialogue(domain, store=open_for_writing(store_path(args)), llm=llm)
     thread = args.thread or f"chat-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     state = bot.open(thread)
     if state.status == "done":
-        print(f"flowkit: conversation `{thread}` has ended; start a new one", file=sys.stderr)
+        print(
+            f"flowkit: error: conversation `{thread}` has ended; start a new one with: "
+            f"{_chat_command(args, None)}",
+            file=sys.stderr,
+        )
         return 1
     resumed = state.state.turn_id > 0
     print(
         f"{'continuing' if resumed else 'new'} conversation {thread} with {bot.domain.name} "
-        f"(continue later with --thread {thread}; /quit to leave, /state to inspect)",
+        f"(/quit to leave, /state to inspect; continue later with: "
+        f"{_chat_command(args, thread)})",
         file=sys.stderr,
     )
     if resumed and state.state.last_ai_message:
@@ -93,7 +131,11 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
         if interactive:
             out.write("you> ")
             out.flush()
-        line = sys.stdin.readline()
+        try:
+            line = sys.stdin.readline()
+        except UnicodeDecodeError:
+            print("flowkit: error: the input is not UTF-8 text; skipped it", file=sys.stderr)
+            continue
         if not line:
             break
         text = line.strip()
@@ -107,7 +149,7 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
         try:
             reply = bot.send(thread, text)
         except InvalidResumeInputError as exc:
-            print(f"flowkit: {exc.errors[0]['msg'] if exc.errors else exc}", file=sys.stderr)
+            print(f"flowkit: error: {exc.errors[0]['msg'] if exc.errors else exc}", file=sys.stderr)
             continue
         out.write(f"bot> {reply.text}\n")
         out.flush()
@@ -129,29 +171,94 @@ def _describe(bot: Any, thread: str) -> str:
 
 
 def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversations import format_results, run_conversations
+    from ..cli import CommandError
+    from .conversations import format_results, load_conversations, run_conversations
 
-    results = run_conversations(args.domain, args.conversations, llm=_llm(args.llm))
-    out.write(format_results(results))
+    if args.junit is not None:
+        folder = Path(args.junit).parent
+        if not folder.is_dir() or Path(args.junit).is_dir():
+            raise CommandError(
+                f"cannot write the JUnit report to `{args.junit}`: "
+                + ("it is a folder" if Path(args.junit).is_dir() else "its folder does not exist")
+                + "; pass a file path in an existing folder",
+                code=2,
+            )
+    domain = _domain(args.domain)
+    tests = load_conversations(args.conversations)
+    results = run_conversations(domain, tests, llm=_llm(args.llm))
+    if args.junit is not None:
+        from .junit import write_junit
+
+        stem = Path(args.conversations).name.removesuffix(".yaml").removesuffix(".yml")
+        try:
+            write_junit(args.junit, results, suite=domain.name, classname=f"{domain.name}.{stem}")
+        except OSError as exc:
+            raise CommandError(
+                f"cannot write the JUnit report to `{args.junit}`: "
+                f"{exc.strerror or type(exc).__name__}",
+                code=2,
+            ) from exc
+    if args.json:
+        failed = sum(not r.passed for r in results)
+        data = {
+            "domain": domain.name,
+            "conversations": len(results),
+            "passed": len(results) - failed,
+            "failed": failed,
+            "results": [r.to_data() for r in results],
+        }
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(format_results(results))
     return 0 if all(r.passed for r in results) else 1
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    from .domain import load_domain
-    from .workflow import build_flow
+    from ..cli import CommandError
+    from ..errors import DomainError
+    from ._report import check_domain
 
-    domain = load_domain(args.domain)
-    build_flow(domain)
+    try:
+        report = check_domain(args.domain)
+    except DomainError as exc:  # neither a file nor a shipped example
+        raise CommandError("; ".join(exc.problems), code=2) from exc
+    domain = report.domain
+    if args.json:
+        data: dict[str, Any] = {
+            "domain": report.path,
+            "name": domain.name if domain is not None else None,
+            "ok": not report.problems,
+            "problems": [p.to_data() for p in report.problems],
+        }
+        if domain is not None:
+            data["counts"] = _counts(domain)
+        out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return 0 if not report.problems else 1
+    if report.problems:
+        count = len(report.problems)
+        out.write(f"FAIL {report.path}: {count} problem{'s' if count != 1 else ''}\n")
+        for problem in report.problems:
+            out.write(f"- {problem}\n")
+        return 1
+    counts = _counts(domain)
     out.write(
-        f"OK {domain.name}: {len(domain.languages)} languages, {len(domain.intents)} intents, "
-        f"{len(domain.faq)} FAQ entries, {len(domain.slots)} slots, {len(domain.goals)} goals\n"
+        f"OK {domain.name}: {counts['languages']} languages, {counts['intents']} intents, "
+        f"{counts['faq']} FAQ entries, {counts['slots']} slots, {counts['goals']} goals\n"
     )
     return 0
 
 
-def _cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
-    import json
+def _counts(domain: Any) -> dict[str, int]:
+    return {
+        "languages": len(domain.languages),
+        "intents": len(domain.intents),
+        "faq": len(domain.faq),
+        "slots": len(domain.slots),
+        "goals": len(domain.goals),
+    }
 
+
+def _cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
     from .domain import domain_json_schema
 
     out.write(json.dumps(domain_json_schema(), indent=2, ensure_ascii=False) + "\n")

@@ -9,9 +9,11 @@ A file lists ``conversations``, each with ``turns`` of ``user:`` plus any of ``i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import date, datetime
+from datetime import time as clock_time
 from pathlib import Path
 from typing import Any
 
@@ -89,17 +91,39 @@ class ConversationFile(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class ConversationResult:
-    """How one conversation went: failures per turn (1-based), and the routes it took."""
+    """How one conversation went: failures per turn (1-based), and the routes it took.
+
+    ``inputs`` are the user's messages (personal values masked), ``seconds`` how long it ran.
+    """
 
     name: str
     failures: list[tuple[int, str]] = field(default_factory=list)
     turns: int = 0
     languages: frozenset[str] = frozenset()
     edges: frozenset[tuple[str, str]] = frozenset()
+    inputs: tuple[str, ...] = ()
+    seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    def to_data(self) -> dict[str, Any]:
+        """JSON-ready: name, passed, turns, seconds and each failure with its turn and input."""
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "turns": self.turns,
+            "seconds": round(self.seconds, 6),
+            "failures": [
+                {"turn": turn, "user": self.user_text(turn), "problem": problem}
+                for turn, problem in self.failures
+            ],
+        }
+
+    def user_text(self, turn: int) -> str | None:
+        """What the user said at ``turn`` (1-based), masked like the failures."""
+        return self.inputs[turn - 1] if 0 < turn <= len(self.inputs) else None
 
 
 def load_conversations(source: str | Path | Mapping[str, Any]) -> ConversationFile:
@@ -119,7 +143,7 @@ def load_conversations(source: str | Path | Mapping[str, Any]) -> ConversationFi
             raise DomainError(
                 [f"`{source}` is not a conversation file; pass a path"], path=str(source)
             )
-        path, data = str(file), read_data(file)
+        path, data = str(file), read_data(file, "conversation test file")
     try:
         return ConversationFile.model_validate(data)
     except ValidationError as exc:
@@ -150,7 +174,7 @@ def run_conversations(
     for index, conversation in enumerate(tests.conversations):
         flow = build_flow(domain, actions=actions, ledger=MemoryLedger())
         today = conversation.today or tests.today
-        moment = datetime.combine(today, time(9, 0), tzinfo=tz) if today else None
+        moment = datetime.combine(today, clock_time(9, 0), tzinfo=tz) if today else None
         runner: Runner[DialogueState] = Runner(flow, llm=llm, clock=_fixed(moment))
         results.append(_run_one(domain, runner, f"c{index}", conversation))
     return results
@@ -164,6 +188,7 @@ def _run_one(
     domain: Domain, runner: Runner[Any], thread: str, test: Conversation
 ) -> ConversationResult:
     failures: list[tuple[int, str]] = []
+    started = time.perf_counter()
     runner.start(thread, {"thread_id": thread, "domain": domain.name})
     result = None
     pii = domain.pii_slots()
@@ -189,7 +214,9 @@ def _run_one(
     edges = frozenset((c.node, c.next) for c in history if c.node is not None)
     langs = frozenset(m.lang for m in history[-1].state.messages if m.role == "user")
     masked = [(n, _mask(text, secrets)) for n, text in failures]
-    return ConversationResult(test.name, masked, len(test.turns), langs, edges)
+    inputs = tuple(_mask(t.user, secrets) for t in test.turns)
+    seconds = time.perf_counter() - started
+    return ConversationResult(test.name, masked, len(test.turns), langs, edges, inputs, seconds)
 
 
 def _check(domain: Domain, turn: Turn, state: DialogueState) -> list[str]:

@@ -250,12 +250,12 @@ def resolve_path(source: str | Path) -> Path:
     return shipped
 
 
-def read_data(path: Path) -> Any:
+def read_data(path: Path, what: str = "domain file") -> Any:
     """Parse a YAML or JSON file (by suffix); unreadable, oversized, non-UTF-8 or invalid
     files raise ``DomainError`` saying which and where."""
     from ._report import parse_file
 
-    return parse_file(path)[0]
+    return parse_file(path, what)[0]
 
 
 def _validate(data: Any, path: str | None, lines: dict[tuple[str, ...], int]) -> Domain:
