@@ -83,6 +83,8 @@ class SasState(BaseModel):
 
     is_error: bool = False
     error_message: str | None = None
+    #: The step that set ``is_error``; a retry at the review gate runs it again.
+    failed_step: str | None = None
     current_step_description: str = ""
     completion_status: str | None = None
     clarification_question: str | None = None
