@@ -60,12 +60,12 @@ def test_compile_refuses_invalid_steps_and_lists_the_problems(
     steps = tmp_path / "steps.txt"
     steps.write_text("1. select_robot r\n2. loop:\n   2.1 return\n3. moveP P999\n")
     assert compile_command(steps, tmp_path / "out.xml") == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # problems that stop a command are errors: stderr
     assert "2 problem(s)" in out and "loop_with_next" in out and "bad_field_value" in out
     assert not (tmp_path / "out.xml").exists()
     steps.write_text("1. moveP P1\n   1.1 return\n")
     assert compile_command(steps, tmp_path / "out.xml") == 1
-    assert "line 2:" in capsys.readouterr().out
+    assert "line 2:" in capsys.readouterr().err
 
 
 def test_validate_lists_every_problem_with_its_line(
@@ -96,12 +96,12 @@ def test_unreadable_and_unsafe_inputs_fail_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert validate_command(tmp_path / "missing.xml") == 1
-    assert "Cannot read" in capsys.readouterr().out
+    assert "Cannot read" in capsys.readouterr().err
     unsafe = tmp_path / "x.xml"
     unsafe.write_text('<!DOCTYPE x [<!ENTITY e "e">]><xml/>')
     assert decompile_command(unsafe, tmp_path / "x.json") == 1
-    assert "DOCTYPE" in capsys.readouterr().out
+    assert "DOCTYPE" in capsys.readouterr().err
     bad_json = tmp_path / "steps.json"
     bad_json.write_text('{"stacks": [[{"tipe": "moveP"}]]}')
     assert compile_command(bad_json, tmp_path / "o.xml") == 1
-    assert "is not a program or task list" in capsys.readouterr().out
+    assert "is not a program or task list" in capsys.readouterr().err

@@ -1,8 +1,8 @@
 """Every branch of seed 000 §2.1 and §2.2, resolved by the route tables alone (no engine).
 
 Targets are the flow's states; ``flowkit.routing.sas`` documents the mapping from the seed's
-names (its END after an error is our ``error`` state; its END "wait for the front end" keeps
-the thread at the review gate).
+names (its END after an error, like its END "wait for the front end", keeps the thread at a
+review gate: the one the failed step came from, so a thread is never stranded).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from flowkit.routing.sas import (
     ERROR,
     FINAL,
     GENERATE_INDIVIDUAL_XMLS,
+    INITIAL,
     MERGE_XML,
     MODULE_STEPS_REVIEW,
     PARAMETER_MAPPING,
@@ -42,15 +43,17 @@ class SeedState(BaseModel):
     module_steps_accepted: bool = False
     sas_step1_generated_tasks: list[str] = []
     sas_step2_module_steps: dict[str, str] = {}
+    failed_step: str | None = None
 
 
 def review_cases(review: str) -> list[RouteCase]:
     return [
-        # 判定1: error has the highest priority, whatever else is set.
-        RouteCase(SeedState(is_error=True), ERROR, "error ends"),
+        # 判定1: error has the highest priority, whatever else is set: the thread waits at
+        # its review with the error shown (never a final state).
+        RouteCase(SeedState(is_error=True), review, "error waits at review"),
         RouteCase(
             SeedState(is_error=True, module_steps_accepted=True, task_list_accepted=True),
-            ERROR,
+            review,
             "error beats approvals",
         ),
         # Approvals: module steps first (go to XML), then the task list (go to step 2).
@@ -77,6 +80,8 @@ def review_cases(review: str) -> list[RouteCase]:
             TASK_LIST_TO_MODULE_STEPS,
             "feedback on module steps",
         ),
+        # A retry of a failed `initial` (the gate's retry marks it in dialog_state).
+        RouteCase(SeedState(dialog_state=INITIAL), INITIAL, "retry initial"),
         # 判定4: waiting for the user: the thread stays at its review gate.
         RouteCase(SeedState(dialog_state="needs_clarification"), review, "needs clarification"),
         RouteCase(SeedState(dialog_state="awaiting_user_input"), review, "awaiting input"),
@@ -89,16 +94,21 @@ def review_cases(review: str) -> list[RouteCase]:
         ),
         RouteCase(SeedState(dialog_state=review), review, "our gate state"),
         # 判定6: anything unexpected goes back to review (the safe choice).
-        RouteCase(SeedState(dialog_state="initial"), review, "unexpected state"),
+        RouteCase(SeedState(dialog_state="sas_step1_tasks_generation"), review, "unexpected state"),
         RouteCase(SeedState(dialog_state="something_else"), review, "unknown state"),
     ]
 
 
 STEP2_CASES = [
-    RouteCase(SeedState(is_error=True), ERROR, "error ends"),
+    RouteCase(SeedState(is_error=True), TASK_LIST_REVIEW, "error without steps: list review"),
+    RouteCase(
+        SeedState(is_error=True, sas_step2_module_steps={"Main": "..."}),
+        MODULE_STEPS_REVIEW,
+        "error with steps: steps review",
+    ),
     RouteCase(
         SeedState(is_error=True, dialog_state="sas_step2_module_steps_generated_for_review"),
-        ERROR,
+        TASK_LIST_REVIEW,
         "error beats success",
     ),
     RouteCase(
@@ -111,7 +121,7 @@ STEP2_CASES = [
 ]
 
 INITIALIZE_CASES = [
-    RouteCase(SeedState(is_error=True), ERROR, "no output directory"),
+    RouteCase(SeedState(is_error=True), TASK_LIST_REVIEW, "no output directory: retry there"),
     RouteCase(SeedState(), USER_INPUT_TO_TASK_LIST, "fresh request"),
     RouteCase(SeedState(sas_step1_generated_tasks=["Main"]), TASK_LIST_REVIEW, "list not approved"),
     RouteCase(
@@ -156,16 +166,42 @@ def test_initialize_resumes_at_the_pending_review() -> None:
 
 
 @pytest.mark.parametrize(
-    ("table", "target"),
+    ("table", "target", "review"),
     [
-        (route_after_task_list, TASK_LIST_REVIEW),
-        (route_after_xml_generation, PARAMETER_MAPPING),
-        (route_after_parameter_mapping, MERGE_XML),
-        (route_after_merge, FINAL),
+        (route_after_task_list, TASK_LIST_REVIEW, TASK_LIST_REVIEW),
+        (route_after_xml_generation, PARAMETER_MAPPING, MODULE_STEPS_REVIEW),
+        (route_after_parameter_mapping, MERGE_XML, MODULE_STEPS_REVIEW),
+        (route_after_merge, FINAL, MODULE_STEPS_REVIEW),
     ],
 )
-def test_linear_steps_go_on_unless_in_error(table: RouteTable, target: str) -> None:
-    assert_routes(table, [(SeedState(), target), (SeedState(is_error=True), ERROR)])
+def test_linear_steps_go_on_or_back_to_their_review(
+    table: RouteTable, target: str, review: str
+) -> None:
+    assert_routes(table, [(SeedState(), target), (SeedState(is_error=True), review)])
+
+
+ALL_TABLES = [
+    route_after_task_list_review,
+    route_after_module_steps_review,
+    route_after_sas_step2,
+    route_after_initialize,
+    route_after_task_list,
+    route_after_xml_generation,
+    route_after_parameter_mapping,
+    route_after_merge,
+]
+
+
+@pytest.mark.parametrize("table", ALL_TABLES, ids=lambda t: t.name)
+def test_an_error_never_routes_to_the_final_error_state(table: RouteTable) -> None:
+    for accepted in (False, True):
+        state = SeedState(
+            is_error=True,
+            task_list_accepted=accepted,
+            module_steps_accepted=accepted,
+            sas_step2_module_steps={"Main": "..."} if accepted else {},
+        )
+        assert table.resolve(state) != ERROR
 
 
 @pytest.mark.parametrize("case", review_cases(TASK_LIST_REVIEW), ids=lambda c: c.label)

@@ -71,7 +71,26 @@ RULE_CASES: dict[str, tuple[Case, set[str]]] = {
     "waiting for task review": (Case(s.TASK_LIST_REVIEW, "waiting", messages=2), set()),
     "waiting for step review": (Case(s.MODULE_STEPS_REVIEW, "waiting", messages=4), set()),
     "finished": (Case(s.FINAL, "done", messages=8), set()),
-    "ended in error": (Case(s.ERROR, "failed", messages=0), set()),
+    # a failed step is never healthy: waiting at review with the error, or an old error end
+    "ended in error": (Case(s.ERROR, "failed", messages=0), {"step_failed"}),
+    "back at task review after a failed step": (
+        Case(
+            s.TASK_LIST_REVIEW,
+            "waiting",
+            messages=2,
+            extra={"is_error": True, "failed_step": s.USER_INPUT_TO_TASK_LIST},
+        ),
+        {"step_failed"},
+    ),
+    "back at step review after a failed mapping": (
+        Case(
+            s.MODULE_STEPS_REVIEW,
+            "waiting",
+            messages=6,
+            extra={"is_error": True, "failed_step": s.PARAMETER_MAPPING},
+        ),
+        {"step_failed"},
+    ),
     # the engine's own facts
     "node started, never finished": (
         Case(s.MERGE_XML, "pending", messages=7, started=True),
@@ -156,7 +175,46 @@ RESET_VALUES = {
     "clarification_question": None,
 }
 
+CLEARED = {"is_error": False, "error_message": None, "failed_step": None}
+
+
+def failed(node: str, step: str, messages: int = 4) -> Case:
+    extra = {"is_error": True, "error_message": "it broke", "failed_step": step}
+    return Case(node, "waiting", messages=messages, extra=extra)
+
+
 STRATEGY_CASES: dict[str, tuple[Case, str, Expect]] = {
+    # a failed step is retried as `flowkit sas retry` would
+    "initial failed": (
+        failed(s.TASK_LIST_REVIEW, s.INITIAL),
+        "none",
+        Expect("back_to_stable", s.INITIAL, "pending", CLEARED),
+    ),
+    "step 1 failed": (
+        failed(s.TASK_LIST_REVIEW, s.USER_INPUT_TO_TASK_LIST),
+        "none",
+        Expect("back_to_stable", s.USER_INPUT_TO_TASK_LIST, "pending", CLEARED),
+    ),
+    "step 2 failed": (
+        failed(s.TASK_LIST_REVIEW, s.TASK_LIST_TO_MODULE_STEPS),
+        "none",
+        Expect("back_to_stable", s.TASK_LIST_TO_MODULE_STEPS, "pending", CLEARED),
+    ),
+    "mapping failed": (
+        failed(s.MODULE_STEPS_REVIEW, s.PARAMETER_MAPPING),
+        "none",
+        Expect(
+            "back_to_stable",
+            s.GENERATE_INDIVIDUAL_XMLS,
+            "pending",
+            {**CLEARED, "module_steps_accepted": True},
+        ),
+    ),
+    "an old thread that ended in error": (
+        Case(s.ERROR, "failed", messages=4, extra={"is_error": True}),
+        "none",
+        Expect("reset", s.INITIAL, "pending", RESET_VALUES),
+    ),
     # strategy 1: complete only with a real program written in this state
     "merge stopped after writing flow.xml": (
         Case(s.MERGE_XML, "pending", messages=7, started=True),

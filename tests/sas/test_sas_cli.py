@@ -136,3 +136,228 @@ def test_graph_shows_every_state_and_gate(capsys: pytest.CaptureFixture[str]) ->
             assert f"    {state}" in chart, state
     for gate in flow.gates:
         assert f'{gate}{{{{"{gate}"}}}}' in chart, "gates are drawn as hexagons"
+
+
+# -- the offline review cycle with the shipped cassette ------------------------------------
+
+
+def test_the_shipped_cassette_runs_the_cycle_as_four_processes(tmp_path: Path) -> None:
+    from flowkit.sas.demo import FEEDBACK, REQUEST, demo_file
+
+    out = tmp_path / "out"
+    teaching = str(demo_file("teaching.yaml"))
+    steps = [
+        ("sas", "start", REQUEST, "--llm", "replay:demo", "--thread", "cell",
+         "--teaching", teaching, "--output-dir", str(out)),
+        ("sas", "feedback", "cell", FEEDBACK),
+        ("sas", "approve", "cell"),
+        ("sas", "approve", "cell"),
+    ]  # fmt: skip
+    for args in steps:  # each a new process: answers are found by content, not by order
+        done = flowkit(*args, cwd=tmp_path)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr and "error" not in done.stderr
+    status = json.loads(flowkit("sas", "status", "cell", "--json", cwd=tmp_path).stdout)
+    assert status["status"] == "done" and "CNV_Put_BH_On_PLT" in status["tasks"]
+    assert (out / "flow.xml").is_file()
+    checked = flowkit("sas", "validate", str(out / "flow.xml"), "--json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    report = json.loads(checked.stdout)
+    assert report["valid"] and report["errors"] == 0
+
+
+def test_demo_files_gives_a_runnable_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sas", "demo-files", str(tmp_path / "bearing")]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'bearing' / 'cassette.json'}" in printed
+    assert "--llm replay:" in printed and "request.txt" in printed
+    request = (tmp_path / "bearing" / "request.txt").read_text(encoding="utf-8").strip()
+    store = str(tmp_path / "store")
+    assert main(["sas", "start", request, "--store", store, "--thread", "t",
+                 "--llm", f"replay:{tmp_path / 'bearing' / 'cassette.json'}"]) == 0  # fmt: skip
+    assert "Task list to review:" in capsys.readouterr().out
+
+
+def test_an_unrecorded_request_is_a_plain_error_naming_the_cassette(tmp_path: Path) -> None:
+    done = flowkit("sas", "start", "Weld two plates, forever.", "--llm", "replay:demo",
+                   "--thread", "w", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1
+    assert "cassette.json" in done.stderr and "python -m flowkit.sas.demo --record" in done.stderr
+    assert "Weld" not in done.stderr and "Traceback" not in done.stderr
+    status = flowkit("sas", "status", "w", "--json", cwd=tmp_path)
+    state = json.loads(status.stdout)
+    assert (state["node"], state["is_error"]) == ("sas_awaiting_task_list_review", True)
+
+
+# -- a failure returns to review, and retry ------------------------------------------------
+
+
+def test_a_bad_teaching_table_returns_to_review_and_status_shows_it(tmp_path: Path) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    table = tmp_path / "cell" / "teaching.yaml"
+    table.parent.mkdir()
+    table.write_text("points: [not, a teaching table\n", encoding="utf-8")
+    store = str(tmp_path / "store")
+    common = ("--store", store)
+    started = flowkit("sas", "start", "Pick and place", "--thread", "c", "--llm", llm,
+                      "--teaching", str(table), "--output-dir", str(tmp_path / "out"), *common,
+                      cwd=tmp_path)  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert flowkit("sas", "approve", "c", *common, cwd=tmp_path).returncode == 0
+    failed = flowkit("sas", "approve", "c", *common, cwd=tmp_path)
+    assert failed.returncode == 1
+    assert "error in parameter_mapping: Parameter mapping failed" in failed.stderr
+    assert f"Next: flowkit sas retry c --store {store}" in failed.stdout
+
+    status = flowkit("sas", "status", "c", *common, cwd=tmp_path)
+    assert status.returncode == 0
+    assert "waiting at sas_awaiting_module_steps_review" in status.stdout
+    assert "error in parameter_mapping" in status.stderr
+    data = json.loads(flowkit("sas", "status", "c", "--json", *common, cwd=tmp_path).stdout)
+    assert data["is_error"] and data["failed_step"] == "parameter_mapping"
+
+    teaching_file(table.parent)  # fixed
+    retried = flowkit("sas", "retry", "c", *common, cwd=tmp_path)
+    assert retried.returncode == 0, retried.stderr
+    assert "Robot program:" in retried.stdout
+    nothing = flowkit("sas", "retry", "c", *common, cwd=tmp_path)
+    assert nothing.returncode == 1 and "nothing to retry" in nothing.stderr
+
+
+# -- errors on stderr, no traceback, read-only status --------------------------------------
+
+
+def test_status_never_creates_a_store(tmp_path: Path) -> None:
+    typo = tmp_path / "typo" / "a" / "b"
+    done = flowkit("sas", "status", "x", "--store", str(typo), cwd=tmp_path)
+    assert done.returncode == 2 and "No store at" in done.stderr and done.stdout == ""
+    assert not (tmp_path / "typo").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = flowkit("sas", "status", "x", "--store", str(empty), cwd=tmp_path)
+    assert done.returncode == 1 and "No thread `x`" in done.stderr
+    assert list(empty.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"\xff\xfe\x00\x81 not text", "is not UTF-8 text"),
+        (b"steps\x00with NUL", "NUL bytes"),
+        (b"", "is empty"),
+        (b"x" * 1_000_001, "at most 1,000,000"),
+    ],
+)
+def test_edit_refuses_unusable_files_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expected: str
+) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    store = str(tmp_path / "store")
+    assert main(["sas", "start", "Pick and place", "--thread", "c", "--llm", llm,
+                 "--store", store]) == 0  # fmt: skip
+    capsys.readouterr()
+    bad = tmp_path / "edit.txt"
+    bad.write_bytes(content)
+    assert main(["sas", "edit", "c", str(bad), "--store", store]) == 2
+    captured = capsys.readouterr()
+    assert expected in captured.err and captured.out == ""
+    assert len(captured.err) < 500, "the input is never echoed back"
+
+
+def test_errors_go_to_stderr_and_name_the_users_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sas", "approve", "ghost", "--store", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "No thread `ghost`" in captured.err
+    assert main(["sas", "validate", str(tmp_path / "missing.xml")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "missing.xml" in captured.err
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert (
+        main(["sas", "start", "Pick", "--output-dir", str(a_file), "--store", str(tmp_path)]) == 2
+    )
+    captured = capsys.readouterr()
+    assert "is not a folder" in captured.err and not list(tmp_path.glob("run_*"))
+    blocked = a_file / "sub" / "flow.xml"
+    assert main(["sas", "decompile", str(tmp_path / "missing.xml"), "-o", str(blocked)]) == 1
+    err = capsys.readouterr().err
+    assert str(blocked) in err and ".tmp" not in err
+
+
+def test_progress_goes_to_stderr_only_when_asked(tmp_path: Path) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    quiet = flowkit("sas", "start", "Pick", "--llm", llm, "--thread", "a", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    loud = flowkit("sas", "approve", "a", "--progress", cwd=tmp_path)
+    assert "task_list_to_module_steps: module steps for 5 task(s)" in loud.stderr
+    assert "task_list_to_module_steps: done in" in loud.stderr
+    assert "task_list_to_module_steps" not in loud.stdout.split("\n", 1)[1]
+
+
+def test_hints_carry_the_store_and_a_changed_llm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    store = str(tmp_path / "my store")
+    assert main(["sas", "start", "Pick", "--llm", llm, "--thread", "t", "--store", store]) == 0
+    out = capsys.readouterr().out
+    assert f"flowkit sas approve t --store '{store}'" in out and "--llm" not in out
+    (tmp_path / "other").mkdir()
+    other = f"scripted:{rules_file(tmp_path / 'other')}"
+    assert main(["sas", "feedback", "t", "more", "--store", store, "--llm", other]) == 0
+    assert f"--store '{store}' --llm {other}" in capsys.readouterr().out
+
+
+def test_validate_warns_about_an_empty_program_and_speaks_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.xml"
+    empty.write_text('<xml xmlns="https://developers.google.com/blockly/xml"></xml>')
+    assert main(["sas", "validate", str(empty)]) == 0
+    assert "warning [no_main_program]" in capsys.readouterr().out
+    assert main(["sas", "validate", str(empty), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["warnings"] == 1 and report["problems"][0]["code"] == "no_main_program"
+
+
+def test_compile_with_teaching_names_every_file_it_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = {"kind": "robot-tasks", "tasks": [
+        {"task": n, "kind": "main" if n == "Main_Task" else "sub", "steps": b}
+        for n, b in STEPS.items()]}  # fmt: skip
+    source = tmp_path / "steps.json"
+    source.write_text(json.dumps(steps), encoding="utf-8")
+    xml = tmp_path / "build" / "flow.xml"
+    teaching = teaching_file(tmp_path)
+    assert main(["sas", "compile", str(source), "-o", str(xml), "--teaching", str(teaching)]) == 0
+    printed = capsys.readouterr().out
+    for name in ("flow.xml", "teaching.yaml", "parameter_mapping.md", "parameter_mapping.json"):
+        assert f"wrote {xml.parent / name}" in printed or f"wrote {xml}" in printed
+        assert (xml.parent / name).is_file()
+
+
+def test_outputs_honour_the_umask_and_store_files_stay_private(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from flowkit._atomic import write_atomically
+
+    old = os.umask(0o027)
+    try:
+        write_atomically(tmp_path / "flow.xml", "<xml/>")
+        write_atomically(tmp_path / "journal", "{}", private=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "flow.xml").stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "journal").stat().st_mode) == 0o600
+    (tmp_path / "flow.xml").chmod(0o604)
+    write_atomically(tmp_path / "flow.xml", "<xml>again</xml>")
+    assert stat.S_IMODE((tmp_path / "flow.xml").stat().st_mode) == 0o604, "mode kept"
+    with pytest.raises(OSError) as caught:
+        write_atomically(tmp_path / "no" / "such" / "flow.xml", "x")
+    assert caught.value.filename == str(tmp_path / "no" / "such" / "flow.xml")

@@ -173,23 +173,74 @@ def test_an_llm_timeout_fails_the_step_and_resume_retries_it(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("request_text", ["", "   \n\t "])
-def test_empty_input_ends_in_the_error_state_with_a_clear_message(
-    tmp_path: Path, request_text: str
-) -> None:
+def test_empty_input_waits_at_review_with_a_clear_error(tmp_path: Path, request_text: str) -> None:
     llm = scripted()
-    result = start(Runner(flow, llm=llm), tmp_path, request_text)
-    assert (result.status, result.node) == ("failed", "error")
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    result = start(runner, tmp_path, request_text)
+    assert (result.status, result.node) == ("waiting", "sas_awaiting_task_list_review")
+    assert result.state.is_error and result.state.failed_step == "user_input_to_task_list"
     assert result.state.error_message == (
         "The robot task is empty; describe what the robot should do."
     )
     assert llm.calls == []
+    # The reviewer's feedback becomes the request, and the thread goes on.
+    again = runner.resume("cell", {"message": REQUEST})
+    assert (again.node, again.state.is_error) == ("sas_awaiting_task_list_review", False)
+    assert again.state.current_user_request == REQUEST
+    assert again.state.sas_step1_generated_tasks
 
 
 def test_a_huge_request_is_refused_without_calling_the_model(tmp_path: Path) -> None:
     llm = scripted()
     result = start(Runner(flow, llm=llm), tmp_path, "move " * 10_000)
-    assert result.node == "error" and "characters long" in (result.state.error_message or "")
+    assert result.node == "sas_awaiting_task_list_review"
+    assert result.state.is_error and "characters long" in (result.state.error_message or "")
     assert llm.calls == []
+
+
+def test_an_unusable_task_list_answer_returns_to_review_and_retry_asks_again(
+    tmp_path: Path,
+) -> None:
+    broken = [True]  # the model answers nonsense until the test says otherwise
+    good = scripted()
+    llm = ScriptedLLM(
+        [
+            ("Current plan:", lambda prompt: "not JSON at all" if broken[0] else good.complete(
+                [{"role": "user", "content": prompt}]).text),
+            ("Task to write:", lambda prompt: good.complete(
+                [{"role": "user", "content": prompt}]).text),
+        ]
+    )  # fmt: skip
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    failed = start(runner, tmp_path)
+    assert (failed.status, failed.node) == ("waiting", "sas_awaiting_task_list_review")
+    assert failed.state.is_error and "no usable task list" in (failed.state.error_message or "")
+    with pytest.raises(InvalidResumeInputError, match="no task list to approve yet"):
+        runner.resume("cell", {"action": "approve"})
+    broken[0] = False
+    retried = runner.resume("cell", {"action": "retry"})
+    assert (retried.node, retried.state.is_error) == ("sas_awaiting_task_list_review", False)
+    assert retried.state.sas_step1_generated_tasks
+    with pytest.raises(InvalidResumeInputError, match="no step failed here"):
+        runner.resume("cell", {"action": "retry"})
+
+
+def test_a_bad_teaching_table_returns_to_step_review_and_retry_finishes(tmp_path: Path) -> None:
+    table = tmp_path / "teaching.yaml"
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    config = {"output_dir": str(tmp_path / "out"), "teaching_file": str(table)}
+    table.write_text("points: [this is: not, a teaching table\n")
+    runner.start("cell", {"user_input": REQUEST, "config": config})
+    runner.resume("cell", {"action": "approve"})
+    failed = runner.resume("cell", {"action": "approve"})
+    assert (failed.status, failed.node) == ("waiting", "sas_awaiting_module_steps_review")
+    assert failed.state.is_error and failed.state.failed_step == "parameter_mapping"
+    assert (failed.state.error_message or "").startswith("Parameter mapping failed")
+    assert not failed.state.module_steps_accepted
+    teaching_file(tmp_path)  # the reviewer fixes the table, then retries
+    done = runner.resume("cell", {"action": "retry"})
+    assert (done.status, done.node) == ("done", "final_xml_generated_success")
+    assert not done.state.is_error and Path(done.state.final_flow_xml_path or "").is_file()
 
 
 def test_substring_approval_is_feedback(tmp_path: Path) -> None:

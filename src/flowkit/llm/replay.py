@@ -1,11 +1,15 @@
 """``ReplayLLM``: answer from recorded calls, and refuse any request that was not recorded.
 
-Records come from a thread's journal or a cassette file (``{"format_version": 1, "calls":
-[...]}``), in the shape :func:`flowkit.llm.recording.call_record` writes.
+Records come from a thread's journal or a cassette file (``{"format_version": 2,
+"record_with": ..., "calls": [...]}``), in the shape :func:`flowkit.llm.recording.call_record`
+writes. A request finds its answer by content, like VCR's match-on-body: the key is a hash of
+the significant request fields (see :func:`request_key`), so a later process replaying the
+same cassette finds the answers to its own calls, whatever ran before it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -22,35 +26,96 @@ from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
 
 from .._atomic import write_atomically
 
-__all__ = ["CASSETTE_FORMAT_VERSION", "ReplayLLM", "load_cassette", "save_cassette"]
+__all__ = [
+    "CASSETTE_FORMAT_VERSION",
+    "SHOW_PROMPTS_ENV",
+    "ReplayLLM",
+    "load_cassette",
+    "request_key",
+    "save_cassette",
+]
 
-CASSETTE_FORMAT_VERSION = 1
+#: Version 2 adds each call's ``key`` and the optional ``record_with`` command; version 1
+#: files (no keys) are read as well, their keys computed on load.
+CASSETTE_FORMAT_VERSION = 2
+_READABLE = (1, 2)
+#: Set to ``1`` to let replay errors quote prompt text (off by default: prompts hold PII).
+SHOW_PROMPTS_ENV = "FLOWKIT_REPLAY_SHOW_PROMPTS"
+_GENERIC_RERECORD = (
+    "record the calls again through RecordingLLM and save_cassette (docs/llm.md, "
+    '"Record and replay")'
+)
+
+
+def request_key(messages: Sequence[Mapping[str, Any]], schema: str | None) -> str:
+    """The content key of a request: a hash of its messages and its schema name.
+
+    Significant: every message with all its keys (role, content, ...), in order, and the
+    schema name. Not significant: the model name (the replaying LLM stands in for whatever
+    model recorded), the timeout, and JSON key order (keys are sorted before hashing).
+    """
+    canonical = json.dumps(
+        {"messages": [dict(m) for m in messages], "schema": schema},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 class ReplayLLM(InProcessLLM):
-    """An LLM that replays recorded calls; a request that differs raises ``ReplayMismatchError``.
+    """An LLM that replays recorded calls; an unrecorded request raises ``ReplayMismatchError``.
 
-    With ``strict=True`` calls must come in the recorded order. With ``strict=False`` each
-    request takes the first unused recording with the same messages and schema, so
-    concurrent calls may arrive in any order. Either way, an unrecorded request is an
-    error, never a wrong answer.
+    By default (``strict=False``) each request takes the first unused recording with the same
+    content key: calls may come in any order, from any process. Equal requests recorded with
+    different answers are played in their recorded order. With ``strict=True`` calls must
+    come in exactly the recorded order. Either way, an unrecorded request is an error, never
+    a wrong answer. Errors describe a request by its shape (schema, roles, sizes, key) and
+    quote prompt text only with ``show_prompts=True`` or ``FLOWKIT_REPLAY_SHOW_PROMPTS=1``.
     """
 
     def __init__(
-        self, calls: Sequence[Mapping[str, Any]], *, strict: bool = True, model: str | None = None
+        self,
+        calls: Sequence[Mapping[str, Any]],
+        *,
+        strict: bool = False,
+        model: str | None = None,
+        source: str | None = None,
+        record_with: str | None = None,
+        show_prompts: bool | None = None,
     ) -> None:
         self._calls = [_checked(i, call) for i, call in enumerate(calls)]
+        self._keys = [_key_of(request) for request, _ in self._calls]
         self._used = [False] * len(self._calls)
+        self._asked = 0
         self._next = 0
         self.strict = strict
+        self.source = source
+        self.record_with = record_with
+        self.show_prompts = (
+            show_prompts
+            if show_prompts is not None
+            else os.environ.get(SHOW_PROMPTS_ENV, "") not in ("", "0")
+        )
         self._lock = threading.Lock()
         first = self._calls[0][0].get("model") if self._calls else None
         super().__init__(model=model or (first if isinstance(first, str) else None) or "replay")
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], *, strict: bool = True) -> ReplayLLM:
+    def from_file(
+        cls, path: str | os.PathLike[str], *, strict: bool = False, show_prompts: bool | None = None
+    ) -> ReplayLLM:
         """Replay the calls of a cassette file written by :func:`save_cassette`."""
-        return cls(load_cassette(path), strict=strict)
+        data = _read(path)
+        return cls(
+            data["calls"],
+            strict=strict,
+            source=str(path),
+            record_with=data.get("record_with")
+            if isinstance(data.get("record_with"), str)
+            else None,
+            show_prompts=show_prompts,
+        )
 
     def __repr__(self) -> str:
         return f"ReplayLLM(calls={len(self._calls)}, remaining={self.remaining})"
@@ -78,9 +143,9 @@ class ReplayLLM(InProcessLLM):
                 parsed = parse_answer(response.text, schema, model=self.model)
         except (ValidationError, LLMSchemaError) as exc:
             raise ReplayMismatchError(
-                f"LLM call {index}: the recorded answer no longer fits schema "
-                f"`{schema_name(schema)}` ({exc}). The schema changed since recording; "
-                "record again.",
+                f"Recorded call {index}{self._where()}: the recorded answer no longer fits "
+                f"schema `{schema_name(schema)}` ({_clip(str(exc), 300)}). The schema changed "
+                f"since recording; {self._rerecord()}.",
                 model=self.model,
             ) from exc
         return response.model_copy(update={"parsed": parsed})
@@ -97,74 +162,139 @@ class ReplayLLM(InProcessLLM):
     ) -> tuple[int, LLMResponse]:
         asked = check_messages(messages)
         name = schema_name(schema) if schema is not None else None
+        key = request_key(asked, name)
         with self._lock:
             if self.strict:
-                index = self._next
-                if index >= len(self._calls):
-                    raise ReplayMismatchError(
-                        f"LLM call {index} has no recording: only {len(self._calls)} calls were "
-                        "recorded. The flow now calls the LLM more often; record again.",
-                        model=self.model,
-                    )
-                how = _difference(self._calls[index][0], asked, name)
-                if how is not None:
-                    raise ReplayMismatchError(
-                        f"LLM call {index} does not match the recording: {how}. "
-                        "If the prompt changed on purpose, record again.",
-                        model=self.model,
-                    )
+                index = self._strict_index(self._next, asked, name)
+                self._next = index + 1
             else:
+                number = self._asked
+                self._asked += 1
                 index = next(
-                    (
-                        i
-                        for i, (request, _) in enumerate(self._calls)
-                        if not self._used[i] and _difference(request, asked, name) is None
-                    ),
-                    -1,
+                    (i for i, k in enumerate(self._keys) if k == key and not self._used[i]), -1
                 )
                 if index < 0:
-                    last = asked[-1]["content"]
-                    raise ReplayMismatchError(
-                        f"No unused recording matches this LLM request (schema {name!r}, last "
-                        f"message {_clip(last)!r}); {self.remaining} recordings are unused. "
-                        "If the prompt changed on purpose, record again.",
-                        model=self.model,
-                    )
+                    raise self._unmatched(number, asked, name, key)
             self._used[index] = True
-            self._next = index + 1
             return index, self._calls[index][1]
 
+    def _strict_index(self, number: int, asked: list[Message], name: str | None) -> int:
+        if number >= len(self._calls):
+            raise ReplayMismatchError(
+                f"LLM call {number} has no recording{self._where()}: only {len(self._calls)} "
+                f"calls were recorded; it asked {_describe(asked, name)}. The flow now calls "
+                f"the LLM more often; {self._rerecord()}.",
+                model=self.model,
+            )
+        how = _difference(self._calls[number][0], asked, name, self.show_prompts)
+        if how is not None:
+            raise ReplayMismatchError(
+                f"LLM call {number} does not match the recording{self._where()}: {how}. If "
+                f"the prompt changed on purpose, {self._rerecord()}.",
+                model=self.model,
+            )
+        return number
 
-def save_cassette(path: str | os.PathLike[str], calls: Sequence[Mapping[str, Any]]) -> None:
-    """Write ``calls`` to a cassette file atomically (temp file, fsync, rename)."""
+    def _unmatched(
+        self, number: int, asked: list[Message], name: str | None, key: str
+    ) -> ReplayMismatchError:
+        same = [i for i, k in enumerate(self._keys) if k == key]
+        if same:
+            why = (
+                f"its {len(same)} recording(s) were already played in this process; the "
+                "flow now asks it more often"
+            )
+        else:
+            why = "no recorded call has this content"
+            nearest = self._nearest(asked, name)
+            if nearest is not None:
+                index, how = nearest
+                why += f"; the closest, recorded call {index}, differs: {how}"
+        return ReplayMismatchError(
+            f"LLM call {number} has no recording{self._where()}: it asked "
+            f"{_describe(asked, name)}, key {key}; {why}. If the prompt changed on purpose, "
+            f"{self._rerecord()}.",
+            model=self.model,
+        )
+
+    def _nearest(self, asked: list[Message], name: str | None) -> tuple[int, str] | None:
+        """The recorded request sharing the longest prefix with ``asked``, and how it differs."""
+        best: tuple[int, int] | None = None
+        for i, (request, _) in enumerate(self._calls):
+            if request.get("schema") != name:
+                continue
+            shared = _shared_prefix(request["messages"], asked)
+            if best is None or shared > best[1]:
+                best = (i, shared)
+        if best is None:
+            return None
+        how = _difference(self._calls[best[0]][0], asked, name, self.show_prompts)
+        return (best[0], how) if how is not None else None
+
+    def _where(self) -> str:
+        return f" in cassette {self.source}" if self.source else ""
+
+    def _rerecord(self) -> str:
+        if self.record_with:
+            return f"record the cassette again: {self.record_with}"
+        return _GENERIC_RERECORD
+
+
+def save_cassette(
+    path: str | os.PathLike[str],
+    calls: Sequence[Mapping[str, Any]],
+    *,
+    record_with: str | None = None,
+) -> None:
+    """Write ``calls`` to a cassette file atomically (temp file, fsync, rename).
+
+    Each call gets its content ``key`` (for reading and diffing; replay recomputes it).
+    ``record_with`` is the command that records the cassette again, quoted in replay errors.
+    """
     target = Path(path)
-    data = {"format_version": CASSETTE_FORMAT_VERSION, "calls": [dict(c) for c in calls]}
+    written = []
+    for index, call in enumerate(calls):
+        request, _ = _checked(index, call)
+        written.append({"key": _key_of(request), **{k: v for k, v in call.items() if k != "key"}})
+    data: dict[str, Any] = {"format_version": CASSETTE_FORMAT_VERSION}
+    if record_with:
+        data["record_with"] = record_with
+    data["calls"] = written
     write_atomically(target, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read the calls of a cassette file.
+    """Read the calls of a cassette file (format version 1 or 2).
 
     Raises:
         LLMConfigError: the file is missing, not JSON, or not a cassette of a known version.
     """
+    calls: list[dict[str, Any]] = _read(path)["calls"]
+    return calls
+
+
+def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise LLMConfigError(f"Cannot read cassette {str(path)!r}: {exc}.") from exc
-    except ValueError as exc:
-        raise LLMConfigError(f"Cassette {str(path)!r} is not valid JSON: {exc}.") from exc
+        raise LLMConfigError(
+            f"Cannot read cassette {str(path)!r}: {exc.strerror or exc}; check the path."
+        ) from exc
+    except ValueError as exc:  # also UnicodeDecodeError
+        raise LLMConfigError(
+            f"Cassette {str(path)!r} is not a JSON file ({_clip(str(exc), 120)})."
+        ) from exc
     if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
         raise LLMConfigError(
-            f'Cassette {str(path)!r} must be an object {{"format_version": 1, "calls": [...]}}.'
+            f'Cassette {str(path)!r} must be an object {{"format_version": '
+            f'{CASSETTE_FORMAT_VERSION}, "calls": [...]}}.'
         )
-    if data.get("format_version") != CASSETTE_FORMAT_VERSION:
+    if data.get("format_version") not in _READABLE:
         raise LLMConfigError(
             f"Cassette {str(path)!r} has format_version {data.get('format_version')!r}; this "
-            f"flowkit reads version {CASSETTE_FORMAT_VERSION}. Record it again."
+            f"flowkit reads versions {', '.join(map(str, _READABLE))}. Record it again."
         )
-    calls: list[dict[str, Any]] = data["calls"]
-    return calls
+    return data
 
 
 def _checked(index: int, call: Mapping[str, Any]) -> tuple[dict[str, Any], LLMResponse]:
@@ -176,13 +306,41 @@ def _checked(index: int, call: Mapping[str, Any]) -> tuple[dict[str, Any], LLMRe
         return dict(request), LLMResponse.model_validate(call["response"])
     except (KeyError, TypeError, ValidationError) as exc:
         raise LLMConfigError(
-            f"Recorded LLM call {index} is malformed ({exc}); each call must be "
-            '{"request": {"messages": [...], "schema": ...}, "response": {"text": ..., ...}}.'
+            f"Recorded LLM call {index} is malformed ({_clip(str(exc), 200)}); each call must "
+            'be {"request": {"messages": [...], "schema": ...}, "response": {"text": ..., ...}}.'
         ) from exc
 
 
+def _key_of(request: Mapping[str, Any]) -> str:
+    schema = request.get("schema")
+    return request_key(request["messages"], schema if isinstance(schema, str) else None)
+
+
+def _describe(messages: Sequence[Message], schema: str | None) -> str:
+    """A request in words without its text: schema, roles and sizes."""
+    roles = ", ".join(f"{m['role']} {len(m['content']):,} chars" for m in messages)
+    return f"schema {schema or 'none (plain text)'} with {len(messages)} message(s) ({roles})"
+
+
+def _shared_prefix(recorded: Sequence[Any], asked: Sequence[Message]) -> int:
+    """How many leading characters two message lists share, counting whole equal messages."""
+    total = 0
+    for want, got in zip(recorded, asked, strict=False):
+        if want == got:
+            total += len(str(got.get("content", ""))) + 1
+            continue
+        if isinstance(want, Mapping) and want.get("role") == got.get("role"):
+            a, b = str(want.get("content", "")), str(got.get("content", ""))
+            total += next(
+                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)),
+            )
+        break
+    return total
+
+
 def _difference(
-    recorded: Mapping[str, Any], messages: list[Message], schema: str | None
+    recorded: Mapping[str, Any], messages: list[Message], schema: str | None, show: bool
 ) -> str | None:
     """How a request differs from a recorded one, in words; ``None`` when it matches."""
     if recorded.get("schema") != schema:
@@ -194,23 +352,24 @@ def _difference(
         if not isinstance(want, Mapping) or want.get("role") != got.get("role"):
             role = want.get("role") if isinstance(want, Mapping) else want
             return f"message {i} has role {got.get('role')!r}, the recording has {role!r}"
-        return f"message {i} ({got.get('role')}) differs: {_text_difference(want, got)}"
+        return f"message {i} ({got.get('role')}) differs: {_text_difference(want, got, show)}"
     if len(expected) != len(messages):
         return f"{len(messages)} messages were sent, the recording has {len(expected)}"
     return None
 
 
-def _text_difference(want: Mapping[str, Any], got: Mapping[str, Any]) -> str:
+def _text_difference(want: Mapping[str, Any], got: Mapping[str, Any], show: bool) -> str:
     a, b = str(want.get("content", "")), str(got.get("content", ""))
+    if a == b:
+        return "other keys differ"
     at = next(
         (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
     )
+    where = f"from character {at} (sent {len(b):,} chars, recorded {len(a):,})"
+    if not show:
+        return f"{where}; set {SHOW_PROMPTS_ENV}=1 to see the text"
     start = max(at - 20, 0)
-    return (
-        f"from character {at}, sent {_clip(b[start:])!r}, recorded {_clip(a[start:])!r}"
-        if a != b
-        else "other keys differ"
-    )
+    return f"{where}, sent {_clip(b[start:])!r}, recorded {_clip(a[start:])!r}"
 
 
 def _clip(text: str, limit: int = 60) -> str:

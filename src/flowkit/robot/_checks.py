@@ -19,15 +19,16 @@ def check_program(program: Program, catalog: Catalog) -> list[Finding]:
     """Check every stack of ``program``; stacks are numbered from 1 in problems."""
     units = [Unit(chain=stack, stack=i + 1) for i, stack in enumerate(program.stacks)]
     findings = check_units(units, catalog)
-    if program.stacks and program.main() is None:
+    if program.main() is None:
+        message = (
+            "no stack starts with select_robot, so the program has no main program; add one "
+            "unless this file only holds sub-programs"
+            if program.stacks
+            else "the program is empty: it has no blocks, so no main program"
+        )
         findings.append(
             (
-                Problem(
-                    severity="warning",
-                    code="no_main_program",
-                    message="no stack starts with select_robot, so the program has no main "
-                    "program; add one unless this file only holds sub-programs",
-                ),
+                Problem(severity="warning", code="no_main_program", message=message),
                 None,
             )
         )

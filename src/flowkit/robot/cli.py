@@ -1,11 +1,14 @@
 """Command functions behind ``flowkit sas compile | validate | decompile``: plain functions that
-print what they did and return the process exit code (0 = success, 1 = failure)."""
+print what they did (stdout) or what went wrong (stderr) and return the process exit code
+(0 = success, 1 = failure)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -19,7 +22,14 @@ from .steps import Program, Step, TaskSteps
 from .text import parse, parse_program, parse_tasks, render_program
 from .validate import validate_xml
 
-__all__ = ["compile_command", "decompile_command", "load_steps", "validate_command"]
+__all__ = [
+    "compile_command",
+    "decompile_command",
+    "load_steps",
+    "report_problems",
+    "validate_command",
+    "writable_output",
+]
 
 _TASKS = TypeAdapter(list[TaskSteps])
 _SECTION = re.compile(r"^##\s+(\w+)", re.MULTILINE)
@@ -37,8 +47,15 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RobotProgramError(f"Cannot read {where}: {exc}; check the path.", path=where) from exc
+    except UnicodeDecodeError as exc:
+        raise RobotProgramError(
+            f"Cannot read {where}: it is not UTF-8 text (byte {exc.start}); save it as UTF-8.",
+            path=where,
+        ) from exc
+    except OSError as exc:
+        raise RobotProgramError(
+            f"Cannot read {where}: {exc.strerror or exc}; check the path.", path=where
+        ) from exc
     if Path(path).suffix.lower() != ".json":
         section = _SECTION.search(text)
         if section is None:
@@ -64,57 +81,127 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
         ) from exc
 
 
-def compile_command(steps_path: str | Path, output: str | Path) -> int:
-    """Compile a steps file (JSON or text) into Blockly XML at ``output``; offline."""
+def compile_command(
+    steps_path: str | Path,
+    output: str | Path,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Compile a steps file (JSON or text) into Blockly XML at ``output``; offline.
+
+    What was written goes to ``out`` (stdout); problems and errors go to ``err`` (stderr).
+    """
+    out, err = out or sys.stdout, err or sys.stderr
     try:
+        target = writable_output(output)
         xml = compile_program(load_steps(steps_path), deterministic=True)
     except InvalidProgramError as exc:
-        print(f"{steps_path}: not compiled, {len(exc.problems)} problem(s):")
-        for problem in exc.problems:
-            print(f"  {problem}")
+        report_problems(f"{steps_path}: not compiled", exc, err)
         return 1
     except RobotProgramError as exc:
-        print(f"error: {exc}")
+        err.write(f"error: {exc}\n")
         return 1
-    _write(Path(output), xml)
-    print(f"wrote {output}")
+    if not _write(target, xml, err):
+        return 1
+    out.write(f"wrote {output}\n")
     return 0
 
 
-def validate_command(path: str | Path) -> int:
-    """Validate a Blockly XML program; print every problem with its line; 1 on any error."""
+def validate_command(
+    path: str | Path,
+    *,
+    as_json: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Validate a Blockly XML program; print every problem with its line; 1 on any error.
+
+    The findings are the command's output (``out``); a file that cannot be read is an error
+    (``err``). With ``as_json``, one JSON object: path, valid, counts and every problem.
+    """
+    out, err = out or sys.stdout, err or sys.stderr
     try:
         problems = validate_xml(Path(path))
     except RobotProgramError as exc:
-        print(f"error: {exc}")
+        err.write(f"error: {exc}\n")
         return 1
     errors = errors_only(problems)
-    for problem in problems:
-        print(f"{path}: {problem}")
     warnings = len(problems) - len(errors)
+    if as_json:
+        report = {
+            "path": str(path),
+            "valid": not errors,
+            "errors": len(errors),
+            "warnings": warnings,
+            "problems": [p.model_dump(mode="json", exclude_none=True) for p in problems],
+        }
+        out.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        return 1 if errors else 0
+    for problem in problems:
+        out.write(f"{path}: {problem}\n")
     verdict = "invalid" if errors else "valid"
-    print(f"{path}: {verdict} ({len(errors)} error(s), {warnings} warning(s))")
+    out.write(f"{path}: {verdict} ({len(errors)} error(s), {warnings} warning(s))\n")
     return 1 if errors else 0
 
 
-def decompile_command(path: str | Path, output: str | Path) -> int:
+def decompile_command(
+    path: str | Path,
+    output: str | Path,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
     """Read a Blockly XML program into steps: JSON if ``output`` ends in ``.json``, else text."""
+    out, err = out or sys.stdout, err or sys.stderr
     try:
+        target = writable_output(output)
         program = decompile(Path(path))
     except InvalidProgramError as exc:
-        print(f"{path}: cannot be read:")
-        for problem in exc.problems:
-            print(f"  {problem}")
+        report_problems(f"{path}: cannot be read", exc, err)
         return 1
     except RobotProgramError as exc:
-        print(f"error: {exc}")
+        err.write(f"error: {exc}\n")
         return 1
-    is_json = Path(output).suffix.lower() == ".json"
-    _write(Path(output), program.to_json() + "\n" if is_json else render_program(program))
-    print(f"wrote {output}")
+    is_json = target.suffix.lower() == ".json"
+    if not _write(target, program.to_json() + "\n" if is_json else render_program(program), err):
+        return 1
+    out.write(f"wrote {output}\n")
     return 0
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, text)
+def report_problems(what: str, exc: InvalidProgramError, err: TextIO) -> None:
+    """``what, N problem(s):`` and one indented line per problem."""
+    err.write(f"{what}, {len(exc.problems)} problem(s):\n")
+    err.writelines(f"  {problem}\n" for problem in exc.problems)
+
+
+def writable_output(output: str | Path) -> Path:
+    """``output`` as a path whose folder exists or can be made; else ``RobotProgramError``.
+
+    Checked before any work, so a typo in ``-o`` fails at once and names the user's path.
+    """
+    target = Path(output)
+    if target.is_dir():
+        raise RobotProgramError(
+            f"Cannot write {output}: it is a folder; give a file name, e.g. {target / 'flow.xml'}.",
+            path=str(output),
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RobotProgramError(
+            f"Cannot write {output}: its folder {target.parent} cannot be created "
+            f"({exc.strerror or exc}).",
+            path=str(output),
+        ) from exc
+    return target
+
+
+def _write(path: Path, text: str, err: TextIO) -> bool:
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        err.write(f"error: Cannot write {path}: {exc.strerror or exc}.\n")
+        return False
+    return True

@@ -1,21 +1,34 @@
 """``flowkit sas ...``: drive the robot-flow workflow from a shell, and its offline tools.
 
-``start`` / ``approve`` / ``feedback`` / ``edit`` / ``status`` work on threads in a JSON-file
-store (default ``./.flowkit``); ``compile`` / ``validate`` / ``decompile`` need no LLM and no
-store. After each step the command prints what the reviewer must look at next.
+``start`` / ``approve`` / ``feedback`` / ``edit`` / ``retry`` / ``status`` work on threads in
+a JSON-file store (the shared ``--store``: ``$FLOWKIT_STORE``, else ``./.flowkit``);
+``compile`` / ``validate`` / ``decompile`` need no LLM and no store. After each step the
+command prints what the reviewer must look at next, as commands runnable as printed. Results
+go to stdout; errors, warnings and progress to stderr. See docs/sas-cli.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import secrets
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["add_commands", "print_result"]
+from ..cli._store import add_store_option, open_for_reading, open_for_writing, store_path
 
-_DEFAULT_STORE = ".flowkit"
+__all__ = ["DEMO_LLM", "add_commands", "print_result", "resolve_llm_spec"]
+
+#: ``--llm replay:demo`` names the cassette shipped with the demo (docs/sas-cli.md).
+DEMO_LLM = "replay:demo"
+#: Largest file ``sas edit`` reads (the review gate accepts up to 1 MB of edited text).
+_MAX_EDIT_BYTES = 1_000_000
+#: Longest feedback the review gate accepts.
+_MAX_FEEDBACK = 20_000
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -25,15 +38,20 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     sub = sas.add_subparsers(title="sas commands", metavar="COMMAND", required=True)
 
-    def thread_command(name: str, help_text: str) -> argparse.ArgumentParser:
+    def thread_command(name: str, help_text: str, *, runs: bool = True) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = sub.add_parser(name, parents=[common], help=help_text)
         parser.add_argument("thread", metavar="THREAD", help="the thread id `start` printed")
-        _store_and_llm(parser)
+        add_store_option(parser)
+        _llm_option(parser)
+        if runs:
+            _progress_option(parser)
         return parser
 
     start = sub.add_parser("start", parents=[common], help="start a thread from a robot task")
     start.add_argument("text", metavar="TEXT", help="the robot task, in any language")
-    _store_and_llm(start)
+    add_store_option(start)
+    _llm_option(start)
+    _progress_option(start)
     start.add_argument("--output-dir", metavar="DIR", help="where flow.xml is written")
     start.add_argument("--teaching", metavar="FILE", help="teaching.yaml to map points onto")
     start.add_argument("--catalog", metavar="FILE", help="your own block catalog (JSON)")
@@ -48,8 +66,18 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     edit = thread_command("edit", "submit an edited task list (JSON) or module steps (text)")
     edit.add_argument("file", metavar="FILE", help="the edited version")
     edit.set_defaults(run=_cmd_edit)
-    thread_command("status", "show where a thread stands").set_defaults(run=_cmd_status)
-    thread_command("retry", "run a failed step again").set_defaults(run=_cmd_retry)
+    status = thread_command("status", "show where a thread stands (read-only)", runs=False)
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(run=_cmd_status)
+    thread_command("retry", "run the step that failed again").set_defaults(run=_cmd_retry)
+
+    files = sub.add_parser(
+        "demo-files",
+        parents=[common],
+        help="copy the demo's cassette, teaching table, request and feedback into DIR",
+    )
+    files.add_argument("dir", metavar="DIR", help="folder to write them into (created)")
+    files.set_defaults(run=_cmd_demo_files)
 
     compile_ = sub.add_parser(
         "compile", parents=[common], help="module steps -> flow.xml (offline)"
@@ -60,6 +88,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     compile_.set_defaults(run=_cmd_compile)
     validate = sub.add_parser("validate", parents=[common], help="check a robot program")
     validate.add_argument("xml", metavar="FLOW.xml")
+    validate.add_argument("--json", action="store_true", help="print JSON")
     validate.set_defaults(run=_cmd_validate)
     decompile = sub.add_parser("decompile", parents=[common], help="flow.xml -> module steps")
     decompile.add_argument("xml", metavar="FLOW.xml")
@@ -73,87 +102,293 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     decompile.set_defaults(run=_cmd_decompile)
 
 
-def _store_and_llm(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        default=_DEFAULT_STORE,
-        help=f"JSON-file store folder (default: {_DEFAULT_STORE})",
-    )
+def _llm_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--llm",
         metavar="SPEC",
-        help="openai:MODEL, ollama:MODEL, replay:PATH, scripted:PATH (default: $FLOWKIT_LLM)",
+        help="openai:MODEL, ollama:MODEL, replay:PATH, scripted:PATH, or replay:demo for the "
+        "shipped demo cassette (default: the thread's own, else $FLOWKIT_LLM)",
     )
 
 
-def _runner(args: argparse.Namespace, *, needs_llm: bool = True) -> Any:
-    from .._runner import Runner
+def _progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one line per finished step on stderr (default: only when stderr is a terminal)",
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _error(message: str, code: int = 1) -> Exception:
+    from ..cli import CommandError
+
+    return CommandError(message, code=code)
+
+
+def resolve_llm_spec(spec: str) -> str:
+    """``replay:demo`` -> the shipped cassette; relative cassette/rules paths made absolute.
+
+    The resolved spec is kept with the thread, so later commands (from any folder) find it.
+    """
+    if spec == DEMO_LLM and not Path("demo").is_file():
+        from .demo import demo_file
+
+        return f"replay:{demo_file('cassette.json')}"
+    kind, _, rest = spec.partition(":")
+    if kind in ("replay", "scripted") and rest:
+        return f"{kind}:{Path(rest).expanduser().absolute()}"
+    return spec
+
+
+def _llm_for(args: argparse.Namespace, recorded: str | None) -> tuple[Any, str | None]:
+    """The LLM a command runs with: ``--llm``, else the thread's, else ``$FLOWKIT_LLM``."""
     from ..llm import from_spec
-    from ..stores.jsonfile import JsonFileStore
+
+    spec = args.llm or recorded
+    if spec is None:
+        return from_spec(None), os.environ.get("FLOWKIT_LLM") or None
+    return from_spec(resolve_llm_spec(spec)), spec
+
+
+def _again(args: argparse.Namespace, recorded: str | None) -> str:
+    """The options a printed hint needs to run as printed (``--store`` / ``--llm``)."""
+    words: list[str] = []
+    if getattr(args, "store", None):
+        words += ["--store", args.store]
+    llm = getattr(args, "llm", None)
+    if llm and llm != recorded and resolve_llm_spec(llm) != recorded:
+        words += ["--llm", llm]
+    return (" " + shlex.join(words)) if words else ""
+
+
+def _existing_thread(args: argparse.Namespace) -> Any:
+    """The store holding ``args.thread``, opened without creating anything; else an error."""
+    directory = store_path(args)
+    store = open_for_reading(directory)
+    if store is None or args.thread not in store.threads():
+        where = f" --store {shlex.quote(args.store)}" if getattr(args, "store", None) else ""
+        raise _error(
+            f"No thread `{_clip(args.thread)}` in store `{directory}`. "
+            f"`flowkit threads --store {shlex.quote(directory)}` lists the threads there; "
+            f'`flowkit sas start "..."{where}` starts one.'
+        )
+    return store
+
+
+def _progress(args: argparse.Namespace, runner: Any, state: Any, err: TextIO) -> None:
+    """One stderr line per finished step, on a terminal or with --progress (engine events)."""
+    wanted = args.progress if args.progress is not None else err.isatty()
+    if not wanted:
+        return
+    from .._events import Event, NodeFinished, NodeStarted
+    from ..nodes.sas.module_steps import tasks_to_generate
+    from ..routing.sas import TASK_LIST_TO_MODULE_STEPS
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, NodeStarted) and event.node == TASK_LIST_TO_MODULE_STEPS:
+            now = runner.get_state(event.thread_id).state if state is None else state
+            count = len(tasks_to_generate(now)) or len(now.sas_step1_generated_tasks)
+            err.write(f"  {event.node}: module steps for {count} task(s) ...\n")
+        elif isinstance(event, NodeFinished):
+            outcome = "failed" if event.error else "done"
+            err.write(f"  {event.node}: {outcome} in {event.latency_s:.1f} s\n")
+        err.flush()
+
+    runner.subscribe(on_event)
+
+
+def _runner(store: Any, llm: Any) -> Any:
+    from .._runner import Runner
     from .workflow import flow
 
-    llm = from_spec(args.llm) if (args.llm or needs_llm) else None
     # Steps here are slow (LLM calls), so marking each attempt costs nothing noticeable and
     # lets `flowkit recover` tell a killed step from one still running.
-    return Runner(flow, store=JsonFileStore(args.store), llm=llm, track_attempts=True)
+    return Runner(flow, store=store, llm=llm, track_attempts=True)
 
 
-def print_result(result: Any, out: TextIO) -> int:
-    """Print what the thread needs next; exit code 0 unless it failed."""
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def print_result(
+    result: Any,
+    out: TextIO,
+    *,
+    err: TextIO | None = None,
+    again: str = "",
+    store: str | None = None,
+) -> int:
+    """Print what the thread needs next; exit code 0 unless it failed or a step failed.
+
+    ``again`` is appended to every printed command (``--store``/``--llm`` when needed);
+    ``store`` is the store folder, for commands that always need it.
+    """
     from ..routing import sas as states
     from .steps_text import render_module_steps
     from .tasks import TaskList
 
+    err = err or sys.stderr
     state = result.state
+    thread = shlex.quote(result.thread_id)
     out.write(f"thread {result.thread_id}: {result.status} at {result.node}\n")
     for warning in state.warnings[-3:]:
-        out.write(f"warning: {warning}\n")
+        err.write(f"warning: {warning}\n")
+    failed_here = result.status == "waiting" and state.is_error
+    if failed_here:
+        step = f" in {state.failed_step}" if state.failed_step else ""
+        err.write(f"error{step}: {state.error_message}\n")
+    retry = f"flowkit sas retry {thread}{again}"
     if result.node == states.TASK_LIST_REVIEW:
-        out.write("\nTask list to review:\n")
-        for number, task in enumerate(state.sas_step1_generated_tasks, 1):
+        tasks = state.sas_step1_generated_tasks
+        out.write("\nTask list to review:\n" if tasks else "\nNo task list yet.\n")
+        for number, task in enumerate(tasks, 1):
             calls = f" -> calls {', '.join(task.sub_tasks)}" if task.sub_tasks else ""
             out.write(f"  {number}. {task.name} [{task.type}] {task.description}{calls}\n")
-        out.write(
-            f"\nNext: flowkit sas approve {result.thread_id}  |  "
-            f'flowkit sas feedback {result.thread_id} "..."\n'
-        )
+        first = retry if failed_here else f"flowkit sas approve {thread}{again}"
+        out.write(f'\nNext: {first}  |  flowkit sas feedback {thread} "..."{again}\n')
     elif result.node == states.MODULE_STEPS_REVIEW:
         plan = TaskList(tasks=state.sas_step1_generated_tasks)
         out.write("\nModule steps to review:\n\n")
         out.write(
             render_module_steps(state.sas_step2_module_steps, plan, state.module_step_failures)
         )
+        first = retry if failed_here else f"flowkit sas approve {thread}{again}"
         out.write(
-            f"\nNext: flowkit sas approve {result.thread_id}  |  flowkit sas feedback "
-            f'{result.thread_id} "..." [--task NAME]  |  flowkit sas edit '
-            f"{result.thread_id} FILE\n"
+            f'\nNext: {first}  |  flowkit sas feedback {thread} "..." [--task NAME]{again}'
+            f"  |  flowkit sas edit {thread} FILE{again}\n"
         )
     elif result.status == "done":
         out.write(f"\nRobot program: {state.final_flow_xml_path}\n")
+        out.write(f"Check it: flowkit sas validate {shlex.quote(str(state.final_flow_xml_path))}\n")
     if result.status == "failed":
         message = state.error_message or (result.error.message if result.error else "")
-        out.write(f"\nerror: {message}\n")
-        if result.node != states.ERROR:
-            out.write(f"Fix the cause, then: flowkit sas retry {result.thread_id}\n")
+        err.write(f"error: {message}\n")
+        if result.node == states.ERROR:
+            folder = shlex.quote(store or ".flowkit")
+            err.write(
+                "This thread ended in `error` (an older flowkit); "
+                f"`flowkit recover {thread} --store {folder}` resets it.\n"
+            )
+        else:
+            err.write(f"Fix the cause, then: {retry}\n")
         return 1
-    return 0
+    return 1 if failed_here else 0
+
+
+def _status_json(result: Any) -> dict[str, Any]:
+    state = result.state
+    return {
+        "thread_id": result.thread_id,
+        "status": result.status,
+        "node": result.node,
+        "is_error": state.is_error,
+        "error_message": state.error_message,
+        "failed_step": state.failed_step,
+        "warnings": list(state.warnings),
+        "tasks": [t.name for t in state.sas_step1_generated_tasks],
+        "task_list_accepted": state.task_list_accepted,
+        "module_steps": {k: len(v.steps) for k, v in state.sas_step2_module_steps.items()},
+        "module_step_failures": dict(state.module_step_failures),
+        "module_steps_accepted": state.module_steps_accepted,
+        "revision_iteration": state.revision_iteration,
+        "output_dir": state.run_output_directory,
+        "final_flow_xml_path": state.final_flow_xml_path,
+    }
+
+
+# -- commands --------------------------------------------------------------------------------
 
 
 def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
-    runner = _runner(args)
+    from ..llm import from_spec
+    from ..nodes.sas.task_list import MAX_REQUEST
+
+    text = args.text.strip()
+    if not text:
+        raise _error("The robot task is empty; describe what the robot should do.", code=2)
+    if len(text) > MAX_REQUEST:
+        raise _error(
+            f"The robot task is {len(text):,} characters long (limit {MAX_REQUEST:,}); shorten "
+            "it to the steps the robot should perform.",
+            code=2,
+        )
+    output_dir = _output_dir(args.output_dir)
+    for option, given in (("--teaching", args.teaching), ("--catalog", args.catalog)):
+        if given is not None and not Path(given).is_file():
+            raise _error(f"{option} {given}: no such file.", code=2)
+    spec = args.llm or os.environ.get("FLOWKIT_LLM") or None
+    resolved = resolve_llm_spec(spec) if spec else None
+    llm = from_spec(resolved)
+    store = open_for_writing(store_path(args))
     thread = args.thread or f"sas-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    if thread in store.threads():
+        raise _error(
+            f"Thread `{_clip(thread)}` already exists; continue it (`flowkit sas status "
+            f"{shlex.quote(thread)}{_again(args, None)}`) or choose another --thread."
+        )
     config = {
-        "output_dir": args.output_dir,
-        "teaching_file": args.teaching,
-        "catalog_file": args.catalog,
+        "output_dir": output_dir,
+        "teaching_file": str(Path(args.teaching).absolute()) if args.teaching else None,
+        "catalog_file": str(Path(args.catalog).absolute()) if args.catalog else None,
+        "llm": spec if spec == DEMO_LLM else resolved,
     }
-    result = runner.start(thread, {"user_input": args.text, "config": config})
-    return print_result(result, out)
+    runner = _runner(store, llm)
+    _progress(args, runner, None, sys.stderr)
+    result = runner.start(thread, {"user_input": text, "config": config})
+    return print_result(result, out, again=_again(args, config["llm"]), store=store_path(args))
 
 
-def _resume(args: argparse.Namespace, out: TextIO, value: Any) -> int:
-    return print_result(_runner(args).resume(args.thread, value), out)
+def _output_dir(given: str | None) -> str | None:
+    """The ``--output-dir`` as an absolute folder that exists; a bad one is an error now."""
+    if given is None:
+        return None
+    path = Path(given).expanduser()
+    if path.exists() and not path.is_dir():
+        raise _error(f"--output-dir {given}: exists and is not a folder; name a folder.", code=2)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _error(
+            f"--output-dir {given}: cannot be created ({exc.strerror or exc}); name a folder "
+            "you may write.",
+            code=2,
+        ) from exc
+    if not os.access(path, os.W_OK):
+        raise _error(f"--output-dir {given}: you may not write there; name another folder.")
+    return str(path.absolute())
+
+
+def _resume(args: argparse.Namespace, out: TextIO, value: Any, *, retry: bool = False) -> int:
+    store = _existing_thread(args)
+    current = _runner(store, None).get_state(args.thread)
+    recorded = current.state.config.llm
+    llm, _ = _llm_for(args, recorded)
+    runner = _runner(store, llm)
+    again = _again(args, recorded)
+    if retry:
+        value = _retry_value(current, again)
+    _progress(args, runner, current.state, sys.stderr)
+    result = runner.resume(args.thread, value)
+    return print_result(result, out, again=again, store=store_path(args))
+
+
+def _retry_value(current: Any, again: str) -> Any:
+    if current.status in ("failed", "pending"):
+        return None  # the engine runs the step it stopped at again
+    if current.status == "waiting" and current.state.is_error:
+        return {"action": "retry"}
+    thread = shlex.quote(current.thread_id)
+    raise _error(
+        f"Thread {current.thread_id} is {current.status} at {current.node} and no step failed; "
+        f"nothing to retry. See `flowkit sas status {thread}{again}`."
+    )
 
 
 def _cmd_approve(args: argparse.Namespace, out: TextIO) -> int:
@@ -161,22 +396,77 @@ def _cmd_approve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_feedback(args: argparse.Namespace, out: TextIO) -> int:
-    return _resume(args, out, {"action": "feedback", "message": args.text, "task": args.task})
+    text = args.text.strip()
+    if not text:
+        raise _error("The feedback is empty; say what to change.", code=2)
+    if len(text) > _MAX_FEEDBACK:
+        raise _error(
+            f"The feedback is {len(text):,} characters long (limit {_MAX_FEEDBACK:,}); shorten it.",
+            code=2,
+        )
+    return _resume(args, out, {"action": "feedback", "message": text, "task": args.task})
 
 
 def _cmd_edit(args: argparse.Namespace, out: TextIO) -> int:
-    text = Path(args.file).read_text(encoding="utf-8")
+    path = Path(args.file)
+    try:
+        size = path.stat().st_size
+        if size > _MAX_EDIT_BYTES:
+            raise _error(
+                f"{args.file} is {size:,} bytes; an edit may be at most {_MAX_EDIT_BYTES:,}.",
+                code=2,
+            )
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _error(
+            f"{args.file} is not UTF-8 text (byte {exc.start}); save it as UTF-8.", 2
+        ) from exc
+    except OSError as exc:
+        raise _error(f"Cannot read {args.file}: {exc.strerror or exc}.", code=2) from exc
+    if "\x00" in text:
+        raise _error(f"{args.file} holds NUL bytes; it is not a text file.", code=2)
+    if not text.strip():
+        raise _error(f"{args.file} is empty; submit the edited task list or module steps.", 2)
     return _resume(args, out, {"action": "edit", "edited": text})
 
 
 def _cmd_retry(args: argparse.Namespace, out: TextIO) -> int:
-    return _resume(args, out, None)
+    return _resume(args, out, None, retry=True)
 
 
 def _cmd_status(args: argparse.Namespace, out: TextIO) -> int:
-    result = _runner(args, needs_llm=False).get_state(args.thread)
-    code = print_result(result, out)
-    return 0 if result.status != "failed" else code
+    store = _existing_thread(args)
+    result = _runner(store, None).get_state(args.thread)
+    if args.json:
+        out.write(json.dumps(_status_json(result), indent=2, ensure_ascii=False) + "\n")
+        return 1 if result.status == "failed" else 0
+    print_result(result, out, again=_again(args, result.state.config.llm), store=store_path(args))
+    return 1 if result.status == "failed" else 0
+
+
+def _cmd_demo_files(args: argparse.Namespace, out: TextIO) -> int:
+    from .._atomic import write_atomically
+    from .demo import FEEDBACK, REQUEST, demo_file
+
+    folder = Path(args.dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name in ("cassette.json", "teaching.yaml"):
+            write_atomically(folder / name, demo_file(name).read_bytes())
+            written.append(folder / name)
+        for name, text in (("request.txt", REQUEST), ("feedback.txt", FEEDBACK)):
+            write_atomically(folder / name, text + "\n")
+            written.append(folder / name)
+    except OSError as exc:
+        raise _error(f"Cannot write into {args.dir}: {exc.strerror or exc}.") from exc
+    out.writelines(f"wrote {path}\n" for path in written)
+    d = shlex.quote(str(folder))
+    out.write(
+        f'\nNext: flowkit sas start "$(cat {d}/request.txt)" --llm replay:{d}/cassette.json '
+        f"--teaching {d}/teaching.yaml --output-dir {d}/out\n"
+    )
+    return 0
 
 
 def _cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
@@ -188,7 +478,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from .offline import validate_file
 
-    return validate_file(args.xml, out)
+    return validate_file(args.xml, out, as_json=args.json)
 
 
 def _cmd_decompile(args: argparse.Namespace, out: TextIO) -> int:

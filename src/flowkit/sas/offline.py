@@ -2,11 +2,12 @@
 
 ``compile`` maps logical point names onto a teaching table first when ``--teaching`` is given
 (the updated table and the mapping report are written beside the output, never over the
-input table).
+input table, and each file written is named). Results go to stdout, errors to stderr.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -15,39 +16,57 @@ from ..errors import FlowkitError, InvalidProgramError
 __all__ = ["compile_file", "decompile_file", "validate_file"]
 
 
-def compile_file(steps: str, output: str, teaching: str | None, out: TextIO) -> int:
+def compile_file(
+    steps: str, output: str, teaching: str | None, out: TextIO, err: TextIO | None = None
+) -> int:
     from .._atomic import write_atomically
-    from ..robot.cli import compile_command, load_steps
+    from ..robot.cli import compile_command, load_steps, report_problems, writable_output
     from ..robot.compile import compile_program, to_program
     from ..robot.params import apply_teaching
 
+    err = err or sys.stderr
     if teaching is None:
-        return compile_command(steps, output)
-    target = Path(output)
+        return compile_command(steps, output, out=out, err=err)
     try:
+        target = writable_output(output)
         program, report = apply_teaching(to_program(load_steps(steps)), teaching, target.parent)
         xml = compile_program(program, deterministic=True)
+        write_atomically(target, xml)
     except InvalidProgramError as exc:
-        out.write(f"{steps}: not compiled, {len(exc.problems)} problem(s):\n")
-        out.writelines(f"  {problem}\n" for problem in exc.problems)
+        report_problems(f"{steps}: not compiled", exc, err)
         return 1
     except FlowkitError as exc:
-        out.write(f"error: {exc}\n")
+        err.write(f"error: {exc}\n")
         return 1
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(target, xml)
+    except OSError as exc:
+        err.write(f"error: Cannot write {exc.filename or output}: {exc.strerror or exc}.\n")
+        return 1
     counts = ", ".join(f"{n} {action}" for action, n in sorted(report.counts().items()))
-    out.write(f"wrote {output} (parameters: {counts or 'none'}; report in {target.parent})\n")
+    out.write(f"wrote {output} (parameters: {counts or 'none'})\n")
+    out.writelines(f"wrote {path}\n" for path in _written_beside(Path(teaching), target.parent))
     return 0
 
 
-def validate_file(path: str, out: TextIO) -> int:
+def _written_beside(teaching: Path, folder: Path) -> list[Path]:
+    """The files ``apply_teaching`` writes next to the program (see its docstring)."""
+    from ..robot._tables import FlagTable, NumberTable, TeachingTable
+
+    names = [TeachingTable.filename]
+    names += [
+        t.filename for t in (NumberTable, FlagTable) if (teaching.parent / t.filename).is_file()
+    ]
+    return [folder / name for name in (*names, "parameter_mapping.md", "parameter_mapping.json")]
+
+
+def validate_file(
+    path: str, out: TextIO, *, as_json: bool = False, err: TextIO | None = None
+) -> int:
     from ..robot.cli import validate_command
 
-    return validate_command(path)
+    return validate_command(path, as_json=as_json, out=out, err=err or sys.stderr)
 
 
-def decompile_file(path: str, output: str, out: TextIO) -> int:
+def decompile_file(path: str, output: str, out: TextIO, err: TextIO | None = None) -> int:
     from ..robot.cli import decompile_command
 
-    return decompile_command(path, output)
+    return decompile_command(path, output, out=out, err=err or sys.stderr)

@@ -8,6 +8,11 @@ where work should have happened; an advanced state with fewer than 3 messages. S
 program really exists (else back to module-step review); step 1, step 2 and per-task XML
 generation go back to their last stable state; anything else is reset fully.
 
+A thread whose step failed (``is_error``: it waits at a review gate with the error, or an
+older thread that ended in ``error``) is never healthy: rule ``step_failed`` reports it, and
+the plan is the retry ``flowkit sas retry`` would do: back to the failed step (steps 3-5 from
+step 3), error cleared; an old ``error`` thread names no failed step and is reset fully.
+
 Seed 000's states map onto this flow's as in ``flowkit.routing.sas``; the seed's
 ``generating_xml_relation`` / ``generating_xml_final`` are ``parameter_mapping`` /
 ``merge_xml``, and its ``subgraph_completion_status`` is ``completion_status``.
@@ -26,6 +31,7 @@ from ..routing.sas import (
     MERGE_XML,
     MODULE_STEPS_REVIEW,
     PARAMETER_MAPPING,
+    PROGRAM_STEPS,
     TASK_LIST_REVIEW,
     TASK_LIST_TO_MODULE_STEPS,
     USER_INPUT_TO_TASK_LIST,
@@ -66,11 +72,29 @@ _TO_MODULE_STEPS_REVIEW = BackToStable(
     },
 )
 
+
+def _retry(step: str, goto: str, **values: Any) -> StrategyRoute:
+    """A thread that came back to review because ``step`` failed: run ``goto`` again."""
+    return StrategyRoute(
+        field("state.is_error") & field("state.failed_step").eq(step),
+        BackToStable(
+            goto=goto,
+            values={**values, "failed_step": None, **_cleared(f"recovered: retrying {step}")},
+        ),
+    )
+
+
 policy = RecoveryPolicy(
     name="sas",
     description="Seed 000 §3 for the robot-flow workflow",
     rules=(
         *DEFAULT_POLICY.rules,
+        DetectionRule(
+            "step_failed",
+            field("state.is_error") | field("node").eq(ERROR),
+            "a step failed; the thread stands at `{node}` until the step is retried "
+            "(flowkit sas retry {thread_id}) or the reviewer answers",
+        ),
         DetectionRule(
             "xml_state_without_description",
             _pending_in_xml & ~field("state.current_step_description"),
@@ -99,6 +123,20 @@ policy = RecoveryPolicy(
         ),
     ),
     strategies=(
+        # A failed step is retried, as `flowkit sas retry` would (an older thread that ended
+        # in `error` names no failed step: it is reset, strategy 3).
+        _retry(INITIAL, INITIAL, task_list_accepted=False, module_steps_accepted=False),
+        _retry(
+            USER_INPUT_TO_TASK_LIST,
+            USER_INPUT_TO_TASK_LIST,
+            task_list_accepted=False,
+            module_steps_accepted=False,
+        ),
+        _retry(TASK_LIST_TO_MODULE_STEPS, TASK_LIST_TO_MODULE_STEPS, module_steps_accepted=False),
+        *(
+            _retry(step, GENERATE_INDIVIDUAL_XMLS, module_steps_accepted=True)
+            for step in PROGRAM_STEPS
+        ),
         # Strategy 1: only a program that exists and was written in this state completes.
         StrategyRoute(
             field("node").is_in(XML_STATES),

@@ -31,6 +31,10 @@ class SasConfig(BaseModel):
     teaching_file: str | None = Field(default=None, description="teaching.yaml to map points onto")
     catalog_file: str | None = Field(default=None, description="Extra block catalog (JSON)")
     robot: str | None = Field(default=None, description="Robot name for select_robot")
+    llm: str | None = Field(
+        default=None,
+        description="The LLM spec the CLI started with; later commands without --llm use it",
+    )
     max_parallel: int = Field(default=4, ge=1, le=32, description="Concurrent step-2 LLM calls")
     task_attempts: int = Field(default=2, ge=1, le=5, description="Tries per task in step 2")
 
@@ -83,6 +87,8 @@ class SasState(BaseModel):
 
     is_error: bool = False
     error_message: str | None = None
+    #: The step that set ``is_error``; a retry at the review gate runs it again.
+    failed_step: str | None = None
     current_step_description: str = ""
     completion_status: str | None = None
     clarification_question: str | None = None

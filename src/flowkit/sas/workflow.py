@@ -3,7 +3,8 @@
 ``initial`` -> ``user_input_to_task_list`` -> gate ``sas_awaiting_task_list_review`` ->
 ``task_list_to_module_steps`` -> gate ``sas_awaiting_module_steps_review`` ->
 ``sas_generating_individual_xmls`` -> ``parameter_mapping`` -> ``merge_xml`` ->
-``final_xml_generated_success``; any error ends in ``error``.
+``final_xml_generated_success``. A step that fails goes back to the review gate it came from
+with ``is_error`` / ``error_message`` / ``failed_step`` set, where ``retry`` runs it again.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def write_file_atomically(
 ) -> None:
     """Replace ``path`` with ``data``; a file-system failure becomes a ``StoreError``."""
     try:
-        write_atomically(path, data, fsync=fsync)
+        write_atomically(path, data, fsync=fsync, private=True)
     except OSError as exc:
         raise os_error(what, path, exc, thread_id=thread_id) from exc
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._node import Context, node
+from ...routing.sas import INITIAL
 from ...sas.state import SasState
 from .output_dir import choose_output_directory
 
@@ -19,6 +20,7 @@ __all__ = ["initialize"]
         "user_input",
         "is_error",
         "error_message",
+        "failed_step",
         "warnings",
         "messages",
         "current_step_description",
@@ -44,6 +46,7 @@ def initialize(state: SasState, ctx: Context) -> dict[str, Any]:
                 ctx.log.warning("output_directory_fallback", detail=warning)
         if choice.path is None:
             update["is_error"] = True
+            update["failed_step"] = INITIAL
             update["error_message"] = (
                 "No output directory could be created (" + "; ".join(choice.warnings) + "). "
                 "Pass a writable --output-dir."

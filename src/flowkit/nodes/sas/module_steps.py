@@ -16,6 +16,7 @@ from ..._node import Context, node
 from ...errors import LLMError
 from ...robot.catalog import Catalog
 from ...robot.steps import Step, TaskSteps
+from ...routing.sas import TASK_LIST_TO_MODULE_STEPS
 from ...sas.catalogs import catalog_for
 from ...sas.checks import step_problems
 from ...sas.prompts import ModuleStepsAnswer, module_steps_prompt
@@ -101,13 +102,19 @@ async def _one_task(
         "dialog_state",
         "is_error",
         "error_message",
+        "failed_step",
         "messages",
         "current_step_description",
     ],
 )
 async def task_list_to_module_steps(state: SasState, ctx: Context) -> dict[str, Any]:
     if ctx.llm is None:
-        return {"is_error": True, "error_message": "No language model is configured; pass --llm."}
+        return {
+            "is_error": True,
+            "error_message": "No language model is configured; pass --llm (e.g. "
+            "openai:gpt-4o-mini), then retry.",
+            "failed_step": TASK_LIST_TO_MODULE_STEPS,
+        }
     plan = TaskList(tasks=state.sas_step1_generated_tasks)
     catalog = catalog_for(state.config)
     todo = tasks_to_generate(state)

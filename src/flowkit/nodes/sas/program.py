@@ -15,6 +15,7 @@ from ..._atomic import write_atomically
 from ..._node import Context, node
 from ...errors import FlowkitError
 from ...robot.steps import Program, TaskSteps, build_program
+from ...routing.sas import GENERATE_INDIVIDUAL_XMLS, MERGE_XML, PARAMETER_MAPPING
 from ...sas.catalogs import catalog_for
 from ...sas.state import GeneratedXml, SasState
 
@@ -27,10 +28,13 @@ def _ordered_tasks(state: SasState, steps: dict[str, TaskSteps]) -> list[TaskSte
     return [steps[t.name] for t in state.sas_step1_generated_tasks if t.name in steps]
 
 
-def _fail(message: str) -> dict[str, Any]:
+def _fail(step: str, message: str) -> dict[str, Any]:
+    """Back to the module-step review with the error; approval withdrawn until a retry."""
     return {
         "is_error": True,
         "error_message": message,
+        "failed_step": step,
+        "module_steps_accepted": False,
         "completion_status": "error",
         "messages": [f"assistant: {message}"],
     }
@@ -44,6 +48,8 @@ def _fail(message: str) -> dict[str, Any]:
         "current_step_description",
         "is_error",
         "error_message",
+        "failed_step",
+        "module_steps_accepted",
         "completion_status",
     ],
 )
@@ -76,7 +82,10 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
     if failed:
         detail = "; ".join(f"{g.task}: {g.error_message}" for g in failed)
         return {
-            **_fail(f"Generating XML failed for {len(failed)} task(s): {detail}"),
+            **_fail(
+                GENERATE_INDIVIDUAL_XMLS,
+                f"Generating XML failed for {len(failed)} task(s): {detail}",
+            ),
             "generated_node_xmls": generated,
         }
     return {
@@ -96,6 +105,8 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
         "current_step_description",
         "is_error",
         "error_message",
+        "failed_step",
+        "module_steps_accepted",
         "completion_status",
     ],
 )
@@ -107,8 +118,8 @@ def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
     out = Path(state.run_output_directory or ".")
     try:
         mapped, report = apply_teaching(program, state.config.teaching_file, out)
-    except FlowkitError as exc:
-        return _fail(f"Parameter mapping failed: {exc}")
+    except (FlowkitError, OSError) as exc:
+        return _fail(PARAMETER_MAPPING, f"Parameter mapping failed: {exc}; fix it, then retry.")
     summary = report.to_markdown()
     unmapped = [e.logical for e in report.entries if e.action in ("unmapped", "error")]
     update: dict[str, Any] = {
@@ -131,6 +142,8 @@ def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
         "current_step_description",
         "is_error",
         "error_message",
+        "failed_step",
+        "module_steps_accepted",
     ],
 )
 def merge_xml(state: SasState, ctx: Context) -> dict[str, Any]:
@@ -145,13 +158,20 @@ def merge_xml(state: SasState, ctx: Context) -> dict[str, Any]:
         text = compile_program(program, catalog=catalog, deterministic=True)
     except InvalidProgramError as exc:
         listed = "; ".join(str(p) for p in exc.problems[:10])
-        return _fail(f"The program is not valid ({len(exc.problems)} problem(s)): {listed}")
+        return _fail(
+            MERGE_XML, f"The program is not valid ({len(exc.problems)} problem(s)): {listed}"
+        )
     errors = [p for p in validate_xml(text, catalog=catalog) if p.severity == "error"]
     if errors:
-        return _fail("The merged XML failed validation: " + "; ".join(map(str, errors[:10])))
+        return _fail(
+            MERGE_XML, "The merged XML failed validation: " + "; ".join(map(str, errors[:10]))
+        )
     path = Path(state.run_output_directory or ".") / "flow.xml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, text)
+    except OSError as exc:
+        return _fail(MERGE_XML, f"Cannot write {path}: {exc.strerror or exc}; fix it, then retry.")
     return {
         "final_flow_xml_path": str(path),
         "completion_status": "completed_success",

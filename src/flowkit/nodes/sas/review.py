@@ -1,10 +1,13 @@
-"""The two review gates: approve, give feedback (optionally on one task), or submit an edit.
+"""The two review gates: approve, give feedback (optionally on one task), submit an edit, or
+retry the step that failed.
 
 Approval is an explicit ``action="approve"`` or a whole message that is an approval word
 (``flowkit.sas.approval``). Anything else is feedback, appended to the history the LLM sees
-next. An edit replaces the plan with the reviewer's version and approves it. Input the gate
-cannot use raises ``ValueError``, which the engine reports as an invalid resume input while
-the thread keeps waiting.
+next. An edit replaces the plan with the reviewer's version and approves it. A step that
+failed came back here with ``is_error``; ``retry`` runs it again, and any other input clears
+the error and goes on from the reviewer's choice. Input the gate cannot use raises
+``ValueError``, which the engine reports as an invalid resume input while the thread keeps
+waiting.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ...routing.sas import INITIAL, TASK_LIST_TO_MODULE_STEPS, USER_INPUT_TO_TASK_LIST
 from ...sas.approval import is_approval
 from ...sas.catalogs import catalog_for
 from ...sas.checks import step_problems
@@ -23,7 +27,10 @@ from ...sas.tasks import TaskList
 
 __all__ = ["ReviewInput", "review_module_steps", "review_task_list"]
 
-Decision = Literal["approve", "feedback", "edit"]
+Decision = Literal["approve", "feedback", "edit", "retry"]
+
+#: Every decision clears an error the thread came back with.
+_CLEARED: dict[str, Any] = {"is_error": False, "error_message": None, "failed_step": None}
 
 
 class ReviewInput(BaseModel):
@@ -58,15 +65,43 @@ def _said(value: ReviewInput) -> list[str]:
     return [f"user: {text}"]
 
 
+def _retry(state: SasState) -> dict[str, Any]:
+    """Run the failed step again: the route tables read the markers set here."""
+    if not state.is_error:
+        raise ValueError("no step failed here; approve, send feedback or an edit instead")
+    step = state.failed_step
+    update: dict[str, Any] = {**_CLEARED, "messages": ["user: retry"]}
+    if step in (INITIAL, USER_INPUT_TO_TASK_LIST):
+        update |= {
+            "dialog_state": step,
+            "task_list_accepted": False,
+            "module_steps_accepted": False,
+        }
+    elif step == TASK_LIST_TO_MODULE_STEPS:
+        update |= {"dialog_state": step, "module_steps_accepted": False}
+    else:  # steps 3-5: approving the reviewed steps again runs them
+        update["module_steps_accepted"] = True
+    return update
+
+
 def review_task_list(state: SasState, value: ReviewInput) -> dict[str, Any]:
     decision = value.decision()
+    if decision == "retry":
+        return _retry(state)
     if decision == "approve":
         if not state.sas_step1_generated_tasks:
-            raise ValueError("there is no task list to approve yet; send feedback instead")
-        return {"task_list_accepted": True, "messages": _said(value)}
+            raise ValueError(
+                "there is no task list to approve yet; retry the failed step or send feedback"
+            )
+        return {**_CLEARED, "task_list_accepted": True, "messages": _said(value)}
     if decision == "feedback":
+        text = (value.message or "").strip()
+        # With no request yet (it was empty), the first feedback is the request.
+        request = {} if state.current_user_request.strip() else {"current_user_request": text}
         return {
-            "feedback": [Feedback(stage="tasks", text=(value.message or "").strip())],
+            **_CLEARED,
+            **request,
+            "feedback": [Feedback(stage="tasks", text=text)],
             "task_list_accepted": False,
             "module_steps_accepted": False,
             "dialog_state": "user_input_to_task_list",
@@ -79,6 +114,7 @@ def review_task_list(state: SasState, value: ReviewInput) -> dict[str, Any]:
     except (json.JSONDecodeError, ValidationError) as exc:
         raise ValueError(f"the edited task list is not a valid plan: {exc}") from exc
     return {
+        **_CLEARED,
         "sas_step1_generated_tasks": list(plan.tasks),
         "sas_step2_module_steps": {},
         "module_step_failures": {},
@@ -92,17 +128,21 @@ def review_module_steps(state: SasState, value: ReviewInput) -> dict[str, Any]:
     names = [t.name for t in state.sas_step1_generated_tasks]
     if value.task is not None and value.task not in names:
         raise ValueError(f"task {value.task!r} is not in the plan ({', '.join(names)})")
+    if decision == "retry":
+        return _retry(state)
     if decision == "approve":
         if state.module_step_failures:
             # Nothing is compiled with a task missing: approving retries the failed ones.
             return {
+                **_CLEARED,
                 "regenerate_tasks": sorted(state.module_step_failures),
                 "dialog_state": "task_list_to_module_steps",
                 "messages": [*_said(value), "assistant: retrying the failed tasks first"],
             }
-        return {"module_steps_accepted": True, "messages": _said(value)}
+        return {**_CLEARED, "module_steps_accepted": True, "messages": _said(value)}
     if decision == "feedback":
         return {
+            **_CLEARED,
             "feedback": [
                 Feedback(stage="steps", text=(value.message or "").strip(), task=value.task)
             ],
@@ -120,6 +160,7 @@ def review_module_steps(state: SasState, value: ReviewInput) -> dict[str, Any]:
         raise ValueError("the edited module steps have problems:\n" + "\n".join(problems))
     merged = {**state.sas_step2_module_steps, **edited}
     return {
+        **_CLEARED,
         "sas_step2_module_steps": {t: merged[t] for t in names if t in merged},
         "module_step_failures": {
             k: v for k, v in state.module_step_failures.items() if k not in edited

@@ -1,8 +1,9 @@
 """``user_input_to_task_list`` (step 1): the request becomes a validated task list.
 
-Empty or oversized requests and unusable model answers end in the error state with a message
-that says what to do. A plan that exists and is not yet approved goes back to review instead
-of being regenerated, unless new feedback arrived (seed 000 §1.2.B).
+Empty or oversized requests and unusable model answers go back to the task-list review with
+``is_error`` and a message that says what to do; ``retry`` there runs this step again. A
+plan that exists and is not yet approved goes back to review instead of being regenerated,
+unless new feedback arrived (seed 000 §1.2.B).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from ..._node import Context, node
 from ...errors import LLMError
+from ...routing.sas import USER_INPUT_TO_TASK_LIST
 from ...sas.catalogs import catalog_for
 from ...sas.prompts import task_list_prompt
 from ...sas.state import SasState
@@ -26,6 +28,7 @@ def _error(message: str) -> dict[str, Any]:
     return {
         "is_error": True,
         "error_message": message,
+        "failed_step": USER_INPUT_TO_TASK_LIST,
         "messages": [f"assistant: {message}"],
         "completion_status": "error",
     }
@@ -50,6 +53,7 @@ def _error(message: str) -> dict[str, Any]:
         "feedback_seen",
         "is_error",
         "error_message",
+        "failed_step",
         "messages",
         "current_step_description",
         "completion_status",

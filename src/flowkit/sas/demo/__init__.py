@@ -3,7 +3,9 @@
 The example is the bearing / housing / pallet assembly cell of SAS_FACTS §10. The LLM's
 answers were recorded once (``cassette.json``, made from ``answers.json`` by
 ``python -m flowkit.sas.demo --record``) and are replayed, so the demo needs no network and
-no API key. Both review gates are approved in the printed transcript.
+no API key. The cycle is one round of feedback on the task list (:data:`FEEDBACK`), then
+both review gates approved. The same cassette drives the shell walk-through in
+docs/sas-cli.md: ``--llm replay:demo`` names it in every ``flowkit sas`` command.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["REQUEST", "demo_file", "record_cassette", "run_sas_demo"]
+__all__ = ["FEEDBACK", "RECORD_WITH", "REQUEST", "demo_file", "record_cassette", "run_sas_demo"]
 
 REQUEST = (
     "An automated cell assembles a bearing (BRG) into a bearing housing (BH) and ships it on "
@@ -23,7 +25,14 @@ REQUEST = (
     "center (LMC), fetch an empty pallet and put it on the conveyor (CNV), finally take the "
     "assembly from the LMC and place it on the pallet. Repeat."
 )
+#: The reviewer's feedback on the first task list (it forgot to put the assembly on the pallet).
+FEEDBACK = (
+    "The plan never places the assembly on the pallet: add CNV_Put_BH_On_PLT after "
+    "LMC_Get_BH_Stored."
+)
 THREAD = "demo-bearing-cell"
+#: The command that records the shipped cassette again (quoted by replay errors).
+RECORD_WITH = "python -m flowkit.sas.demo --record"
 
 
 def demo_file(name: str) -> Path:
@@ -44,7 +53,7 @@ def _narrate(out: TextIO) -> Any:
 def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> int:
     """Run the demo; the thread stays in the store for ``flowkit sas status``."""
     from ..._runner import Runner
-    from ...llm import ReplayLLM, load_cassette
+    from ...llm import ReplayLLM
     from ...robot import decompile, validate_xml
     from ...stores.jsonfile import JsonFileStore
     from ..cli import print_result
@@ -52,7 +61,7 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
 
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-sas-demo-"))
     outputs = Path(output_dir) if output_dir else root / "output"
-    llm = ReplayLLM(load_cassette(demo_file("cassette.json")), strict=False)
+    llm = ReplayLLM.from_file(demo_file("cassette.json"))
     with JsonFileStore(root / "store") as store:
         runner: Runner[Any] = Runner(flow, store=store, llm=llm)
         runner.subscribe(_narrate(out))
@@ -68,7 +77,7 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
         config = {"output_dir": str(outputs), "teaching_file": str(demo_file("teaching.yaml"))}
         result = runner.start(thread, {"user_input": REQUEST, "config": config})
         print_result(result, out)
-        for word in ("approve", "はい"):
+        for word in (FEEDBACK, "approve", "はい"):
             if result.status != "waiting":
                 break
             out.write(f"\n> reviewer: {word}\n")
@@ -106,13 +115,20 @@ def record_cassette(path: Path | None = None) -> Path:
                 return {"steps": steps}
         raise AssertionError("a module-steps prompt without a known task")
 
-    llm = ScriptedLLM([("Current plan:", answers["tasks"]), ("Task to write:", steps_for)])
+    # The first plan forgets the pallet; the feedback (quoted in the next prompt) fixes it.
+    def plan_for(prompt: str) -> Any:
+        return answers["tasks"] if FEEDBACK in prompt else answers["draft_tasks"]
+
+    llm = ScriptedLLM([("Current plan:", plan_for), ("Task to write:", steps_for)])
     runner: Runner[Any] = Runner(flow, llm=llm)
     with tempfile.TemporaryDirectory() as tmp:
         config = {"output_dir": tmp, "teaching_file": str(demo_file("teaching.yaml"))}
         runner.start("record", {"user_input": REQUEST, "config": config})
-        runner.resume("record", {"message": "approve"})
-        runner.resume("record", {"message": "approve"})
+        runner.resume("record", {"action": "feedback", "message": FEEDBACK})
+        runner.resume("record", {"action": "approve"})
+        done = runner.resume("record", {"action": "approve"})
+        if done.status != "done":
+            raise AssertionError(f"recording ended {done.status} at {done.node}")
     target = path or demo_file("cassette.json")
-    save_cassette(target, runner.llm_calls("record"))
+    save_cassette(target, runner.llm_calls("record"), record_with=RECORD_WITH)
     return target
