@@ -48,7 +48,7 @@ def open_for_reading(directory: str) -> JsonFileStore | None:
 
     A path that is not a folder ends the command with exit 2 and a message naming it.
     """
-    from . import CommandError
+    from ._errors import CommandError
 
     root = Path(directory)
     if not root.is_dir():
