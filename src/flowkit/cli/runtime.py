@@ -196,9 +196,7 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _print_report(
-    report: RecoveryReport, flow: str, args: argparse.Namespace, out: TextIO
-) -> None:
+def _print_report(report: RecoveryReport, flow: str, args: argparse.Namespace, out: TextIO) -> None:
     where = f"{report.status} at {report.node} (version {report.version})"
     if report.outcome == "running":
         out.write(f"{report.thread_id}  running now: not checked\n")
