@@ -247,6 +247,14 @@ def _masked(flow_name: str, state: dict[str, Any]) -> tuple[dict[str, Any], str]
     return mask_dialogue_state(state)
 
 
+def _masked_history(flow_name: str, history: Any, state: dict[str, Any]) -> Any:
+    if flow_name != "dialogue":
+        return history
+    from ..dialogue.privacy import mask_like
+
+    return mask_like(history, state)
+
+
 def _records(args: argparse.Namespace) -> tuple[JsonFileStore, list[AnyRecord]]:
     from ..errors import ThreadNotFoundError
 
@@ -264,8 +272,8 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     thread_id = args.thread
     start = records[0]
     flow_name = start.flow if start.kind == "start" else "?"
-    state, exact, note = _state_of(store, thread_id, flow_name, args.flow)
-    state, masking = _masked(flow_name, state)
+    raw, exact, note = _state_of(store, thread_id, flow_name, args.flow)
+    state, masking = _masked(flow_name, raw)
     if masking:
         note += f"; {masking}"
     last = records[-1]
@@ -284,7 +292,7 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
             "state": state,
         }
         if args.history:
-            doc["history"] = _history_json(records)
+            doc["history"] = _masked_history(flow_name, _history_json(records), raw)
         write_json(doc, out)
         return 0
     where = "at gate" if last.status == "waiting" else "next:" if last.status == "pending" else "at"
@@ -306,9 +314,14 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_history(args: argparse.Namespace, out: TextIO) -> int:
     """Every checkpoint of a thread: what changed, who changed it, and any error."""
-    _, records = _records(args)
+    store, records = _records(args)
     if args.json:
-        write_json(_history_json(records), out)
+        history: Any = _history_json(records)
+        start = records[0]
+        if start.kind == "start" and start.flow == "dialogue":
+            raw, _, _ = _state_of(store, args.thread, start.flow, None)
+            history = _masked_history(start.flow, history, raw)
+        write_json(history, out)
     else:
         _history_table(records, out)
     return 0

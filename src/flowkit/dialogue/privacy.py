@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MASK", "mask_dialogue_state", "mask_slots", "mask_text"]
+__all__ = ["MASK", "mask_dialogue_state", "mask_like", "mask_slots", "mask_text"]
 
 MASK = "***"
 
@@ -34,12 +34,27 @@ def mask_dialogue_state(state: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     The domain named in the state says which slots are personal. When it cannot be loaded
     (a domain file the reader does not have), every slot counts as personal.
     """
-    from ..errors import FlowkitError
-    from .domain import load_domain
-
     slots = state.get("slots")
     if not isinstance(slots, Mapping):
         return dict(state), ""
+    pii, secrets, note = _personal(state)
+    masked = _walk(dict(state), secrets)
+    masked["slots"] = mask_slots(slots, pii)
+    return masked, note
+
+
+def mask_like(data: Any, state: Mapping[str, Any]) -> Any:
+    """``data`` (e.g. a thread's history) with the personal values of ``state`` masked."""
+    if not isinstance(state.get("slots"), Mapping):
+        return data
+    return _walk(data, _personal(state)[1])
+
+
+def _personal(state: Mapping[str, Any]) -> tuple[frozenset[str], set[str], str]:
+    from ..errors import FlowkitError
+    from .domain import load_domain
+
+    slots: Mapping[str, Any] = state["slots"]
     name = str(state.get("domain") or "")
     try:
         pii: frozenset[str] = load_domain(name).pii_slots() if name else frozenset(slots)
@@ -48,9 +63,7 @@ def mask_dialogue_state(state: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         pii = frozenset(slots)
         note = f"domain `{name}` not found here: every slot value masked"
     secrets = {str(v) for k, v in slots.items() if k in pii and v not in (None, "")}
-    masked = _walk(dict(state), secrets)
-    masked["slots"] = mask_slots(slots, pii)
-    return masked, note
+    return pii, secrets, note
 
 
 def _walk(value: Any, secrets: set[str]) -> Any:
