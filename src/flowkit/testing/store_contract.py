@@ -253,9 +253,7 @@ class StoreContract(RunnerOverStoreChecks, AttemptMarkChecks):
 
     # -- delete ------------------------------------------------------------------------------
 
-    def test_delete_removes_the_thread_and_its_history(
-        self, store: Store, reopen: Reopen
-    ) -> None:
+    def test_delete_removes_the_thread_and_its_history(self, store: Store, reopen: Reopen) -> None:
         _grow(store, "gone", 3)
         _grow(store, "kept", 1)
         store.write_snapshot("gone", _snapshot(2, {"n": 2}))
