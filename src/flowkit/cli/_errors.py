@@ -7,7 +7,6 @@ ever shows a Python traceback (``-vv`` adds it, for bug reports).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from .._plain import shorten
 
@@ -75,6 +74,8 @@ def _os_message(exc: OSError) -> str:
 
 def _undecodable_file(args: argparse.Namespace | None) -> str | None:
     """The first file named on the command line that is not UTF-8 text, if any."""
+    from pathlib import Path
+
     for value in vars(args).values() if args is not None else ():
         candidates = [value] if isinstance(value, str) else []
         for candidate in candidates:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._plain import shorten
@@ -37,6 +36,7 @@ def load_target(target: str) -> Flow:
 def read_json(text: str, option: str) -> Any:
     """The value of a JSON option: JSON text, or ``@path`` to read it from a file."""
     import json
+    from pathlib import Path
 
     where = f"{option} {shorten(text, 60)}"
     if text.startswith("@"):

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import shlex
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, TextIO
 
 __all__ = ["command_hint", "iso", "table", "when", "write_json"]
 
 
 def when(ts: float) -> str:
+    from datetime import UTC, datetime
+
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def iso(ts: float) -> str:
+    from datetime import UTC, datetime
+
     return datetime.fromtimestamp(ts, UTC).isoformat()
 
 
@@ -27,6 +28,8 @@ def table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 
 def write_json(data: Any, out: TextIO) -> None:
+    import json
+
     out.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
@@ -36,6 +39,8 @@ def command_hint(*words: str, store: str | None = None, **options: str | None) -
     ``store`` is the folder the current command used; it is added unless it is the default
     the next command would pick by itself. ``options`` become ``--name value`` (``_`` -> ``-``).
     """
+    import shlex
+
     from ._store import default_store
 
     parts = ["flowkit", *words]

@@ -8,7 +8,6 @@ that the store, not the process, holds the run. The sas demo lives in ``flowkit.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ._output import command_hint
@@ -81,6 +80,7 @@ def run_demo(name: str, store_dir: str | None, out: TextIO) -> int:
     """Run demo ``name``; the thread stays in the store so ``flowkit show`` can inspect it."""
     import json
     import tempfile
+    from pathlib import Path
 
     from .._result import RunResult
     from .._runner import Runner

@@ -9,7 +9,6 @@ Neither creates a file or folder when there is nothing to write.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -81,18 +80,16 @@ def _report_broken(broken: dict[str, str]) -> None:
         print(f"flowkit: error: thread `{thread_id}`: {message}", file=sys.stderr)
 
 
-_COMMAND = re.compile(r"`(flowkit [^`]+)`")
-
-
 def _runnable(advice: str, store: str) -> str:
     """Advice whose `flowkit ...` commands carry the ``--store`` this command used."""
+    import re
     import shlex
 
     def fix(match: re.Match[str]) -> str:
         words = shlex.split(match.group(1))[1:]
         return f"`{command_hint(*words, store=store)}`"
 
-    return _COMMAND.sub(fix, advice)
+    return re.sub(r"`(flowkit [^`]+)`", fix, advice)
 
 
 # -- stats ---------------------------------------------------------------------------------------

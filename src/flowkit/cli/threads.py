@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ._output import iso, table, when, write_json
 from ._store import add_store_option, open_for_reading, store_path
@@ -56,8 +55,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 # -- threads -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Summary:
+class _Summary(NamedTuple):
     thread_id: str
     flow: str
     status: str
