@@ -233,8 +233,8 @@ def logging_experiment(quick: bool) -> None:
 
 
 def import_section() -> None:
-    print("== import flowkit: -X importtime, cumulative ms of flowkit's direct imports ==")
-    _, done = run_python(["-X", "importtime", "-c", "import flowkit"])
+    print("== the engine's import: -X importtime, cumulative ms of flowkit's direct imports ==")
+    _, done = run_python(["-X", "importtime", "-c", "from flowkit import Flow, Runner"])
     rows = []
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
@@ -251,11 +251,15 @@ def exit_experiment(quick: bool) -> None:
     print("== a fresh process: what garbage collection costs around import flowkit ==")
     codes = {
         "python -c pass": "pass",
-        "import flowkit (normal exit)": "import flowkit",
-        "import flowkit; gc.freeze() (exit skips the objects)": "import flowkit, gc; gc.freeze()",
-        "import flowkit; os._exit(0) (no finalisation at all)": "import flowkit, os; os._exit(0)",
-        "gc.disable(); import flowkit; os._exit(0)": (
-            "import gc, os; gc.disable(); import flowkit; os._exit(0)"
+        "import the engine (normal exit)": "from flowkit import Flow, Runner",
+        "import the engine; gc.freeze() (exit skips the objects)": (
+            "import gc\nfrom flowkit import Flow, Runner\ngc.freeze()"
+        ),
+        "import the engine; os._exit(0) (no finalisation at all)": (
+            "import os\nfrom flowkit import Flow, Runner\nos._exit(0)"
+        ),
+        "gc.disable(); import the engine; os._exit(0)": (
+            "import gc, os\ngc.disable()\nfrom flowkit import Flow, Runner\nos._exit(0)"
         ),
     }
     walls: dict[str, list[float]] = {name: [] for name in codes}

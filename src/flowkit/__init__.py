@@ -6,25 +6,29 @@ store, pause at gates for people, resume after restarts. See ``docs/`` for the g
 
 from __future__ import annotations
 
-from ._conditions import all_of, always, any_of, field, not_, when
-from ._events import (
-    Completed,
-    Event,
-    Failed,
-    NodeFinished,
-    NodeStarted,
-    StateChanged,
-    TokenStreamed,
-    Waiting,
-)
-from ._flow import Flow
-from ._gate import Gate
-from ._logging import mask_pii
-from ._node import Context, Node, NodeError, RetryPolicy, node
-from ._reducers import Reducer, append, reducer
-from ._result import Checkpoint, RunResult
-from ._route_table import END, Resolution, Route, RouteTable
-from ._runner import Runner
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._conditions import all_of, always, any_of, field, not_, when
+    from ._events import (
+        Completed,
+        Event,
+        Failed,
+        NodeFinished,
+        NodeStarted,
+        StateChanged,
+        TokenStreamed,
+        Waiting,
+    )
+    from ._flow import Flow
+    from ._gate import Gate
+    from ._logging import mask_pii
+    from ._node import Context, Node, NodeError, RetryPolicy, node
+    from ._reducers import Reducer, append, reducer
+    from ._result import Checkpoint, RunResult
+    from ._route_table import END, Resolution, Route, RouteTable
+    from ._runner import Runner
 
 __version__ = "0.1.0"
 
@@ -63,3 +67,54 @@ __all__ = [
     "reducer",
     "when",
 ]
+
+# Where each public name lives. The engine builds pydantic models when imported, which costs
+# more than the interpreter's own start-up, so `import flowkit` (and `flowkit --help`) defers
+# it to the first use of a name; type checkers read the imports above instead.
+_LAZY = {
+    "END": "._route_table",
+    "Checkpoint": "._result",
+    "Completed": "._events",
+    "Context": "._node",
+    "Event": "._events",
+    "Failed": "._events",
+    "Flow": "._flow",
+    "Gate": "._gate",
+    "Node": "._node",
+    "NodeError": "._node",
+    "NodeFinished": "._events",
+    "NodeStarted": "._events",
+    "Reducer": "._reducers",
+    "Resolution": "._route_table",
+    "RetryPolicy": "._node",
+    "Route": "._route_table",
+    "RouteTable": "._route_table",
+    "RunResult": "._result",
+    "Runner": "._runner",
+    "StateChanged": "._events",
+    "TokenStreamed": "._events",
+    "Waiting": "._events",
+    "all_of": "._conditions",
+    "always": "._conditions",
+    "any_of": "._conditions",
+    "append": "._reducers",
+    "field": "._conditions",
+    "mask_pii": "._logging",
+    "node": "._node",
+    "not_": "._conditions",
+    "reducer": "._reducers",
+    "when": "._conditions",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flowkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -27,7 +27,7 @@ def test_demo_review_narrates_the_run_and_leaves_the_thread_in_the_store(
         "ran node `publish`",
         "status: done, checkpoints: 6",
         "reloaded from disk by a new runner: same state",
-        f"flowkit show review-1 --store {tmp_path} --history",
+        f"flowkit history review-1 --store {tmp_path}",
     ]:
         assert expected in out
     result = Runner(review_flow, store=JsonFileStore(tmp_path)).get_state("review-1")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,7 +47,9 @@ def open_for_reading(directory: str) -> JsonFileStore | None:
 
     A path that is not a folder ends the command with exit 2 and a message naming it.
     """
-    from . import CommandError
+    from pathlib import Path
+
+    from ._errors import CommandError
 
     root = Path(directory)
     if not root.is_dir():

@@ -160,8 +160,9 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
 
 def _describe(bot: Any, thread: str) -> str:
     state = bot.state(thread)
-    pii = bot.domain.pii_slots()
-    slots = {k: ("***" if k in pii else v) for k, v in state.slots.items()}
+    from .privacy import mask_slots
+
+    slots = mask_slots(state.slots, bot.domain.pii_slots())
     goal = state.goal_state
     return (
         f"  turn {state.turn_id}, intent {state.intent_type}, mode {state.dialogue_mode}\n"

@@ -239,8 +239,8 @@ def judge(metrics: ThreadMetrics, limits: Thresholds) -> Evaluation:
             f"{metrics.steps} steps failed; limit {limits.max_error_rate:.0%})"
         )
         advice.append(
-            f"Look at the failing node(s) {failing}: `flowkit show {metrics.thread_id} "
-            "--history` lists their errors."
+            f"Look at the failing node(s) {failing}: `flowkit history {metrics.thread_id}` "
+            "lists every checkpoint with its error."
         )
     if metrics.recoveries_last_hour > limits.max_recoveries_per_hour:
         warnings.append(
@@ -248,7 +248,8 @@ def judge(metrics: ThreadMetrics, limits: Thresholds) -> Evaluation:
             f"{limits.max_recoveries_per_hour})"
         )
         advice.append(
-            "The thread keeps getting stuck: find the cause (`flowkit recover --dry-run`) "
+            "The thread keeps getting stuck: see what recovery would do "
+            f"(`flowkit recover {metrics.thread_id} --dry-run`) and find the cause "
             "before recovering it again."
         )
     status: Health = "critical" if critical else "warning" if warnings else "healthy"

@@ -155,6 +155,12 @@ class JournalHandles:
             os.close(old)
         return fd, True
 
+    def drop(self, thread_id: str) -> None:
+        """Close the thread's descriptor, if open (its files are going away)."""
+        fd = self._fds.pop(thread_id, None)
+        if fd is not None:
+            os.close(fd)
+
     def close(self) -> None:
         while self._fds:
             os.close(self._fds.popitem()[1])

@@ -134,11 +134,19 @@ def _diagnose(raw: bytes, exc: ValueError) -> tuple[str, bool]:
     """
     try:
         data = json.loads(raw)
-    except ValueError:
-        return f"Journal record is unreadable: {str(exc).splitlines()[0]}", False
+    except ValueError as not_json:
+        return f"Journal record is unreadable: {_reason(not_json)}", False
     found = data.get("v") if isinstance(data, dict) else None
     if isinstance(found, int) and found > FORMAT_VERSION:
         return _newer_format(found), True
-    detail = str(exc).splitlines()
-    reason = "; ".join(line.strip() for line in detail[1:3]) or detail[0]
-    return f"Journal record does not fit the record format: {reason}", True
+    return f"Journal record does not fit the record format: {_reason(exc)}", True
+
+
+def _reason(exc: ValueError) -> str:
+    from pydantic import ValidationError
+
+    from .._plain import describe_validation_error, shorten
+
+    if isinstance(exc, ValidationError):
+        return describe_validation_error(exc)
+    return shorten(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

@@ -76,6 +76,12 @@ class Store(Protocol):
     def threads(self) -> list[str]:
         """Ids of every thread, sorted."""
 
+    def delete(self, thread_id: str) -> None:
+        """Remove the thread and everything stored for it; ``ThreadNotFoundError`` if unknown.
+
+        All or nothing as readers see it: a thread is never left half deleted and readable.
+        """
+
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         """Exclusive right to run the thread; ``ConflictError`` at once if someone holds it."""
 

@@ -402,6 +402,38 @@ class JsonFileStore:
             self._sync(fd)
         return tail
 
+    def delete(self, thread_id: str) -> None:
+        """Remove the thread and its history; ``ThreadNotFoundError`` if there is none.
+
+        The folder is first renamed to a hidden tombstone (one atomic step, so no reader ever
+        sees half a thread), then removed. A crash in between leaves only the tombstone,
+        which ``threads`` and ``load`` never read; the next ``delete`` sweeps it away.
+        """
+        import secrets
+        import shutil
+
+        with self._guard, self.lock(thread_id):
+            directory = self._dir(thread_id)
+            if thread_id not in self._known(thread_id):
+                raise ThreadNotFoundError(thread_id)
+            tombstone = self._threads_dir / f".deleted-{thread_id}-{secrets.token_hex(4)}"
+            self._handles.drop(thread_id)
+            self._tails.pop(thread_id, None)
+            try:
+                os.rename(directory, tombstone)
+                sync_dir(self.fsync, self._threads_dir)
+            except OSError as exc:
+                raise os_error("delete", directory, exc, thread_id=thread_id) from exc
+        for stale in self._threads_dir.glob(".deleted-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+
+    def _known(self, thread_id: str) -> list[str]:
+        try:
+            size = os.stat(self._journal_path(thread_id)).st_size
+        except OSError:
+            return []
+        return [thread_id] if size else []
+
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         """Note that a node starts (``attempt.json``, overwritten in place; not fsync'd)."""
         write_attempt(self._dir(thread_id), thread_id, marker)

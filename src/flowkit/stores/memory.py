@@ -90,6 +90,13 @@ class MemoryStore:
     def threads(self) -> list[str]:
         return sorted(self._journals)
 
+    def delete(self, thread_id: str) -> None:
+        with self._guard:
+            self._journal(thread_id)
+            del self._journals[thread_id]
+            self._snapshots.pop(thread_id, None)
+            self._attempts.pop(thread_id, None)
+
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         self._journal(thread_id)
         self._attempts[thread_id] = marker

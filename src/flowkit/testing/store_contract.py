@@ -67,6 +67,7 @@ _STORE_CALLS: dict[str, Callable[[Store, str], Any]] = {
     "snapshot_due": lambda s, t: s.snapshot_due(t),
     "write_snapshot": lambda s, t: s.write_snapshot(t, _snapshot(0, {"n": 0})),
     "lock": lambda s, t: s.lock(t).__enter__(),
+    "delete": lambda s, t: s.delete(t),
 }
 
 
@@ -250,6 +251,27 @@ class StoreContract(RunnerOverStoreChecks, AttemptMarkChecks):
             pass
         assert reopen().threads() == sorted(["b-2", "a_1", "c:3", "A@x"])
 
+    # -- delete ------------------------------------------------------------------------------
+
+    def test_delete_removes_the_thread_and_its_history(self, store: Store, reopen: Reopen) -> None:
+        _grow(store, "gone", 3)
+        _grow(store, "kept", 1)
+        store.write_snapshot("gone", _snapshot(2, {"n": 2}))
+        store.delete("gone")
+        assert store.threads() == ["kept"]
+        assert reopen().threads() == ["kept"]
+        with pytest.raises(ThreadNotFoundError):
+            reopen().load("gone")
+        assert _versions(reopen().load("kept")) == [0, 1]
+
+    def test_a_deleted_id_can_be_started_afresh(self, store: Store, reopen: Reopen) -> None:
+        _grow(store, "t1", 2)
+        store.delete("t1")
+        store.create("t1", start_record())
+        log = reopen().load("t1")
+        assert log.snapshot is None
+        assert _versions(log) == [0]
+
     # -- errors ------------------------------------------------------------------------------
 
     @pytest.mark.parametrize("method", sorted(_STORE_CALLS))
@@ -262,7 +284,7 @@ class StoreContract(RunnerOverStoreChecks, AttemptMarkChecks):
         assert store.threads() == []
 
     @pytest.mark.parametrize(
-        "method", ["append", "load", "load_after", "records", "write_snapshot"]
+        "method", ["append", "load", "load_after", "records", "write_snapshot", "delete"]
     )
     def test_methods_on_an_unknown_thread_raise_thread_not_found(
         self, store: Store, method: str

@@ -59,10 +59,13 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
     from ..cli import print_result
     from ..workflow import flow
 
+    # `--store D` is the store itself (the program goes to D/output unless told otherwise);
+    # without it, one new temporary folder holds store/ and output/.
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-sas-demo-"))
+    store_root = root if store_dir else root / "store"
     outputs = Path(output_dir) if output_dir else root / "output"
     llm = ReplayLLM.from_file(demo_file("cassette.json"))
-    with JsonFileStore(root / "store") as store:
+    with JsonFileStore(store_root) as store:
         runner: Runner[Any] = Runner(flow, store=store, llm=llm)
         runner.subscribe(_narrate(out))
         thread = THREAD
@@ -72,7 +75,7 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
             suffix += 1
             thread = f"{THREAD}-{suffix}"
         out.write("flowkit demo sas: robot task -> reviewed plan -> Blockly robot program\n")
-        out.write(f"store: {root / 'store'}   thread: {thread}   LLM: recorded answers\n\n")
+        out.write(f"store: {store_root}   thread: {thread}   LLM: recorded answers\n\n")
         out.write(f"> start: {REQUEST}\n")
         config = {"output_dir": str(outputs), "teaching_file": str(demo_file("teaching.yaml"))}
         result = runner.start(thread, {"user_input": REQUEST, "config": config})

@@ -2,25 +2,59 @@
 
 The review demo drafts a document, pauses at the review gate, gets feedback, redrafts,
 gets approval and publishes; then a fresh runner reloads the thread from disk to show
-that the store, not the process, holds the run.
+that the store, not the process, holds the run. The sas demo lives in ``flowkit.sas.demo``.
 """
 
 from __future__ import annotations
 
-import json
-import tempfile
-from pathlib import Path
-from typing import TextIO
+import argparse
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ._events import Completed, Event, Failed, NodeFinished, Waiting
-from ._result import RunResult
-from ._runner import Runner
-from .stores.jsonfile import JsonFileStore
+from ._output import command_hint
 
-__all__ = ["run_demo"]
+if TYPE_CHECKING:
+    from .._events import Event
+    from ..stores.jsonfile import JsonFileStore
+
+__all__ = ["register", "run_demo"]
+
+_DEMOS = {
+    "sas": "robot task -> reviewed plan -> Blockly robot program, offline (recorded LLM answers)",
+    "review": "draft -> review gate -> feedback -> redraft -> approve -> publish",
+}
 
 
-def _narrate(out: TextIO) -> object:
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    choices = "; ".join(f"{name}: {what}" for name, what in _DEMOS.items())
+    demo = commands.add_parser(
+        "demo", parents=[common], help="run an example workflow end to end on a JSON-file store"
+    )
+    demo.add_argument(
+        "name", nargs="?", default="sas", choices=list(_DEMOS), metavar="NAME",
+        help=f"which demo (default: sas). {choices}",
+    )  # fmt: skip
+    demo.add_argument(
+        "--store", metavar="DIR",
+        help="the store folder the demo's thread is kept in (default: a new temporary folder)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--output-dir", metavar="DIR",
+        help="sas: where flow.xml is written (default: a new temporary folder)",
+    )  # fmt: skip
+    demo.set_defaults(run=_cmd_demo)
+
+
+def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    if args.name == "sas":
+        from ..sas.demo import run_sas_demo
+
+        return run_sas_demo(args.store, args.output_dir, out)
+    return run_demo(args.name, args.store, out)
+
+
+def _narrate(out: TextIO) -> Any:
+    from .._events import Completed, Failed, NodeFinished, Waiting
+
     def on_event(event: Event) -> None:
         if isinstance(event, NodeFinished):
             out.write(f"  ran node `{event.node}` ({event.latency_s * 1000:.2f} ms)\n")
@@ -44,12 +78,19 @@ def _free_thread_id(store: JsonFileStore, prefix: str) -> str:
 
 def run_demo(name: str, store_dir: str | None, out: TextIO) -> int:
     """Run demo ``name``; the thread stays in the store so ``flowkit show`` can inspect it."""
-    from .examples.review import Doc, ReviewInput, flow
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from .._result import RunResult
+    from .._runner import Runner
+    from ..examples.review import Doc, ReviewInput, flow
+    from ..stores.jsonfile import JsonFileStore
 
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-demo-"))
     store = JsonFileStore(root)
     runner: Runner[Doc] = Runner(flow, store=store)
-    runner.subscribe(_narrate(out))  # type: ignore[arg-type]
+    runner.subscribe(_narrate(out))
     thread_id = _free_thread_id(store, name)
     out.write(f"flowkit demo `{name}`: {flow.description}\n")
     out.write(f"store: {root} (JsonFileStore), thread: {thread_id}\n\n")
@@ -73,8 +114,10 @@ def run_demo(name: str, store_dir: str | None, out: TextIO) -> int:
     out.write(f"reloaded from disk by a new runner: {'same state' if same else 'DIFFERENT'}\n")
     out.write("final state:\n")
     out.write(json.dumps(result.state.model_dump(mode="json"), indent=2) + "\n")
+    where = str(root)
     out.write(
-        f"\nlook around:\n  flowkit threads --store {root}\n"
-        f"  flowkit show {thread_id} --store {root} --history\n"
+        f"\nlook around:\n  {command_hint('threads', store=where)}\n"
+        f"  {command_hint('history', thread_id, store=where)}\n"
+        f"  {command_hint('show', thread_id, store=where)}\n"
     )
     return 0 if result.status == "done" and same else 1

@@ -1,0 +1,251 @@
+"""``flowkit start``, ``resume``, ``fork``, ``update-state`` and ``delete``: run your own flows.
+
+The shell equivalents of ``Runner.start`` / ``resume`` / ``fork`` / ``update_state`` and
+``Store.delete``. A stored thread names its flow; a registered workflow resolves by that name,
+any other flow needs ``--flow TARGET``. ``--input`` / ``--patch`` take JSON text or ``@file``.
+After each command the next one is printed as it can be pasted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any, TextIO
+
+from ._inputs import TARGET_HELP, load_target, read_json
+from ._output import command_hint, write_json
+from ._store import add_store_option, open_for_reading, open_for_writing, store_path
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .._flow import Flow
+    from .._result import RunResult
+    from .._runner import Runner
+    from ..stores.jsonfile import JsonFileStore
+
+__all__ = ["register"]
+
+_JSON_HELP = "JSON text, or @FILE to read it from a file"
+_FLOW_HELP = "the thread's flow TARGET (needed when it is not a registered workflow)"
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    start = commands.add_parser("start", parents=[common], help="start a thread of a flow")
+    start.add_argument("target", metavar="TARGET", help=TARGET_HELP)
+    start.add_argument("thread", metavar="THREAD", help="the new thread's id")
+    start.add_argument("--input", metavar="JSON", help=f"the initial state; {_JSON_HELP}")
+    _common_options(start, flow=False)
+    start.set_defaults(run=_cmd_start)
+
+    resume = commands.add_parser(
+        "resume", parents=[common], help="continue a thread: answer its gate, or retry"
+    )
+    resume.add_argument("thread", metavar="THREAD", help="the thread id")
+    resume.add_argument(
+        "--input", metavar="JSON",
+        help=f"the answer to the gate it waits at; {_JSON_HELP} (omit to retry a failed step)",
+    )  # fmt: skip
+    resume.add_argument("--gate", metavar="GATE", help="refuse unless it waits at this gate")
+    _common_options(resume)
+    resume.set_defaults(run=_cmd_resume)
+
+    fork = commands.add_parser(
+        "fork", parents=[common], help="start a new thread from a checkpoint of another"
+    )
+    fork.add_argument("thread", metavar="THREAD", help="the thread to fork")
+    fork.add_argument(
+        "--at", metavar="VERSION", type=int, help="checkpoint version (default: latest)"
+    )
+    fork.add_argument(
+        "--as", dest="new", metavar="NEW", help="the new thread id (default: THREAD-fork-N)"
+    )
+    _common_options(fork)
+    fork.set_defaults(run=_cmd_fork)
+
+    update = commands.add_parser(
+        "update-state", parents=[common], help="patch a thread's state (an audited checkpoint)"
+    )
+    update.add_argument("thread", metavar="THREAD", help="the thread id")
+    update.add_argument(
+        "--patch", metavar="JSON", required=True, help=f"fields to change; {_JSON_HELP}"
+    )
+    update.add_argument("--goto", metavar="STATE", help="also move the thread to this state")
+    update.add_argument("--reason", metavar="TEXT", default="", help="why (kept in history)")
+    _common_options(update)
+    update.set_defaults(run=_cmd_update_state)
+
+    delete = commands.add_parser(
+        "delete", parents=[common], help="delete a thread and its history from the store"
+    )
+    delete.add_argument("thread", metavar="THREAD", help="the thread id")
+    add_store_option(delete)
+    delete.set_defaults(run=_cmd_delete)
+
+
+def _common_options(parser: argparse.ArgumentParser, *, flow: bool = True) -> None:
+    add_store_option(parser)
+    if flow:
+        parser.add_argument("--flow", metavar="TARGET", help=_FLOW_HELP)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def _existing(args: argparse.Namespace) -> JsonFileStore:
+    """The store holding ``args.thread``; never creates one for a mistyped path."""
+    from ..errors import ThreadNotFoundError
+    from ..stores._ids import check_thread_id
+
+    store = open_for_reading(store_path(args))
+    if store is None:
+        raise ThreadNotFoundError(check_thread_id(args.thread))
+    return store
+
+
+def _runner(args: argparse.Namespace, store: JsonFileStore, thread: str) -> Runner[Any]:
+    from .._runner import Runner
+    from ._resolve import flow_of_thread
+
+    return Runner(flow_of_thread(store, thread, args.flow), store=store)
+
+
+def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
+    from .._runner import Runner
+    from ..stores._ids import check_thread_id
+
+    flow = load_target(args.target)
+    value = read_json(args.input, "--input") if args.input is not None else None
+    check_thread_id(args.thread)  # before the store folder is created
+    runner: Runner[Any] = Runner(flow, store=open_for_writing(store_path(args)))
+    return _report(runner.start(args.thread, value), flow, args, out)
+
+
+def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
+    value = read_json(args.input, "--input") if args.input is not None else None
+    runner = _runner(args, _existing(args), args.thread)
+    return _report(runner.resume(args.thread, value, gate=args.gate), runner.flow, args, out)
+
+
+def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
+    from ..stores._ids import check_thread_id
+
+    store = _existing(args)
+    runner = _runner(args, store, args.thread)
+    new = check_thread_id(args.new) if args.new else _free_id(store, f"{args.thread}-fork")
+    result = runner.fork(args.thread, new, at=args.at)
+    return _report(result, runner.flow, args, out, note=f"forked from {args.thread}")
+
+
+def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
+    from ._errors import CommandError
+
+    patch = read_json(args.patch, "--patch")
+    if not isinstance(patch, dict):
+        raise CommandError("--patch must be a JSON object of fields to change.", code=2)
+    runner = _runner(args, _existing(args), args.thread)
+    result = runner.update_state(
+        args.thread, patch, goto=args.goto, reason=args.reason, actor="cli"
+    )
+    return _report(result, runner.flow, args, out)
+
+
+def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
+    _existing(args).delete(args.thread)
+    out.write(f"deleted thread {args.thread}\n")
+    return 0
+
+
+def _free_id(store: JsonFileStore, prefix: str) -> str:
+    from ..stores._ids import MAX_THREAD_ID
+
+    taken = set(store.threads())
+    number = 1
+    while f"{prefix[: MAX_THREAD_ID - 8]}-{number}" in taken:
+        number += 1
+    return f"{prefix[: MAX_THREAD_ID - 8]}-{number}"
+
+
+# -- what happened, and what to run next ---------------------------------------------------------
+
+
+def _report(
+    result: RunResult[Any], flow: Flow, args: argparse.Namespace, out: TextIO, note: str = ""
+) -> int:
+    state = flow.schema.dump_state(result.state)
+    if flow.name == "dialogue":
+        from ..dialogue.privacy import mask_dialogue_state
+
+        state, _ = mask_dialogue_state(state)
+    hint = _next_command(result, flow, args)
+    if args.json:
+        write_json(
+            {
+                "thread_id": result.thread_id,
+                "flow": flow.name,
+                "status": result.status,
+                "node": result.node,
+                "version": result.version,
+                "state": state,
+                "error": result.error.model_dump(mode="json") if result.error else None,
+                "next": hint,
+            },
+            out,
+        )
+        return 1 if result.status == "failed" else 0
+    import json
+
+    where = {"waiting": "waiting at gate", "done": "done at", "failed": "failed at"}
+    out.write(
+        f"thread {result.thread_id}: {where.get(result.status, 'next:')} `{result.node}` "
+        f"(version {result.version}){f'; {note}' if note else ''}\n"
+    )
+    if result.error is not None:
+        from .._plain import shorten
+
+        out.write(f"error: {result.error.type}: {shorten(result.error.message, 300)}\n")
+    out.write(json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
+    out.write(f"\nNext: {hint}\n")
+    return 1 if result.status == "failed" else 0
+
+
+def _next_command(result: RunResult[Any], flow: Flow, args: argparse.Namespace) -> str:
+    from ..workflows import registered
+
+    store = store_path(args)
+    target: str | None = None
+    if flow.name not in registered():
+        target = getattr(args, "flow", None) or getattr(args, "target", None)
+    thread = result.thread_id
+    if result.status == "waiting":
+        gate = flow.gates.get(result.node)
+        example = _example_input(gate.input) if gate is not None else "{}"
+        return command_hint("resume", thread, input=example, flow=target, store=store)
+    if result.status in ("failed", "pending"):
+        return command_hint("resume", thread, flow=target, store=store)
+    return command_hint("history", thread, store=store)
+
+
+def _example_input(model: type[BaseModel]) -> str:
+    """The smallest JSON the gate accepts: its required fields with placeholder values."""
+    import json
+
+    from pydantic import ValidationError
+
+    placeholders: dict[Any, Any] = {bool: False, int: 0, float: 0.0, str: "", list: [], dict: {}}
+    example = {
+        name: placeholders.get(info.annotation, placeholders.get(_origin(info.annotation)))
+        for name, info in model.model_fields.items()
+        if info.is_required()
+    }
+    try:
+        model.model_validate(example)
+    except ValidationError:
+        return json.dumps({name: "..." for name in example})
+    return json.dumps(example)
+
+
+def _origin(annotation: Any) -> Any:
+    from typing import get_origin
+
+    return get_origin(annotation)

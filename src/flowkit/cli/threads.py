@@ -1,0 +1,325 @@
+"""``flowkit threads``, ``show`` and ``history``: read a store without running anything.
+
+Listing needs no flow: every record names its version, next state and status. Showing a
+state replays the journal with the thread's flow when it is registered (exact); otherwise it
+folds the stored updates over the start state or latest snapshot and says so. Nothing here
+creates a file or folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+
+from ._output import iso, table, when, write_json
+from ._store import add_store_option, open_for_reading, store_path
+
+if TYPE_CHECKING:
+    from .._flow import Flow
+    from ..stores import Store
+    from ..stores._protocol import AnyRecord
+    from ..stores.jsonfile import JsonFileStore
+
+__all__ = ["register"]
+
+_FLOW_HELP = "replay with this flow TARGET (default: the registered workflow the thread names)"
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    threads = commands.add_parser("threads", parents=[common], help="list the stored threads")
+    add_store_option(threads)
+    threads.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    threads.set_defaults(run=_cmd_threads)
+
+    show = commands.add_parser(
+        "show", parents=[common], help="show a stored thread's state (personal slots masked)"
+    )
+    show.add_argument("thread", metavar="THREAD", help="the thread id")
+    add_store_option(show)
+    show.add_argument("--history", action="store_true", help="also list every checkpoint")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--flow", metavar="TARGET", help=_FLOW_HELP)
+    show.set_defaults(run=_cmd_show)
+
+    history = commands.add_parser(
+        "history", parents=[common], help="list a thread's checkpoints (fork from any of them)"
+    )
+    history.add_argument("thread", metavar="THREAD", help="the thread id")
+    add_store_option(history)
+    history.add_argument("--json", action="store_true", help="print JSON")
+    history.set_defaults(run=_cmd_history)
+
+
+# -- threads -------------------------------------------------------------------------------------
+
+
+class _Summary(NamedTuple):
+    thread_id: str
+    flow: str
+    status: str
+    next: str
+    version: int
+    ts: float
+    warnings: Sequence[str] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "flow": self.flow,
+            "status": self.status,
+            "next": self.next,
+            "version": self.version,
+            "updated": iso(self.ts),
+            "warnings": list(self.warnings),
+        }
+
+
+def _summarise(store: Store, thread_id: str) -> _Summary:
+    from ._resolve import flow_name_of
+
+    log = store.load(thread_id)
+    last = log.records[-1] if log.records else log.snapshot
+    assert last is not None, "a loaded thread has a snapshot or records"
+    name = flow_name_of(store, thread_id)
+    return _Summary(thread_id, name, last.status, last.next, last.version, last.ts, log.warnings)
+
+
+def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
+    """One line per thread; a thread that cannot be read is reported, the rest listed."""
+    from ..errors import FlowkitError
+
+    directory = store_path(args)
+    store = open_for_reading(directory)
+    summaries: list[_Summary] = []
+    broken: dict[str, str] = {}
+    for thread_id in store.threads() if store is not None else []:
+        assert store is not None
+        try:
+            summaries.append(_summarise(store, thread_id))
+        except (FlowkitError, OSError) as exc:  # one bad thread must not hide the others
+            broken[thread_id] = str(exc)
+    if args.json:
+        data = [s.to_json() for s in summaries]
+        data += [{"thread_id": t, "status": "unreadable", "error": e} for t, e in broken.items()]
+        write_json(sorted(data, key=lambda d: d["thread_id"]), out)
+    elif not summaries and not broken:
+        out.write(f"No threads in {directory}\n")
+    else:
+        rows = [["THREAD", "FLOW", "STATUS", "NEXT", "VERSION", "UPDATED"]]
+        rows += [
+            [s.thread_id, s.flow, s.status, s.next, str(s.version), when(s.ts)] for s in summaries
+        ]
+        rows += [[t, "?", "unreadable", "", "", ""] for t in broken]
+        table([rows[0], *sorted(rows[1:])], out)
+    for summary in summaries:
+        for warning in summary.warnings:
+            print(f"flowkit: warning: thread `{summary.thread_id}`: {warning}", file=sys.stderr)
+    for thread_id, message in broken.items():
+        print(f"flowkit: error: thread `{thread_id}`: {message}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+# -- show and history ----------------------------------------------------------------------------
+
+
+def _changed(record: AnyRecord) -> list[str]:
+    return sorted(record.state) if record.kind == "start" else sorted(record.update)
+
+
+def _actor(record: AnyRecord) -> str:
+    if record.kind == "step":
+        return record.node
+    if record.kind == "input":
+        return record.gate
+    if record.kind == "patch":
+        return f"({record.actor})"
+    return ""
+
+
+def _history_json(records: Sequence[AnyRecord]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        data = record.model_dump(mode="json")
+        data["changed"] = _changed(record)
+        data["updated"] = iso(record.ts)
+        rows.append(data)
+    return rows
+
+
+def _history_table(records: Sequence[AnyRecord], out: TextIO) -> None:
+    rows = [["VERSION", "KIND", "NODE", "NEXT", "STATUS", "CHANGED", "TIME"]]
+    errors: list[str] = []
+    for r in records:
+        changed = "(initial state)" if r.kind == "start" else ",".join(_changed(r)) or "-"
+        rows.append([str(r.version), r.kind, _actor(r), r.next, r.status, changed, when(r.ts)])
+        error = getattr(r, "error", None)
+        if error:
+            errors.append(f"version {r.version} `{_actor(r)}`: {_error_text(error)}")
+    table(rows, out)
+    if errors:
+        out.write("\nerrors:\n")
+        out.writelines(f"  {line}\n" for line in errors)
+
+
+def _error_text(error: Mapping[str, Any]) -> str:
+    from .._plain import shorten
+
+    return shorten(f"{error.get('type')}: {error.get('message')}", 300)
+
+
+def _resolve_flow(flow_name: str, explicit: str | None) -> tuple[Flow | None, str]:
+    """The flow to replay with and a note on where it came from (or why there is none)."""
+    from ..errors import FlowDefinitionError
+    from ..workflows import WorkflowLoadError, load_flow, registered
+    from ._inputs import load_target
+
+    if explicit is not None:
+        flow = load_target(explicit)
+        return flow, f"replayed with flow `{flow.name}` from {explicit}"
+    if flow_name not in registered():
+        return None, (
+            f"flow `{flow_name}` is not registered: state folded from stored updates without "
+            "its reducers; pass --flow TARGET for the exact state"
+        )
+    try:
+        flow = load_flow(flow_name)
+    except (WorkflowLoadError, FlowDefinitionError) as exc:
+        first = str(exc).splitlines()[0]
+        return None, f"registered flow `{flow_name}` does not load ({first}); state folded naively"
+    return flow, f"replayed with registered flow `{flow_name}`"
+
+
+def _naive_state(store: Store, thread_id: str) -> tuple[dict[str, Any], list[str]]:
+    """The latest state folded without the flow: every update overwrites its keys.
+
+    Returns the state and the list fields whose updates may have been appends (their
+    reducer is unknown here), so the caller can say which values to distrust.
+    """
+    log = store.load(thread_id)
+    if log.snapshot is not None:
+        state = dict(log.snapshot.state)
+        records: Sequence[AnyRecord] = log.records
+    else:
+        first = log.records[0]
+        state = dict(first.state) if first.kind == "start" else {}
+        records = log.records[1:]
+    doubtful: set[str] = set()
+    for record in records:
+        update: Mapping[str, Any] = getattr(record, "update", {})
+        for key, value in update.items():
+            if isinstance(value, list) and isinstance(state.get(key), list):
+                doubtful.add(key)
+            state[key] = value
+    return state, sorted(doubtful)
+
+
+def _state_of(
+    store: JsonFileStore, thread_id: str, flow_name: str, explicit: str | None
+) -> tuple[dict[str, Any], bool, str]:
+    """The thread's latest state, whether it is exact, and a note on how it was made."""
+    from .._result import RunResult
+    from .._runner import Runner
+    from ..errors import FlowkitError
+
+    found, note = _resolve_flow(flow_name, explicit)
+    if found is not None:
+        try:
+            result: RunResult[Any] = Runner(found, store=store).get_state(thread_id)
+            return found.schema.dump_state(result.state), True, note
+        except FlowkitError as exc:
+            note = f"replaying with flow `{found.name}` failed ({exc}); state folded naively"
+    state, doubtful = _naive_state(store, thread_id)
+    if doubtful:
+        note += f"; list fields that may be appended, not replaced: {', '.join(doubtful)}"
+    return state, False, note
+
+
+def _masked(flow_name: str, state: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Personal values hidden the way ``chat``'s ``/state`` hides them."""
+    if flow_name != "dialogue":
+        return state, ""
+    from ..dialogue.privacy import mask_dialogue_state
+
+    return mask_dialogue_state(state)
+
+
+def _masked_history(flow_name: str, history: Any, state: dict[str, Any]) -> Any:
+    if flow_name != "dialogue":
+        return history
+    from ..dialogue.privacy import mask_like
+
+    return mask_like(history, state)
+
+
+def _records(args: argparse.Namespace) -> tuple[JsonFileStore, list[AnyRecord]]:
+    from ..errors import ThreadNotFoundError
+
+    store = open_for_reading(store_path(args))
+    if store is None:
+        from ..stores._ids import check_thread_id
+
+        raise ThreadNotFoundError(check_thread_id(args.thread))
+    return store, store.records(args.thread)
+
+
+def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    """Print a thread's latest state (and, with ``--history``, every checkpoint)."""
+    store, records = _records(args)
+    thread_id = args.thread
+    start = records[0]
+    flow_name = start.flow if start.kind == "start" else "?"
+    raw, exact, note = _state_of(store, thread_id, flow_name, args.flow)
+    state, masking = _masked(flow_name, raw)
+    if masking:
+        note += f"; {masking}"
+    last = records[-1]
+    error = getattr(last, "error", None)
+    if args.json:
+        doc: dict[str, Any] = {
+            "thread_id": thread_id,
+            "flow": flow_name,
+            "status": last.status,
+            "next": last.next,
+            "version": last.version,
+            "updated": iso(last.ts),
+            "exact": exact,
+            "note": note,
+            "error": error,
+            "state": state,
+        }
+        if args.history:
+            doc["history"] = _masked_history(flow_name, _history_json(records), raw)
+        write_json(doc, out)
+        return 0
+    where = "at gate" if last.status == "waiting" else "next:" if last.status == "pending" else "at"
+    out.write(f"thread   {thread_id}\nflow     {flow_name}\n")
+    out.write(f"status   {last.status} {where} {last.next}\n")
+    out.write(f"version  {last.version}\nupdated  {when(last.ts)}\n")
+    if error:
+        out.write(f"error    {_error_text(error)}\n")
+    if args.history:
+        out.write("\n")
+        _history_table(records, out)
+    else:
+        import json
+
+        out.write(f"state    ({note})\n")
+        out.write(json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
+    return 0
+
+
+def _cmd_history(args: argparse.Namespace, out: TextIO) -> int:
+    """Every checkpoint of a thread: what changed, who changed it, and any error."""
+    store, records = _records(args)
+    if args.json:
+        history: Any = _history_json(records)
+        start = records[0]
+        if start.kind == "start" and start.flow == "dialogue":
+            raw, _, _ = _state_of(store, args.thread, start.flow, None)
+            history = _masked_history(start.flow, history, raw)
+        write_json(history, out)
+    else:
+        _history_table(records, out)
+    return 0

@@ -1,0 +1,131 @@
+"""``flowkit start / resume / fork / update-state / history / delete`` on the user's own flows."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from flowkit.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def next_command(out: str) -> list[str]:
+    line = next(line for line in out.splitlines() if line.startswith("Next: "))
+    words = shlex.split(line.removeprefix("Next: "))
+    assert words[0] == "flowkit"
+    return words[1:]
+
+
+def test_a_registered_flow_runs_through_its_gate_by_following_the_printed_hints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path / "runs")
+    code, out, _ = run(capsys, "start", "review", "doc-1", "--input", '{"topic": "x"}',
+                       "--store", store)  # fmt: skip
+    assert code == 0
+    assert "doc-1: waiting at gate `review`" in out
+    hint = next_command(out)
+    assert hint[:2] == ["resume", "doc-1"] and hint[-2:] == ["--store", store]
+    assert "--flow" not in hint  # `review` is registered: the thread's record names it
+    assert json.loads(hint[3]) == {"approved": False}  # runnable: the gate accepts it
+    code, out, _ = run(capsys, *hint[:3], '{"approved": true}', *hint[4:])
+    assert code == 0 and "done at" in out
+    code, out, _ = run(capsys, *next_command(out))  # history
+    assert code == 0 and "VERSION" in out and "input" in out
+
+
+def test_an_unregistered_flow_needs_flow_and_the_hints_carry_it(
+    good: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path)
+    code, out, _ = run(capsys, "start", good, "t1", "--input", '{"text": "urgent"}',
+                       "--store", store)  # fmt: skip
+    assert code == 0
+    hint = next_command(out)
+    assert hint[hint.index("--flow") + 1] == good
+    code, _, err = run(capsys, "resume", "t1", "--input", "{}", "--store", store)
+    assert code == 2
+    assert "flow `ticket` is not registered; pass --flow TARGET" in err
+    code, out, _ = run(capsys, *hint)  # the printed hint runs as printed
+    assert code == 0, out
+
+
+def test_input_from_a_file_and_json_output(
+    good: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.json").write_text('{"text": "hello"}', encoding="utf-8")
+    code, out, _ = run(capsys, "start", good, "t1", "--input", f"@{tmp_path / 'in.json'}",
+                       "--store", str(tmp_path), "--json")  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["status"] == "done" and doc["state"]["text"] == "hello"
+    assert doc["next"].startswith("flowkit history t1")
+
+
+def test_fork_update_state_and_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path)
+    assert run(capsys, "start", "review", "a", "--store", store)[0] == 0
+    code, out, _ = run(capsys, "fork", "a", "--at", "0", "--store", store, "--json")
+    assert code == 0 and json.loads(out)["thread_id"] == "a-fork-1"
+    code, out, _ = run(capsys, "fork", "a", "--as", "b", "--store", store)
+    assert code == 0 and "forked from a" in out
+    code, out, _ = run(capsys, "update-state", "b", "--patch", '{"topic": "patched"}',
+                       "--reason", "typo", "--store", store, "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["state"]["topic"] == "patched"
+    code, out, _ = run(capsys, "history", "b", "--store", store, "--json")
+    assert json.loads(out)[-1]["kind"] == "patch"
+    assert run(capsys, "delete", "b", "--store", store)[0] == 0
+    code, out, _ = run(capsys, "threads", "--store", store, "--json")
+    assert [t["thread_id"] for t in json.loads(out)] == ["a", "a-fork-1"]
+    code, _, err = run(capsys, "delete", "b", "--store", store)
+    assert code == 1 and "Thread `b` does not exist" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--input", "{not json"], "--input {not json is not valid JSON"),
+        (["--input", "@/no/such/file.json"], "`/no/such/file.json`: No such file"),
+        (
+            ["--input", '{"topic": 5}'],
+            "does not fit Doc: 1 error(s), first: Input should be a valid string at topic",
+        ),
+    ],
+)
+def test_bad_input_is_a_plain_message(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "start", "review", "t", *argv, "--store", str(tmp_path))
+    assert code != 0 and out == ""
+    assert message in err
+    assert "validation error for" not in err and "Traceback" not in err
+
+
+def test_a_patch_must_be_an_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "start", "review", "a", "--store", str(tmp_path))[0] == 0
+    code, _, err = run(capsys, "update-state", "a", "--patch", "[1]", "--store", str(tmp_path))
+    assert code == 2 and "--patch must be a JSON object" in err
+
+
+def test_commands_on_threads_never_create_a_missing_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = tmp_path / "typo" / "a"
+    for argv in (
+        ["resume", "t", "--input", "{}"],
+        ["fork", "t"],
+        ["update-state", "t", "--patch", "{}"],
+        ["delete", "t"],
+        ["history", "t"],
+    ):
+        code, _, err = run(capsys, *argv, "--store", str(typo))
+        assert code != 0 and err
+    assert list(tmp_path.iterdir()) == []
