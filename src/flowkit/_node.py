@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import FlowkitError
 
 if TYPE_CHECKING:
-    from structlog.typing import FilteringBoundLogger
+    from ._logging import Logger
 
 __all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]
 
@@ -119,7 +119,7 @@ class Context:
         self.clock = clock
 
     @cached_property
-    def log(self) -> FilteringBoundLogger:
+    def log(self) -> Logger:
         # Bound lazily: most nodes never log, and binding costs more than the node itself.
         from ._logging import get_logger
 
