@@ -10,6 +10,11 @@ import structlog
 
 @pytest.fixture(autouse=True)
 def _restore_structlog() -> Iterator[None]:
-    config = structlog.get_config()
+    # `configure` marks structlog as configured, which flowkit reads as "the app chose a
+    # pipeline": a test that found it unconfigured leaves it unconfigured.
+    configured, config = structlog.is_configured(), structlog.get_config()
     yield
-    structlog.configure(**config)
+    if configured:
+        structlog.configure(**config)
+    else:
+        structlog.reset_defaults()

@@ -8,6 +8,7 @@ retries, error state, commits, events) lives here once.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
@@ -67,6 +68,9 @@ class CallNode:
     name: str
     state: BaseModel
     ctx: Context
+    #: Who holds the thread (its store, or the runner that keeps no store): attempts of one
+    #: node in one thread of one owner never overlap.
+    owner: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +308,10 @@ def _attempts(
             attempt=attempt,
             llm=runner._node_llm(thread_id, run_id, name, calls),
             clock=runner.clock,
+            cancel_event=threading.Event() if node.timeout is not None else None,
         )
-        outcome = yield CallNode(node, name, cursor.state, ctx)
+        owner = runner.store if runner.store is not None else runner
+        outcome = yield CallNode(node, name, cursor.state, ctx, owner)
         assert outcome is not None
         if outcome.error is None:
             return outcome, attempt, calls

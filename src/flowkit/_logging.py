@@ -1,42 +1,157 @@
-"""Logging: flowkit logs through ``structlog.get_logger("flowkit")`` and never configures structlog.
+"""Logging: flowkit logs like a library should, and never configures anything on import.
 
-``mask_pii`` is a processor applications add to their own structlog chain so that values of
-sensitive keys, e-mail addresses, phone numbers and secrets never reach a log line.
+Every event goes to the application's structlog pipeline when the application configured
+structlog (``structlog.is_configured()``), with ``thread_id`` / ``node`` bound as fields.
+Otherwise it goes to the standard ``logging`` logger ``flowkit``, so an unconfigured script
+sees warnings and errors on stderr (Python's last-resort handler) and nothing else, exactly
+as with httpx; structlog's own default, printing every line to stdout, is never used.
+
+``mask_pii`` is a processor masking sensitive keys, e-mail addresses, phone numbers and
+secrets; it runs on every line rendered through ``logging`` and applications add it to their
+own structlog chain. Prompt and message text is logged only when ``FLOWKIT_LOG_CONTENT=1``.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
-from collections.abc import Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Any
 
-if TYPE_CHECKING:
-    from structlog.typing import FilteringBoundLogger
+__all__ = [
+    "CONTENT_ENV",
+    "LOGGER_NAME",
+    "Logger",
+    "configure_cli_logging",
+    "get_logger",
+    "log_content",
+    "mask_pii",
+]
 
-__all__ = ["get_logger", "mask_pii"]
-
+LOGGER_NAME = "flowkit"
+#: Set to ``1`` to let debug lines carry prompts, answers and user messages.
+CONTENT_ENV = "FLOWKIT_LOG_CONTENT"
 MASK = "***"
 
 _DEFAULT_KEYS = frozenset(
     {"api_key", "apikey", "authorization", "password", "secret", "token", "access_token"}
 )
-_PHONE = re.compile(r"(?<!\w)\+?\d[\d\s()-]{7,}\d(?!\w)")
+#: Keys whose values flowkit generates as identifiers: never pattern-masked, because a
+#: generated id such as ``sas-20261123-103000-0f9b`` is not a phone number.
+_ID_KEYS = frozenset(
+    {
+        "event",
+        "thread_id",
+        "new_thread_id",
+        "run_id",
+        "node",
+        "gate",
+        "request_id",
+        "response_id",
+        "turn_id",
+        "version",
+    }
+)
+# A phone number stands alone: digits joined to a word by `-` or `_` (``sas-20261123-1030``,
+# ``run_0312345678``) are part of an identifier, not a number to call.
+_PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s()-]{7,}\d(?![\w-])")
 _PATTERNS = (
     re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # e-mail
     re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}\b"),  # API-key-like tokens
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]+=*"),
 )
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 
-def get_logger() -> FilteringBoundLogger:
-    # Imported on first use: structlog pulls in asyncio, which a plain import should not pay.
-    import structlog
+def get_logger() -> Logger:
+    """flowkit's logger; ``.bind(thread_id=..., node=...)`` adds fields to every line."""
+    return Logger()
 
-    return structlog.get_logger("flowkit")  # type: ignore[no-any-return]
+
+def log_content() -> bool:
+    """Whether debug lines may carry prompt and message text (``FLOWKIT_LOG_CONTENT=1``)."""
+    return os.environ.get(CONTENT_ENV, "").strip().lower() in {"1", "true", "yes"}
+
+
+class Logger:
+    """A structlog-style logger (``debug`` ... ``exception``, ``bind``) choosing its sink per call.
+
+    Deciding per call, not when the logger is made, lets an application configure structlog
+    after importing flowkit (or after a ``Runner`` was built) and still get every event.
+    """
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: Mapping[str, Any] | None = None) -> None:
+        self._context: dict[str, Any] = dict(context or {})
+
+    def bind(self, **values: Any) -> Logger:
+        return Logger({**self._context, **values})
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._log("debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._log("info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._log("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._log("error", event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        fields.setdefault("exc_info", True)
+        self._log("error", event, fields)
+
+    def _log(self, method: str, event: str, fields: dict[str, Any]) -> None:
+        # An app that never imported structlog cannot have configured it, and importing it
+        # here would cost every plain script ~30 ms (it pulls in asyncio) for nothing.
+        structlog = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
+            logger = structlog.get_logger(LOGGER_NAME, **self._context)
+            getattr(logger, method)(event, **fields)
+            return
+        std = logging.getLogger(LOGGER_NAME)
+        level = _LEVELS[method]
+        if not std.isEnabledFor(level):
+            return
+        exc_info = fields.pop("exc_info", None)
+        # stacklevel 3: the record names the flowkit line that logged, not this module.
+        std.log(level, LogLine(event, {**self._context, **fields}), exc_info=exc_info, stacklevel=3)
+
+    def __repr__(self) -> str:
+        return f"Logger({self._context!r})"
+
+
+class LogLine:
+    """The message of a ``logging`` record from flowkit: ``event key=value ...``, PII masked.
+
+    Rendered only when a handler formats the record, so a discarded debug line costs nothing;
+    formatters that want the structure read ``record.msg.event`` and ``record.msg.fields``.
+    """
+
+    __slots__ = ("event", "fields")
+
+    def __init__(self, event: str, fields: dict[str, Any]) -> None:
+        self.event = event
+        self.fields = fields
+
+    def __str__(self) -> str:
+        masked = _DEFAULT_MASK(None, "", dict(self.fields))
+        return " ".join([self.event, *(f"{key}={value!r}" for key, value in masked.items())])
+
+    def __repr__(self) -> str:
+        return f"LogLine({self.event!r})"
 
 
 class mask_pii:  # noqa: N801 - used like a function in processor chains
     """A structlog processor masking sensitive keys and PII patterns in every event value.
+
+    Identifiers flowkit generates (``thread_id``, ``run_id``, ``node``, ``gate``...) are never
+    pattern-masked; name one in ``keys`` to mask it anyway.
 
     >>> processor = mask_pii(keys={"requester_name"})
     >>> processor(None, "info", {"event": "x", "requester_name": "Sato", "note": "mail a@b.co"})
@@ -59,6 +174,8 @@ class mask_pii:  # noqa: N801 - used like a function in processor chains
     def _mask(self, key: str, value: Any) -> Any:
         if key.lower() in self.keys and value is not None:
             return MASK
+        if key in _ID_KEYS:
+            return value
         if isinstance(value, str):
             for pattern in self.patterns:
                 value = pattern.sub(MASK, value)
@@ -75,3 +192,44 @@ def _mask_phone(match: re.Match[str]) -> str:
     # 2024-01-15 have 8 and stay readable.
     digits = sum(ch.isdigit() for ch in match.group(0))
     return MASK if digits >= 10 else match.group(0)
+
+
+_DEFAULT_MASK = mask_pii()
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (tests and shells replace it)."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(sys.stderr)
+        self.setLevel(level)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def configure_cli_logging(verbosity: int) -> None:
+    """How the ``flowkit`` command logs: flowkit's lines on stderr, PII masked, never stdout.
+
+    ``verbosity`` is the count of ``-v``: 0 shows warnings, 1 adds info, 2+ adds debug. The
+    command is an application, so it may configure ``logging``; calling this again replaces
+    the earlier setup. An application that configured structlog keeps its own pipeline.
+    """
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logger = logging.getLogger(LOGGER_NAME)
+    for handler in list(logger.handlers):
+        if isinstance(handler, _StderrHandler):
+            logger.removeHandler(handler)
+    handler = _StderrHandler(level)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s [%(levelname)-7s] %(message)s", datefmt="%H:%M:%S")
+    )
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    # stdout carries the command's output; a root handler on stdout must not see our lines.
+    logger.propagate = False

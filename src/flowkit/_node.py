@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import random
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import FlowkitError
 
 if TYPE_CHECKING:
-    from structlog.typing import FilteringBoundLogger
+    from ._logging import Logger
 
 __all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]
 
@@ -97,9 +98,16 @@ class NodeError(BaseModel):
 
 
 class Context:
-    """What a node may use besides the state: ids, the LLM, a bound logger, the clock."""
+    """What a node may use besides the state: ids, the LLM, a bound logger, the clock, and
+    the cancellation signal.
 
-    __slots__ = ("__dict__", "attempt", "clock", "llm", "node", "run_id", "thread_id")
+    ``cancel_event`` (a ``threading.Event``) is set when the node's timeout fires. A sync node
+    cannot be stopped from outside, so one that moves hardware or loops for long should check
+    ``ctx.cancelled`` (or wait on ``ctx.cancel_event`` instead of ``time.sleep``) and return;
+    an async node is cancelled by ``asyncio`` and sees the flag set too.
+    """
+
+    __slots__ = ("__dict__", "_cancel", "attempt", "clock", "llm", "node", "run_id", "thread_id")
 
     def __init__(
         self,
@@ -110,6 +118,7 @@ class Context:
         attempt: int,
         llm: Any,
         clock: Callable[[], datetime],
+        cancel_event: threading.Event | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
@@ -117,9 +126,23 @@ class Context:
         self.attempt = attempt
         self.llm = llm
         self.clock = clock
+        # Made up front for nodes with a timeout (the engine sets it from another thread),
+        # on demand for the rest, where nothing ever sets it.
+        self._cancel = cancel_event
+
+    @property
+    def cancel_event(self) -> threading.Event:
+        if self._cancel is None:
+            self._cancel = threading.Event()
+        return self._cancel
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether this attempt was given up (its timeout fired): stop work and return."""
+        return self._cancel is not None and self._cancel.is_set()
 
     @cached_property
-    def log(self) -> FilteringBoundLogger:
+    def log(self) -> Logger:
         # Bound lazily: most nodes never log, and binding costs more than the node itself.
         from ._logging import get_logger
 

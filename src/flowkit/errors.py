@@ -11,6 +11,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── UndeclaredWriteError   wrote a key it did not declare
     │   └── InvalidUpdateError     wrote a value the state model rejects
     ├── NodeTimeoutError           a node ran past its timeout (becomes error state)
+    ├── NodeStillRunningError      a timed-out attempt still runs, so the node is not rerun
     ├── RunError                   a runner call that cannot proceed
     │   ├── ThreadNotFoundError
     │   ├── ThreadExistsError
@@ -71,6 +72,7 @@ __all__ = [
     "LLMTimeoutError",
     "LLMUnavailableError",
     "NodeContractError",
+    "NodeStillRunningError",
     "NodeTimeoutError",
     "NotWaitingError",
     "ParameterTableError",
@@ -154,6 +156,29 @@ class NodeTimeoutError(FlowkitError):
         super().__init__(
             f"Node `{node}` did not finish within {timeout:g} s; "
             "raise its timeout or make it faster."
+        )
+
+
+class NodeStillRunningError(FlowkitError):
+    """An attempt of a node abandoned at its timeout still runs, so no new attempt starts.
+
+    Python cannot stop a thread: a sync node past its timeout runs on in the background with
+    ``ctx.cancelled`` set. The next attempt waits up to ``grace`` seconds for it; this error
+    is what it gets when the earlier attempt has not returned by then.
+    """
+
+    retryable = False
+
+    def __init__(self, node: str, *, thread_id: str, timeout: float, grace: float) -> None:
+        self.node = node
+        self.thread_id = thread_id
+        self.timeout = timeout
+        self.grace = grace
+        super().__init__(
+            f"Node `{node}` of thread `{thread_id}` was not run again: its earlier attempt, "
+            f"abandoned at its {timeout:g} s timeout, was still running {grace:g} s later, and "
+            "two attempts of a node never run at once. Make the node return when "
+            "`ctx.cancelled` is set, then resume the thread."
         )
 
 

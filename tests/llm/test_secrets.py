@@ -113,3 +113,24 @@ def test_api_key_never_reaches_events_logs_or_the_journal_of_a_run(server, monke
     assert len(runner.llm_calls("t1")) == 2
     for text in (repr(logs), repr(list(events)), journal, repr(result)):
         assert SECRET not in text
+
+
+def test_prompts_and_answers_reach_debug_lines_only_when_opted_in(server, monkeypatch, mode):
+    monkeypatch.delenv("FLOWKIT_LOG_CONTENT", raising=False)
+    prompt = [{"role": "user", "content": "Book robot 2 for Tanaka Hiroshi"}]
+    llm = from_spec("openai:gpt-test", base_url=f"{server.url}/v1", api_key=SECRET)
+    server.script(ok("Booked for Tanaka Hiroshi"), ok("Booked for Tanaka Hiroshi"))
+
+    with structlog.testing.capture_logs() as logs:
+        complete(llm, mode, prompt)
+    request = next(e for e in logs if e["event"] == "llm_request")
+    assert (request["messages"], request["prompt_chars"]) == (1, len(prompt[0]["content"]))
+    assert "Tanaka" not in repr(logs)
+
+    monkeypatch.setenv("FLOWKIT_LOG_CONTENT", "1")
+    with structlog.testing.capture_logs() as logs:
+        complete(llm, mode, prompt)
+    events = {e["event"]: e for e in logs}
+    assert events["llm_request"]["content"] == prompt
+    assert events["llm_response"]["content"] == "Booked for Tanaka Hiroshi"
+    llm.close()

@@ -14,9 +14,9 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
-import structlog
 from pydantic import BaseModel
 
+from flowkit._logging import get_logger, log_content
 from flowkit.errors import (
     LLMConfigError,
     LLMError,
@@ -31,9 +31,24 @@ from flowkit.llm._types import LLMResponse, Message
 
 __all__ = ["ChatExchange", "Exchange", "HTTPRequest", "HTTPResponse", "Sleep", "TransportFailure"]
 
-_log = structlog.get_logger("flowkit")
+_log = get_logger()
 
 T = TypeVar("T")
+
+
+def _message_fields(messages: Any) -> dict[str, Any]:
+    """What ``llm_request`` says about the prompt: its size, its text only when opted in.
+
+    Prompts hold what users typed (names, robot tasks), so they stay out of logs unless
+    ``FLOWKIT_LOG_CONTENT=1`` asks for them.
+    """
+    if not isinstance(messages, list):
+        return {}
+    chars = sum(len(m.get("content") or "") for m in messages if isinstance(m, dict))
+    fields: dict[str, Any] = {"messages": len(messages), "prompt_chars": chars}
+    if log_content():
+        fields["content"] = messages
+    return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +188,7 @@ class ChatExchange(ABC):
             latency_s=round(time.perf_counter() - started, 4),
             usage=result.usage.model_dump() if result.usage else None,
             chars=len(result.text),
+            **({"content": result.text} if log_content() else {}),
         )
         return result
 
@@ -186,7 +202,7 @@ class ChatExchange(ABC):
                 url=request.url,
                 attempt=attempt,
                 stream=request.stream,
-                messages=request.body.get("messages"),
+                **_message_fields(request.body.get("messages")),
             )
             outcome = yield request
             if isinstance(outcome, HTTPResponse) and 200 <= outcome.status < 300:

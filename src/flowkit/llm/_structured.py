@@ -13,9 +13,9 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import structlog
 from pydantic import BaseModel, ValidationError
 
+from flowkit._logging import get_logger
 from flowkit.errors import LLMSchemaError
 from flowkit.llm._extract import json_candidates
 from flowkit.llm._types import LLMResponse, Message, check_messages
@@ -29,7 +29,7 @@ __all__ = [
     "schema_name",
 ]
 
-_log = structlog.get_logger("flowkit")
+_log = get_logger()
 
 StepT = TypeVar("StepT")
 OutcomeT = TypeVar("OutcomeT")
