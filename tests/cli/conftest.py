@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +15,15 @@ FLOWS = Path(__file__).resolve().parent.parent / "flows"
 
 @pytest.fixture(autouse=True)
 def _restore_cli_globals() -> Iterator[None]:
-    # `main` configures structlog (it is an app) and may put the cwd on sys.path.
+    # `main` sets up the `flowkit` logger (it is an app) and may put the cwd on sys.path.
     configured, config = structlog.is_configured(), structlog.get_config()
+    logger = logging.getLogger("flowkit")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
     path = list(sys.path)
     yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
     if configured:
         structlog.configure(**config)
     else:

@@ -67,7 +67,7 @@ def test_show_masks_personal_slots_like_chat_state(
     bot.send("c1", "book maintenance for robot 2 tomorrow at 3 pm")
     bot.send("c1", "Sato")
     assert bot.state("c1").slots["requester"] == "Sato"
-    capsys.readouterr()  # the library logs of an unconfigured structlog (not ours)
+    capsys.readouterr()
     assert main(["show", "c1", "--store", str(tmp_path), "--json"]) == 0
     out = capsys.readouterr().out
     doc = json.loads(out)

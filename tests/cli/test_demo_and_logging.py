@@ -80,9 +80,9 @@ def test_verbose_flag_is_accepted_after_the_command(
 
 
 def test_log_lines_mask_pii(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import structlog
+    from flowkit._logging import get_logger
 
     main(["-v", "threads", "--store", str(tmp_path)])
-    structlog.get_logger("flowkit").warning("contact", email="ada@example.com")
+    get_logger().warning("contact", email="ada@example.com")
     err = capsys.readouterr().err
     assert "contact" in err and "ada@example.com" not in err

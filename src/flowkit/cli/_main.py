@@ -101,24 +101,8 @@ def _stdout_closed() -> int:
 
 
 def _configure_logging(verbosity: int) -> None:
-    # The library never configures structlog; the command is an application, so it does,
-    # sending log lines to stderr (stdout carries the command's output) with PII masked.
-    import logging
+    # The command is an application, so it may set up logging: flowkit's lines on stderr
+    # (stdout carries the command's output), PII masked, more with each -v.
+    from .._logging import configure_cli_logging
 
-    import structlog
-
-    from .._logging import mask_pii
-
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="%H:%M:%S"),
-            mask_pii(),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+    configure_cli_logging(verbosity)
