@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _external import ENV_VAR
 
 TESTS = Path(__file__).resolve().parent
 
-TINY = '''
+TINY = """
 import pytest
 from _external import require, require_path
 
@@ -29,7 +28,7 @@ def test_missing():
 @pytest.mark.parametrize("item", ["(corpus missing)"])
 def test_placeholder(item):
     require_path(__import__("pathlib").Path("/nowhere/corpus"), "the corpus")
-'''
+"""
 
 
 def _run(tmp_path: Path, env_value: str | None) -> subprocess.CompletedProcess[str]:
