@@ -90,6 +90,7 @@ def reference_file(relative: str, base: Path = FLOWS) -> Path:
     """A file of the reference corpus. Skips the test (fails it under
     ``FLOWKIT_REQUIRE_EXTERNAL``) when the corpus is missing; fails it when the corpus is there
     but this file is not, since an incomplete corpus is a broken setup, not an absent one."""
+    __tracebackhide__ = True  # the skip is reported at the test's line, naming the test
     require(
         base.is_dir(),
         f"the shared reference corpus at {base} (../shared/reference beside the repository clone)",
