@@ -57,8 +57,8 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Sto
         memory = MemoryStore()
         yield memory, memory
     elif request.param == "one JsonFileStore":
-        with JsonFileStore(tmp_path, fsync=False) as shared:
-            yield shared, shared
+        with JsonFileStore(tmp_path, fsync=False) as store:
+            yield store, store
     else:
         with JsonFileStore(tmp_path, fsync=False) as a, JsonFileStore(tmp_path, fsync=False) as b:
             yield a, b

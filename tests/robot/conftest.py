@@ -1,7 +1,16 @@
-"""Fixtures of the robot toolkit tests: the shared reference programs beside the clone.
+"""Fixtures of the robot toolkit tests: programs and tables the project owns, and the shared
+reference corpus where it is present.
 
-The reference folder is read in place (``../shared/reference`` next to the repository), never
-copied. If it is missing the tests fail and say where it should be; they do not skip.
+The project's own fixtures live in ``fixtures/`` (see its README): robot programs written for
+these tests in the editor's XML form, generator-style files, and a set of parameter tables.
+Every behaviour the toolkit promises is tested on them, so a fresh clone tests everything.
+
+The reference corpus (``../shared/reference`` beside the repository clone: the programs people
+made in the editor, the generator outputs and the block templates) is read in place, never
+copied. Tests over it get their files from ``reference_file``, which skips the test with a reason
+naming the expected path where the corpus is missing, or fails it where
+``FLOWKIT_REQUIRE_EXTERNAL`` is set, as in CI (``tests/_external.py``). Their parameter lists come
+from ``reference_params``, so they show up as one skipped item rather than vanishing.
 """
 
 from __future__ import annotations
@@ -9,10 +18,44 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _external import require
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PROGRAMS = FIXTURES / "programs"
+#: A cell's teaching points, number variables and flags, in the editor's export form.
+TABLES = FIXTURES / "tables" / "gear_cell"
+
+#: Our programs in the editor's form (ids, positions, block numbers, timeouts): valid, and
+#: compiled back to the same document.
+OWN_PROGRAMS = [
+    "pick_and_place/flow.xml",
+    "guarded_cycle/flow.xml",
+    "counters_and_flags/flow.xml",
+    "swing_arm_cell/flow.xml",
+]
+#: Our generator-style files and what a round trip makes of them.
+OWN_GENERATED = {
+    "generated/flow_equal.xml": "equal",
+    "generated/flow_fields_reordered.xml": "equal except field order",
+    "generated/block_moveL.xml": "differs: x/y added (the original stack has no position)",
+    "generated/relation.xml": "differs",
+}
+#: The assembly cell of ``swingarm_example.py`` as a hand-made editor document.
+OWN_SWINGARM = "swing_arm_cell/flow.xml"
+
+
+def own_program(relative: str) -> Path:
+    """One of our program fixtures (always present)."""
+    path = PROGRAMS / relative
+    assert path.is_file(), f"fixture {path} is missing from the repository"
+    return path
+
 
 REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 FLOWS = REFERENCE / "flows"
 TEMPLATES = REFERENCE / "robot-blocks" / "quick-fcpr-new"
+#: The parameter of a corpus test where the corpus is missing: one item, reported as skipped.
+CORPUS_MISSING = "(reference corpus missing)"
 
 #: The programs people made in the editor (FLOWS.md section 1).
 HAND_WRITTEN = [
@@ -44,22 +87,29 @@ SWINGARM = "flow_database/SwingArm20250510/flow.xml"
 
 
 def reference_file(relative: str, base: Path = FLOWS) -> Path:
-    """The reference file, or a test failure that says what is missing and where."""
+    """A file of the reference corpus. Skips the test (fails it under
+    ``FLOWKIT_REQUIRE_EXTERNAL``) when the corpus is missing; fails it when the corpus is there
+    but this file is not, since an incomplete corpus is a broken setup, not an absent one."""
+    __tracebackhide__ = True  # the skip is reported at the test's line, naming the test
+    require(
+        base.is_dir(),
+        f"the shared reference corpus at {base} (../shared/reference beside the repository clone)",
+    )
     path = base / relative
-    if not base.is_dir():
-        pytest.fail(
-            f"The shared reference folder {base} is missing. The robot tests read the real "
-            "programs from ../shared/reference beside the repository clone; put it there."
-        )
     if not path.is_file():
         pytest.fail(f"Reference file {path} is missing from the shared reference folder.")
     return path
 
 
+def reference_params(names: list[str], base: Path = FLOWS) -> list[str]:
+    """Parameters of a test over corpus files: ``names`` where the corpus is present, else one
+    placeholder, so the test is reported as skipped (by ``reference_file``) and never vanishes."""
+    return names if base.is_dir() else [CORPUS_MISSING]
+
+
 def other_reference_files() -> list[str]:
     """Every other .xml under flows/ (generator outputs, relation skeletons, single blocks)."""
     if not FLOWS.is_dir():
-        # One placeholder, so the parametrized tests run and fail instead of being skipped.
-        return ["(shared reference folder missing)"]
+        return [CORPUS_MISSING]
     found = sorted(str(p.relative_to(FLOWS)) for p in FLOWS.rglob("*.xml"))
     return [f for f in found if f not in HAND_WRITTEN]

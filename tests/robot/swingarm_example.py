@@ -3,7 +3,9 @@
 Module steps as the sas workflow produces them: a main task whose loop wraps an ``if`` around
 the whole cycle, thirteen sub-programs (pick, place and clamp tasks) and the setup stacks
 (external I/O thread, event rules). Names, points and pins follow the hand-written
-``flows/flow_database/SwingArm20250510/flow.xml``; each step keeps the sentence it came from.
+``flows/flow_database/SwingArm20250510/flow.xml`` of the reference corpus; the repository's own
+editor document of the cell is ``fixtures/programs/swing_arm_cell/flow.xml``. Each step keeps
+the sentence it came from.
 Reused by the demo recording of the sas workflow.
 """
 

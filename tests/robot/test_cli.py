@@ -11,14 +11,14 @@ from flowkit.robot import canonical_equal
 from flowkit.robot.cli import compile_command, decompile_command, load_steps, validate_command
 from flowkit.robot.text import render_tasks
 
-from .conftest import SWINGARM, reference_file
+from .conftest import OWN_SWINGARM, own_program
 from .swingarm_example import SWINGARM_TASKS
 
 
 def test_decompile_then_compile_gives_the_program_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    original = reference_file(SWINGARM)
+    original = own_program(OWN_SWINGARM)
     for name in ("steps.json", "steps.txt"):
         steps, xml = tmp_path / name, tmp_path / f"{name}.xml"
         assert decompile_command(original, steps) == 0
@@ -71,7 +71,7 @@ def test_compile_refuses_invalid_steps_and_lists_the_problems(
 def test_validate_lists_every_problem_with_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert validate_command(reference_file(SWINGARM)) == 0
+    assert validate_command(own_program(OWN_SWINGARM)) == 0
     assert "valid (0 error(s), 0 warning(s))" in capsys.readouterr().out
     broken = tmp_path / "broken.xml"
     broken.write_text(

@@ -1,5 +1,8 @@
 """Parameter mapping: logical names in module steps become slots of the parameter tables,
-tables load strictly and save to new files, and hostile YAML is refused."""
+tables load strictly and save to new files, and hostile YAML is refused.
+
+The tables are our own (``fixtures/tables/gear_cell``); the reference corpus's tables are
+round-tripped too where the corpus is present."""
 
 from __future__ import annotations
 
@@ -32,8 +35,8 @@ from flowkit.robot.params import (
 )
 from flowkit.robot.steps import Program, Step, TaskSteps, build_program
 
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
-FLOWS = REFERENCE / "flows"
+from .conftest import TABLES, reference_file, reference_params
+
 REFERENCE_TABLES = [
     "flow_database/result/5.15_test/teaching.yaml",
     "synced_files/teaching.yaml",
@@ -46,10 +49,12 @@ REFERENCE_TABLES = [
 ]
 
 
-def reference(relative: str) -> Path:
-    path = FLOWS / relative
-    if not path.is_file():
-        pytest.fail(f"reference file {path} is missing; these tests need shared/reference/flows")
+OWN_TABLES = ["teaching.yaml", "number_parameter.yaml", "flag_parameter.yaml"]
+
+
+def own_table(name: str) -> Path:
+    path = TABLES / name
+    assert path.is_file(), f"fixture {path} is missing from the repository"
     return path
 
 
@@ -162,12 +167,12 @@ def test_an_exact_or_normalised_name_reuses_its_slot() -> None:
 
 
 def test_a_synonym_match_reuses_the_slot_and_says_so() -> None:
-    table = TeachingTable.load(reference("synced_files/teaching.yaml"))
+    table = TeachingTable.load(own_table("teaching.yaml"))
     result = map_parameters(
-        program(move("safe point"), move("bearing pick standby"), move("precise grasp bearing")),
+        program(move("safe point"), move("gear pick standby"), move("precise grasp gear")),
         points=table,
     )
-    assert point_fields(result.program) == ["P1", "P21", "P23"]
+    assert point_fields(result.program) == ["P1", "P2", "P4"]
     assert [e.action for e in result.report.entries] == ["reused"] * 3
     assert "by synonyms" in result.report.entries[0].note
     assert result.report.entries[0].slot_name == "initial_point"
@@ -327,7 +332,7 @@ def test_the_input_program_and_tables_are_not_modified() -> None:
 
 
 def test_the_report_reads_as_markdown_and_round_trips_as_json() -> None:
-    table = TeachingTable.load(reference("synced_files/teaching.yaml"))
+    table = TeachingTable.load(own_table("teaching.yaml"))
     result = map_parameters(
         program(move("safe point"), move("odd | name"), move("P999")), points=table
     )
@@ -350,9 +355,7 @@ def test_the_report_reads_as_markdown_and_round_trips_as_json() -> None:
 # --- tables ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("relative", REFERENCE_TABLES)
-def test_reference_tables_round_trip(relative: str, tmp_path: Path) -> None:
-    path = reference(relative)
+def _round_trips(path: Path, tmp_path: Path) -> None:
     cls = table_class(path)
     table = cls.load(path)
     saved = table.save(tmp_path / path.name)
@@ -363,15 +366,45 @@ def test_reference_tables_round_trip(relative: str, tmp_path: Path) -> None:
     assert again.dumps() == saved.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("name", OWN_TABLES)
+def test_own_tables_round_trip(name: str, tmp_path: Path) -> None:
+    _round_trips(own_table(name), tmp_path)
+
+
+@pytest.mark.parametrize("relative", reference_params(REFERENCE_TABLES))
+def test_reference_tables_round_trip(relative: str, tmp_path: Path) -> None:
+    _round_trips(reference_file(relative), tmp_path)
+
+
+def test_own_tables_keep_every_key_and_value_as_is() -> None:
+    points = TeachingTable.load(own_table("teaching.yaml"))
+    assert [s.key for s in points][:5] == ["P1", "P10", "P11", "P12", "P13"]  # file order
+    assert slot(points, "P1").get("tool") == 1.0 and slot(points, "P1").get("vel") == 50
+    assert isinstance(slot(points, "P1").get("vel"), int)
+    assert isinstance(slot(points, "P1").get("acc"), float)
+    assert slot(points, "P12").get("tool", "missing") is None
+    assert slot(points, "P12").name == "  spaced name "  # never trimmed
+    assert slot(points, "P10").name == "ギア仮置き台"
+    assert slot(points, "P11").name.startswith("(block type: `moveP`) 4.2. move slowly")
+    assert [s.key for s in points.free_slots()][:3] == ["P5", "P9", "P13"]
+    nums = NumberTable.load(own_table("number_parameter.yaml"))
+    assert (slot(nums, "N5").name, slot(nums, "N5").value) == ("start", 2.0)
+    assert slot(nums, "N483").value == 800 and isinstance(slot(nums, "N483").value, int)
+    flag = FlagTable.load(own_table("flag_parameter.yaml"))
+    assert slot(flag, "F480").name == "_status_ready"
+    assert (slot(flag, "F4").name, slot(flag, "F4").value) == ("gear_gripped", True)
+    assert [s.key for s in flag.free_slots()][:2] == ["F1", "F2"]
+
+
 def test_reference_tables_keep_every_key_and_value_as_is() -> None:
-    llm = TeachingTable.load(reference("synced_files/llm_test/config/teaching.yaml"))
+    llm = TeachingTable.load(reference_file("synced_files/llm_test/config/teaching.yaml"))
     assert slot(llm, "P1").get("posture") == 0.0
-    synced = TeachingTable.load(reference("synced_files/teaching.yaml"))
+    synced = TeachingTable.load(reference_file("synced_files/teaching.yaml"))
     assert [s.key for s in synced][:3] == ["P1", "P10", "P100"]
     assert slot(synced, "P100").get("tool", "missing") is None
-    nums = NumberTable.load(reference("synced_files/llm_test/config/number_parameter.yaml"))
+    nums = NumberTable.load(reference_file("synced_files/llm_test/config/number_parameter.yaml"))
     assert (slot(nums, "N5").name, slot(nums, "N5").value) == ("start", 2.0)
-    flag = FlagTable.load(reference("synced_files/llm_test/config/flag_parameter.yaml"))
+    flag = FlagTable.load(reference_file("synced_files/llm_test/config/flag_parameter.yaml"))
     assert slot(flag, "F480").name == "_status_ready"
     assert [s.key for s in flag.free_slots()][:2] == ["F1", "F2"]
 
@@ -486,11 +519,11 @@ def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 def test_apply_teaching_writes_new_files_and_never_touches_the_inputs(tmp_path: Path) -> None:
     inputs = tmp_path / "config"
-    shutil.copytree(reference("synced_files/llm_test/config/teaching.yaml").parent, inputs)
+    shutil.copytree(TABLES, inputs)
     before = _snapshot(inputs)
     source = program(
         move("P1"),
-        move("standby above the bearing"),
+        move("standby above the gear"),
         Step(type="wait_timer", fields={"name": "clamp delay"}),
         flag_check("_status_ready"),
     )
@@ -505,10 +538,10 @@ def test_apply_teaching_writes_new_files_and_never_touches_the_inputs(tmp_path: 
         "parameter_mapping.md",
         "teaching.yaml",
     ]
-    assert point_fields(mapped) == ["P1", "P67"]
+    assert point_fields(mapped) == ["P1", "P5"]
     assert [e.action for e in report.entries] == ["kept", "assigned", "assigned", "reused"]
     written = TeachingTable.load(out / "teaching.yaml")
-    assert slot(written, "P67").name == "standby above the bearing"
+    assert slot(written, "P5").name == "standby above the gear"
     assert slot(NumberTable.load(out / "number_parameter.yaml"), "N2").name == "clamp delay"
     saved_report = (out / "parameter_mapping.json").read_bytes()
     assert MappingReport.model_validate_json(saved_report) == report
@@ -519,14 +552,14 @@ def test_apply_teaching_writes_new_files_and_never_touches_the_inputs(tmp_path: 
 
 
 def test_apply_teaching_refuses_to_write_over_its_input(tmp_path: Path) -> None:
-    shutil.copy(reference("flow_database/result/5.15_test/teaching.yaml"), tmp_path)
+    shutil.copy(own_table("teaching.yaml"), tmp_path)
     before = _snapshot(tmp_path)
     with pytest.raises(ParameterTableError, match="never modified in place"):
         apply_teaching(program(move("new point")), tmp_path / "teaching.yaml", tmp_path)
     assert _snapshot(tmp_path) == before
     # A differently named teaching file with a sibling table: still nothing is written.
     (tmp_path / "teaching.yaml").rename(tmp_path / "cell.yaml")
-    shutil.copy(reference("synced_files/llm_test/config/number_parameter.yaml"), tmp_path)
+    shutil.copy(own_table("number_parameter.yaml"), tmp_path)
     before = _snapshot(tmp_path)
     with pytest.raises(ParameterTableError, match=r"number_parameter\.yaml"):
         apply_teaching(program(move("new point")), tmp_path / "cell.yaml", tmp_path)

@@ -1,7 +1,10 @@
-"""Round trips over the real programs: XML -> steps -> XML, steps -> JSON -> steps, and
-steps -> text -> steps, for every hand-written program (and a report on every other file)."""
+"""Round trips: XML -> steps -> XML, steps -> JSON -> steps, and steps -> text -> steps, for our
+own programs always, and for every program of the reference corpus where it is present (with a
+report on every other file there)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -11,11 +14,21 @@ from flowkit.robot import (
     canonical_equal,
     compile_program,
     decompile,
+    default_catalog,
     without_editor_attributes,
 )
 from flowkit.robot.text import parse_program, render_program
 
-from .conftest import FLOWS, HAND_WRITTEN, other_reference_files, reference_file
+from .conftest import (
+    FLOWS,
+    HAND_WRITTEN,
+    OWN_GENERATED,
+    OWN_PROGRAMS,
+    other_reference_files,
+    own_program,
+    reference_file,
+    reference_params,
+)
 
 OTHERS = other_reference_files()
 # Generator outputs that round-trip exactly; the rest differ in ways the editor would also
@@ -31,12 +44,80 @@ OTHERS_EQUAL_BUT_FIELD_ORDER = {
 }
 
 
-def test_the_shared_reference_folder_is_beside_the_clone() -> None:
+def _round_trip_result(path: Path) -> str:
+    """How a program compares with its decompiled-and-compiled self, in a few words."""
+    xml = compile_program(decompile(path), validate=False)
+    if canonical_equal(path, xml):
+        return "equal"
+    if canonical_equal(path, xml, ignore_field_order=True):
+        return "equal except field order"
+    if canonical_equal(path, xml, ignore_attributes=("x", "y")):
+        return "differs: x/y added (the original stack has no position)"
+    changed = [
+        line
+        for line in canonical_diff(path, xml).splitlines()
+        if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))
+    ]
+    return f"differs: {changed[0].strip()}"
+
+
+def _survives_json_and_text(path: Path) -> None:
+    program = decompile(path)
+    assert Program.from_json(program.to_json()) == program
+    stripped = Program(stacks=[without_editor_attributes(s) for s in program.stacks])
+    assert parse_program(render_program(program)) == stripped
+
+
+# --- our own programs: always -------------------------------------------------------------
+
+
+def test_own_programs_use_every_block_type_of_the_catalog() -> None:
+    used = {step.type for name in OWN_PROGRAMS for step in decompile(own_program(name)).walk()}
+    assert used == set(default_catalog().blocks)
+
+
+@pytest.mark.parametrize("relative", OWN_PROGRAMS)
+def test_own_program_compiles_back_to_the_same_document(relative: str) -> None:
+    path = own_program(relative)
+    xml = compile_program(decompile(path))  # validates too: our programs have no errors
+    assert canonical_equal(path, xml), canonical_diff(path, xml, names=(relative, "compiled"))
+
+
+@pytest.mark.parametrize("relative", sorted(OWN_GENERATED))
+def test_own_generator_style_file_round_trip_is_reported(relative: str) -> None:
+    result = _round_trip_result(own_program(relative))
+    assert result.startswith(OWN_GENERATED[relative]), result
+
+
+@pytest.mark.parametrize("relative", OWN_PROGRAMS + sorted(OWN_GENERATED))
+def test_own_program_survives_json_and_text(relative: str) -> None:
+    _survives_json_and_text(own_program(relative))
+
+
+def test_a_changed_document_is_not_called_equal() -> None:
+    path = own_program("pick_and_place/flow.xml")
+    changed = path.read_text(encoding="utf-8").replace(">P3<", ">P30<")
+    assert not canonical_equal(path, changed)
+    changed_lines = [
+        line[0] + line[1:].strip()
+        for line in canonical_diff(path, changed).splitlines()
+        if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))
+    ]
+    assert changed_lines == [
+        '-<field name="point_name_list"> "P3"',
+        '+<field name="point_name_list"> "P30"',
+    ]
+
+
+# --- the reference corpus: where it is present ------------------------------------------------
+
+
+def test_the_reference_corpus_has_the_expected_files() -> None:
     assert reference_file("FLOWS.md").is_file()
     assert len(OTHERS) >= 40, f"expected the generator outputs under {FLOWS}"
 
 
-@pytest.mark.parametrize("relative", HAND_WRITTEN, ids=HAND_WRITTEN)
+@pytest.mark.parametrize("relative", reference_params(HAND_WRITTEN))
 def test_hand_written_program_compiles_back_to_the_same_document(relative: str) -> None:
     path = reference_file(relative)
     program = decompile(path)
@@ -44,27 +125,13 @@ def test_hand_written_program_compiles_back_to_the_same_document(relative: str) 
     assert canonical_equal(path, xml), canonical_diff(path, xml, names=(relative, "compiled"))
 
 
-@pytest.mark.parametrize("relative", OTHERS, ids=OTHERS)
+@pytest.mark.parametrize("relative", OTHERS)
 def test_other_reference_file_round_trip_is_reported(
     relative: str, record_property: pytest.RecordProperty
 ) -> None:
-    path = reference_file(relative)
-    xml = compile_program(decompile(path), validate=False)
-    if canonical_equal(path, xml):
-        result = "equal"
-    elif canonical_equal(path, xml, ignore_field_order=True):
-        result = "equal except field order"
-    elif canonical_equal(path, xml, ignore_attributes=("x", "y")):
-        result = "differs: x/y added (the original stack has no position)"
-    else:
-        changed = [
-            line
-            for line in canonical_diff(path, xml).splitlines()
-            if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))
-        ]
-        result = f"differs: {changed[0].strip()}"
+    result = _round_trip_result(reference_file(relative))
     record_property("round_trip", result)
-    print(f"{relative}: {result}")
+    print(f"{relative}: {result}")  # the report, shown with -s
     if relative in OTHERS_EQUAL:
         assert result == "equal"
     elif relative in OTHERS_EQUAL_BUT_FIELD_ORDER:
@@ -73,9 +140,6 @@ def test_other_reference_file_round_trip_is_reported(
         assert result.startswith("differs")
 
 
-@pytest.mark.parametrize("relative", HAND_WRITTEN + OTHERS, ids=HAND_WRITTEN + OTHERS)
+@pytest.mark.parametrize("relative", reference_params(HAND_WRITTEN + OTHERS))
 def test_program_survives_json_and_text(relative: str) -> None:
-    program = decompile(reference_file(relative))
-    assert Program.from_json(program.to_json()) == program
-    stripped = Program(stacks=[without_editor_attributes(s) for s in program.stacks])
-    assert parse_program(render_program(program)) == stripped
+    _survives_json_and_text(reference_file(relative))

@@ -1,11 +1,14 @@
-"""The §10 assembly cell example, built from module steps, has the hand-written structure."""
+"""The §10 assembly cell example, built from module steps, has the structure of the cell drawn
+in the editor: our own document of it always, the hand-written reference flow where present."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from flowkit.robot import compile_program, decompile, validate_steps, validate_xml
 from flowkit.robot.text import parse_tasks, render_tasks
 
-from .conftest import SWINGARM, reference_file
+from .conftest import OWN_SWINGARM, SWINGARM, own_program, reference_file
 from .swingarm_example import SWINGARM_TASKS, structure, swingarm_program
 
 
@@ -13,14 +16,32 @@ def test_module_steps_are_valid() -> None:
     assert validate_steps(SWINGARM_TASKS) == []
 
 
-def test_compiled_program_has_the_structure_of_the_hand_written_flow() -> None:
+def _has_the_compiled_structure(drawn: Path) -> None:
     xml = compile_program(SWINGARM_TASKS, deterministic=True)
     assert validate_xml(xml) == []
     compiled = decompile(xml)
-    original = decompile(reference_file(SWINGARM))
+    original = decompile(drawn)
     assert len(compiled.stacks) == len(original.stacks) == 18
     assert structure(compiled) == structure(original)
     assert sorted(compiled.procedures()) == sorted(original.procedures())
+
+
+def test_compiled_program_has_the_structure_of_our_editor_document() -> None:
+    _has_the_compiled_structure(own_program(OWN_SWINGARM))
+
+
+def test_compiled_program_has_the_structure_of_the_hand_written_flow() -> None:
+    _has_the_compiled_structure(reference_file(SWINGARM))
+
+
+def test_a_different_structure_is_told_apart() -> None:
+    original = decompile(own_program(OWN_SWINGARM))
+    xml = own_program(OWN_SWINGARM).read_text(encoding="utf-8")
+    # One call in the cycle goes to another sub-program: same shape, different program.
+    changed = decompile(
+        xml.replace('name="LMC_Get_BH"></mutation>', 'name="LMC_Put_BH"></mutation>')
+    )
+    assert structure(changed) != structure(original)
 
 
 def test_parameters_survive_into_the_xml() -> None:

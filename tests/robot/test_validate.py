@@ -1,7 +1,9 @@
-"""Validation accepts every hand-written program and names broken ones' problems by line."""
+"""Validation accepts our programs and every hand-written one of the reference corpus, and
+names broken programs' problems by line."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from textwrap import dedent
 
 import pytest
@@ -15,7 +17,13 @@ from flowkit.robot import (
     validate_xml,
 )
 
-from .conftest import HAND_WRITTEN, reference_file
+from .conftest import (
+    HAND_WRITTEN,
+    OWN_PROGRAMS,
+    own_program,
+    reference_file,
+    reference_params,
+)
 
 HEAD = '<xml xmlns="https://developers.google.com/blockly/xml">'
 
@@ -31,15 +39,43 @@ def _codes_by_line(xml: str) -> list[tuple[str, int | None]]:
 MOVE_FIELDS = "<field name='point_name_list'>P1</field>"
 
 
-@pytest.mark.parametrize("relative", HAND_WRITTEN, ids=HAND_WRITTEN)
-def test_every_hand_written_program_is_valid(relative: str) -> None:
-    problems = validate_xml(reference_file(relative))
+def _only_editor_only_warnings(path: Path) -> None:
+    problems = validate_xml(path)
     assert errors_only(problems) == []
     # Warnings are allowed only for the types the editor has but the template set lacks.
     assert {p.code for p in problems} <= {"editor_only_block"}
 
 
+@pytest.mark.parametrize("relative", OWN_PROGRAMS)
+def test_every_own_program_is_valid(relative: str) -> None:
+    _only_editor_only_warnings(own_program(relative))
+
+
 def test_editor_only_types_are_warnings_with_lines() -> None:
+    # guarded_cycle uses each of the eight types the editor has and the template set lacks.
+    problems = validate_xml(own_program("guarded_cycle/flow.xml"))
+    assert [(p.block_type, p.line) for p in problems] == [
+        ("wait_ready", 6),
+        ("wait_run", 13),
+        ("robot_position", 22),
+        ("logic_negate", 48),
+        ("set_external_io_output", 57),
+        ("logic_block", 85),
+        ("logic_block", 93),
+        ("set_output_during", 103),
+        ("raise_error_upon", 123),
+    ]
+    assert all(p.code == "editor_only_block" and p.severity == "warning" for p in problems)
+    assert all("known to the editor, not in the template set" in p.message for p in problems)
+    assert str(problems[0]).startswith("line 6, stack 1, step 2, <wait_ready id='gc-ready-b2'>")
+
+
+@pytest.mark.parametrize("relative", reference_params(HAND_WRITTEN))
+def test_every_hand_written_program_is_valid(relative: str) -> None:
+    _only_editor_only_warnings(reference_file(relative))
+
+
+def test_editor_only_types_in_a_hand_written_program_are_warnings_with_lines() -> None:
     problems = validate_xml(reference_file("node_database/program/program1/flow.xml"))
     assert {(p.block_type, p.line) for p in problems} >= {("wait_ready", 6), ("wait_run", 13)}
     assert all("known to the editor, not in the template set" in p.message for p in problems)
