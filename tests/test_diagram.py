@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from _external import require
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Route, RouteTable, field, when
@@ -169,8 +169,8 @@ def test_dot_labels_survive_nasty_values_and_names() -> None:
     assert len(text.splitlines()) == 6 + len(flow.states) + len(list(edges(flow))) + 1
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
 def test_graphviz_renders_the_nasty_flow_with_its_labels(tmp_path: Path) -> None:
+    require(shutil.which("dot") is not None, "Graphviz `dot` on PATH (apt-get install graphviz)")
     flow = weird_flow()
     svg = subprocess.run(
         ["dot", "-Tsvg"], input=to_dot(flow), capture_output=True, text=True, check=True

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from _external import ENV_VAR
 
+pytestmark = pytest.mark.slow  # each test runs pytest in a subprocess
+
 TESTS = Path(__file__).resolve().parent
 
 TINY = """

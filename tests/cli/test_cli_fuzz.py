@@ -21,6 +21,8 @@ import pytest
 
 from flowkit.cli import build_parser, main
 
+pytestmark = pytest.mark.slow
+
 TRACEBACK = "Traceback (most recent call last)"
 
 #: What a command creates by design, so a missing store or unknown thread is no error there.

@@ -13,6 +13,7 @@ from flowkit.robot import Program, Step, TaskSteps, build_program, without_edito
 from .strategies import STEPS, chains
 
 
+@pytest.mark.slow
 @settings(max_examples=200, suppress_health_check=list(HealthCheck), deadline=None)
 @given(chains())
 def test_program_json_round_trip_is_exact(chain: list[Step]) -> None:
@@ -22,6 +23,7 @@ def test_program_json_round_trip_is_exact(chain: list[Step]) -> None:
     assert Program.model_validate_json(program.model_dump_json()) == program
 
 
+@pytest.mark.slow
 @settings(max_examples=100, suppress_health_check=list(HealthCheck), deadline=None)
 @given(STEPS)
 def test_task_json_round_trip_is_exact(step: Step) -> None:

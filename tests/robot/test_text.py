@@ -210,6 +210,7 @@ def test_tasks_and_programs_have_sections() -> None:
     assert parse_program(render_program(program)) == program
 
 
+@pytest.mark.slow
 @settings(max_examples=300, suppress_health_check=list(HealthCheck), deadline=None)
 @given(chains())
 def test_parse_of_render_is_the_identity(chain: list[Step]) -> None:

@@ -33,6 +33,7 @@ def flowkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_review_cycle_runs_across_processes(tmp_path: Path) -> None:
     llm = f"scripted:{rules_file(tmp_path)}"
     teaching = teaching_file(tmp_path)
@@ -141,6 +142,7 @@ def test_graph_shows_every_state_and_gate(capsys: pytest.CaptureFixture[str]) ->
 # -- the offline review cycle with the shipped cassette ------------------------------------
 
 
+@pytest.mark.slow
 def test_the_shipped_cassette_runs_the_cycle_as_four_processes(tmp_path: Path) -> None:
     from flowkit.sas.demo import FEEDBACK, REQUEST, demo_file
 
@@ -194,6 +196,7 @@ def test_an_unrecorded_request_is_a_plain_error_naming_the_cassette(tmp_path: Pa
 # -- a failure returns to review, and retry ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_bad_teaching_table_returns_to_review_and_status_shows_it(tmp_path: Path) -> None:
     llm = f"scripted:{rules_file(tmp_path)}"
     table = tmp_path / "cell" / "teaching.yaml"

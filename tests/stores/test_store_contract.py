@@ -51,6 +51,7 @@ def run_pytest(directory: Path, source: str, *args: str) -> subprocess.Completed
     )
 
 
+@pytest.mark.slow
 def test_a_third_party_store_runs_the_contract_from_its_own_project(tmp_path: Path) -> None:
     result = run_pytest(
         tmp_path,
@@ -71,6 +72,7 @@ def test_a_third_party_store_runs_the_contract_from_its_own_project(tmp_path: Pa
     assert " passed" in result.stdout and "failed" not in result.stdout
 
 
+@pytest.mark.slow
 def test_a_contract_subclass_without_a_store_fixture_is_told_what_to_add(tmp_path: Path) -> None:
     result = run_pytest(
         tmp_path,
