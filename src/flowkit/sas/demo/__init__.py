@@ -11,6 +11,7 @@ docs/sas-cli.md: ``--llm replay:demo`` names it in every ``flowkit sas`` command
 from __future__ import annotations
 
 import json
+import shlex
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -56,7 +57,7 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
     from ...llm import ReplayLLM
     from ...robot import decompile, validate_xml
     from ...stores.jsonfile import JsonFileStore
-    from ..cli import print_result
+    from ..cli import DEMO_LLM, print_result
     from ..workflow import flow
 
     # `--store D` is the store itself (the program goes to D/output unless told otherwise);
@@ -77,15 +78,22 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
         out.write("flowkit demo sas: robot task -> reviewed plan -> Blockly robot program\n")
         out.write(f"store: {store_root}   thread: {thread}   LLM: recorded answers\n\n")
         out.write(f"> start: {REQUEST}\n")
-        config = {"output_dir": str(outputs), "teaching_file": str(demo_file("teaching.yaml"))}
+        config = {
+            "output_dir": str(outputs),
+            "teaching_file": str(demo_file("teaching.yaml")),
+            # Kept with the thread, so `flowkit sas ...` on it later replays the same answers.
+            "llm": DEMO_LLM,
+        }
+        # The printed hints must run as printed, and the demo's store is never the default.
+        again = f" --store {shlex.quote(str(store_root))}"
         result = runner.start(thread, {"user_input": REQUEST, "config": config})
-        print_result(result, out)
+        print_result(result, out, again=again, store=str(store_root))
         for word in (FEEDBACK, "approve", "はい"):
             if result.status != "waiting":
                 break
             out.write(f"\n> reviewer: {word}\n")
             result = runner.resume(thread, {"message": word})
-            print_result(result, out)
+            print_result(result, out, again=again, store=str(store_root))
     if result.status != "done" or not result.state.final_flow_xml_path:
         out.write("\nThe demo did not finish; see the error above.\n")
         return 1
