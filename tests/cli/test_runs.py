@@ -129,3 +129,35 @@ def test_commands_on_threads_never_create_a_missing_store(
         code, _, err = run(capsys, *argv, "--store", str(typo))
         assert code != 0 and err
     assert list(tmp_path.iterdir()) == []
+
+
+FAILING_FLOW = """
+from pydantic import BaseModel
+
+from flowkit import END, Flow
+
+
+class S(BaseModel):
+    n: int = 0
+
+
+def boom(state: S) -> dict:
+    raise RuntimeError("the axis is not homed")
+
+
+flow = Flow(name="failing", state=S, start="boom", nodes={"boom": boom}, routes={"boom": END})
+"""
+
+
+def test_a_failed_step_is_reported_on_stderr_and_the_state_on_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "failing.py").write_text(FAILING_FLOW, encoding="utf-8")
+    target, store = f"{tmp_path / 'failing.py'}:flow", str(tmp_path / "runs")
+    code, out, err = run(capsys, "start", target, "f1", "--store", store)
+    assert code == 1
+    assert "error" not in out.lower()  # errors go to stderr, on every command
+    assert "RuntimeError: the axis is not homed" in err
+    assert "thread f1: failed at `boom`" in out and '"n": 0' in out
+    code, out, err = run(capsys, *next_command(out))  # the printed retry, as printed
+    assert code == 1 and "error" not in out.lower() and "the axis is not homed" in err

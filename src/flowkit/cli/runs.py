@@ -9,6 +9,7 @@ After each command the next one is printed as it can be pasted.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ._inputs import TARGET_HELP, load_target, read_json
@@ -203,7 +204,11 @@ def _report(
     if result.error is not None:
         from .._plain import shorten
 
-        out.write(f"error: {result.error.type}: {shorten(result.error.message, 300)}\n")
+        # Errors go to stderr on every command; stdout keeps the state and the next command.
+        print(
+            f"flowkit: error: {result.error.type}: {shorten(result.error.message, 300)}",
+            file=sys.stderr,
+        )
     out.write(json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
     out.write(f"\nNext: {hint}\n")
     return 1 if result.status == "failed" else 0
