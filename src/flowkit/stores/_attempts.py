@@ -32,7 +32,7 @@ def write_attempt(directory: Path, thread_id: str, marker: AttemptMarker) -> Non
     data = marker.model_dump_json().encode()
     path = directory / ATTEMPT_FILE
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)  # private, like every thread file
     except FileNotFoundError:
         raise ThreadNotFoundError(thread_id) from None
     except OSError as exc:

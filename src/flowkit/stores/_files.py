@@ -144,7 +144,8 @@ class JournalHandles:
         journal = path()
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
         try:
-            fd = os.open(journal, flags, 0o644)
+            # Private like the snapshot: a journal holds everything people typed.
+            fd = os.open(journal, flags, 0o600)
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
