@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -145,3 +146,39 @@ def test_recover_reports_a_missing_thread_and_an_empty_store(
     assert capsys.readouterr().out == f"No threads in {tmp_path}\n"
     assert main(["recover", "--store", str(tmp_path), "ghost"]) == 1
     assert "Thread `ghost` does not exist" in capsys.readouterr().err
+
+
+FAILING_FLOW = """
+from pydantic import BaseModel
+
+from flowkit import END, Flow
+
+
+class S(BaseModel):
+    n: int = 0
+
+
+def boom(state: S) -> dict:
+    raise RuntimeError("the axis is not homed")
+
+
+flow = Flow(name="failing", state=S, start="boom", nodes={"boom": boom}, routes={"boom": END})
+"""
+
+
+def test_a_failed_thread_is_not_called_healthy_and_the_printed_retry_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "failing.py").write_text(FAILING_FLOW, encoding="utf-8")
+    target, store = f"{tmp_path / 'failing.py'}:flow", str(tmp_path / "runs")
+    assert main(["start", target, "f1", "--store", store]) == 1
+    capsys.readouterr()
+    assert main(["recover", "--store", store, "--dry-run", "--flow", target]) == 0
+    out = capsys.readouterr().out
+    assert "healthy" not in out
+    line = out.splitlines()[0]
+    assert line.startswith("f1  not stuck: failed at boom (version 1)")
+    retry = line.split("`")[1]
+    assert retry.startswith("flowkit resume f1 ")
+    assert main(shlex.split(retry)[1:]) == 1  # runs as printed (and fails again, as it should)
+    assert "the axis is not homed" in capsys.readouterr().err

@@ -200,6 +200,13 @@ def _print_report(report: RecoveryReport, flow: str, args: argparse.Namespace, o
         for note in report.notes:
             out.write(f"  note      {note}\n")
         return
+    if report.outcome == "healthy" and report.status == "failed":
+        # Not stuck (resume retries the failed step), but calling it healthy would be a lie.
+        retry = command_hint("resume", report.thread_id, flow=args.flow, store=store_path(args))
+        out.write(
+            f"{report.thread_id}  not stuck: {where}; its step failed, `{retry}` retries it\n"
+        )
+        return
     if report.outcome == "healthy":
         out.write(f"{report.thread_id}  healthy: {where}\n")
         return
