@@ -100,7 +100,7 @@ def compile_command(
         report_problems(f"{steps_path}: not compiled", exc, err)
         return 1
     except RobotProgramError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"flowkit: error: {exc}\n")
         return 1
     if not _write(target, xml, err):
         return 1
@@ -124,7 +124,7 @@ def validate_command(
     try:
         problems = validate_xml(Path(path))
     except RobotProgramError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"flowkit: error: {exc}\n")
         return 1
     errors = errors_only(problems)
     warnings = len(problems) - len(errors)
@@ -161,7 +161,7 @@ def decompile_command(
         report_problems(f"{path}: cannot be read", exc, err)
         return 1
     except RobotProgramError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"flowkit: error: {exc}\n")
         return 1
     is_json = target.suffix.lower() == ".json"
     if not _write(target, program.to_json() + "\n" if is_json else render_program(program), err):
@@ -202,6 +202,6 @@ def _write(path: Path, text: str, err: TextIO) -> bool:
     try:
         write_atomically(path, text)
     except OSError as exc:
-        err.write(f"error: Cannot write {path}: {exc.strerror or exc}.\n")
+        err.write(f"flowkit: error: Cannot write {path}: {exc.strerror or exc}.\n")
         return False
     return True

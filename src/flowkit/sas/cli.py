@@ -269,7 +269,7 @@ def print_result(
         out.write(f"Check it: flowkit sas validate {shlex.quote(str(state.final_flow_xml_path))}\n")
     if result.status == "failed":
         message = state.error_message or (result.error.message if result.error else "")
-        err.write(f"error: {message}\n")
+        err.write(f"flowkit: error: {message}\n")
         if result.node == states.ERROR:
             folder = shlex.quote(store or ".flowkit")
             err.write(

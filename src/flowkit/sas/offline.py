@@ -36,10 +36,10 @@ def compile_file(
         report_problems(f"{steps}: not compiled", exc, err)
         return 1
     except FlowkitError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"flowkit: error: {exc}\n")
         return 1
     except OSError as exc:
-        err.write(f"error: Cannot write {exc.filename or output}: {exc.strerror or exc}.\n")
+        err.write(f"flowkit: error: Cannot write {exc.filename or output}: {exc.strerror or exc}.\n")
         return 1
     counts = ", ".join(f"{n} {action}" for action, n in sorted(report.counts().items()))
     out.write(f"wrote {output} (parameters: {counts or 'none'})\n")
