@@ -32,7 +32,8 @@ USER = [{"role": "user", "content": "Say hello"}]
 class Reply:
     """What the server does with one request."""
 
-    kind: str = "ok"  # ok | status | malformed | cut | unterminated | bad_line | error_line
+    # ok | status | malformed | cut | unterminated | bad_line | error_line | drip | huge
+    kind: str = "ok"
     text: str = "Hello there, friend"
     status: int = 200
     body: str = ""
@@ -50,6 +51,19 @@ def fail(status: int, body: str = '{"error": {"message": "boom"}}', **headers: s
 
 def slow(delay: float = 3.0) -> Reply:
     return Reply(delay=delay)
+
+
+def drip(every: float = 0.05) -> Reply:
+    """Answer 200 at once, then send the body a few bytes at a time, for ever.
+
+    Each piece arrives well within any read timeout, so only a deadline ends the call.
+    """
+    return Reply(kind="drip", delay=every)
+
+
+def huge(megabytes: int = 60, *, declared: bool = False) -> Reply:
+    """A 200 whose body is ``megabytes`` long, sent in pieces (chunked unless ``declared``)."""
+    return Reply(kind="huge", status=megabytes, headers={"declared": str(declared)})
 
 
 def malformed() -> Reply:
@@ -129,6 +143,12 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         received = Received(self.path, body, {k.lower(): v for k, v in self.headers.items()})
         reply = self.server.next_reply(received)
+        if reply.kind == "drip":
+            self._drip(bool(body.get("stream")), reply.delay)
+            return
+        if reply.kind == "huge":
+            self._huge(reply.status * 1024 * 1024, reply.headers["declared"] == "True")
+            return
         if reply.delay and self.server.stopping.wait(reply.delay):
             return
         api = {"/v1/chat/completions": "openai", "/api/chat": "ollama"}.get(self.path)
@@ -158,6 +178,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name.replace("_", "-"), value)
         self.end_headers()
         self.wfile.write(payload)
+
+    def _drip(self, streaming: bool, every: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        # A blank stream line (which carries nothing but is valid in both APIs), or a
+        # space of a JSON body that never ends; capped so a broken client cannot hang us.
+        piece = b"\n" if streaming else b" "
+        for _ in range(int(60 / every)):
+            if self.server.stopping.wait(every):
+                return
+            self.wfile.write(b"%X\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+
+    def _huge(self, size: int, declared: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if declared:
+            self.send_header("Content-Length", str(size))
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        piece = b" " * 65536
+        for _ in range(size // len(piece)):
+            if self.server.stopping.is_set():
+                return
+            self.wfile.write(piece if declared else b"%X\r\n%s\r\n" % (len(piece), piece))
+        if not declared:
+            self.wfile.write(b"0\r\n\r\n")
 
     def _stream(self, api: str, reply: Reply, model: str) -> None:
         self.send_response(200)

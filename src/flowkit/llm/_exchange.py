@@ -82,7 +82,7 @@ class Sleep:
 class TransportFailure:
     """A request that got no HTTP answer (mapped from the HTTP library's exception)."""
 
-    kind: Literal["timeout", "unavailable", "config", "response"]
+    kind: Literal["timeout", "unavailable", "config", "response", "too_large"]
     detail: str
     cause: BaseException
 
@@ -245,8 +245,8 @@ class ChatExchange(ABC):
         if isinstance(outcome, TransportFailure):
             if outcome.kind == "timeout":
                 return LLMTimeoutError(
-                    f"{where} got no answer within {request.timeout:g} s{tries}. Raise the timeout "
-                    "(per client or per call), or use a smaller or less busy model.",
+                    f"{where} got no complete answer within {request.timeout:g} s{tries}. Raise "
+                    "the timeout (per client or per call), or use a smaller or less busy model.",
                     model=self.model,
                 )
             if outcome.kind == "unavailable":
@@ -256,7 +256,12 @@ class ChatExchange(ABC):
                     model=self.model,
                 )
             if outcome.kind == "config":
-                return LLMConfigError(f"{where} cannot be sent: {outcome.detail}. Fix base_url.")
+                return LLMConfigError(
+                    f"{where} cannot be sent: {outcome.detail}. Fix base_url and the client's "
+                    "options."
+                )
+            if outcome.kind == "too_large":
+                return LLMResponseError(f"{where}: {outcome.detail}.", model=self.model)
             return LLMResponseError(
                 f"{where} answered something unreadable: {outcome.detail}.", model=self.model
             )

@@ -13,13 +13,20 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel, SecretStr
 
+from flowkit.errors import LLMConfigError
+from flowkit.llm._body import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BodyLimitError,
+    Budget,
+    LineSplitter,
+)
 from flowkit.llm._exchange import (
     ChatExchange,
     Exchange,
@@ -47,6 +54,9 @@ class HTTPChatLLM(ChatExchange):
     The sync client is pooled and created on first use (``close()`` or ``with`` releases
     it). Async calls use ``async_http_client`` when given, else a client per call, because
     an httpx async pool is bound to the event loop that created it.
+
+    ``timeout`` is a deadline for a whole attempt (connect, headers and the body, a stream
+    included), and no body is read past ``max_response_bytes``.
     """
 
     def __init__(
@@ -60,6 +70,7 @@ class HTTPChatLLM(ChatExchange):
         backoff: Backoff | None,
         http_client: httpx.Client | None,
         async_http_client: httpx.AsyncClient | None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
             model=model,
@@ -70,6 +81,15 @@ class HTTPChatLLM(ChatExchange):
         )
         # SecretStr keeps the key out of repr() and tracebacks' locals.
         self._api_key = SecretStr(api_key) if api_key else None
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes <= 0
+        ):
+            raise LLMConfigError(
+                f"max_response_bytes must be an integer > 0, not {max_response_bytes!r}."
+            )
+        self.max_response_bytes = max_response_bytes
         self._client = http_client
         self._owns_client = http_client is None
         self._async_client = async_http_client
@@ -98,16 +118,19 @@ class HTTPChatLLM(ChatExchange):
         """Yield the answer as it arrives; the last chunk has ``done=True``."""
         request, decoder = self._stream_start(messages, timeout)
         opened = self._run(self._sync_client(), self._send(request))
+        body: _OpenBody = opened.handle
         try:
-            for line in opened.handle.iter_lines():
+            for line in body.lines():
                 if chunk := decoder.feed(line):
                     yield chunk
                 if decoder.done:
                     return
         except httpx.HTTPError as exc:
-            raise _stream_cut(decoder, exc) from exc
+            raise self._stream_cut(decoder, exc) from exc
+        except BodyLimitError as exc:
+            raise decoder.cut(exc.kind, exc.detail) from exc
         finally:
-            opened.handle.close()
+            body.response.close()
         if chunk := decoder.end():
             yield chunk
 
@@ -152,16 +175,19 @@ class HTTPChatLLM(ChatExchange):
         request, decoder = self._stream_start(messages, timeout)
         async with self._async_session() as client:
             opened = await self._arun(client, self._send(request))
+            body: _OpenBody = opened.handle
             try:
-                async for line in opened.handle.aiter_lines():
+                async for line in body.alines():
                     if chunk := decoder.feed(line):
                         yield chunk
                     if decoder.done:
                         return
             except httpx.HTTPError as exc:
-                raise _stream_cut(decoder, exc) from exc
+                raise self._stream_cut(decoder, exc) from exc
+            except BodyLimitError as exc:
+                raise decoder.cut(exc.kind, exc.detail) from exc
             finally:
-                await opened.handle.aclose()
+                await body.response.aclose()
         if chunk := decoder.end():
             yield chunk
 
@@ -194,27 +220,50 @@ class HTTPChatLLM(ChatExchange):
         if isinstance(step, Sleep):
             time.sleep(step.seconds)
             return None
+        budget = Budget(timeout=step.timeout, max_bytes=self.max_response_bytes)
         try:
-            response = client.send(self._build(client, step), stream=step.stream)
-            if step.stream and not response.is_success:
-                with contextlib.closing(response):
-                    response.read()
+            # Always streamed: the body is read here, chunk by chunk, within the budget.
+            response = client.send(self._build(client, step), stream=True)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            return _failure(exc)
-        return self._received(response, step)
+            return self._failure(exc)
+        if step.stream and response.is_success:
+            return self._received(response, step, _OpenBody(response, budget))
+        with contextlib.closing(response):
+            try:
+                budget.check_length(response.headers)
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += budget.take(chunk)
+            except httpx.HTTPError as exc:
+                return self._failure(exc)
+            except BodyLimitError as exc:
+                return TransportFailure(exc.kind, exc.detail, exc)
+        return self._received(response, step, bytes(body))
 
     async def _aperform(self, client: httpx.AsyncClient, step: Step) -> Outcome:
         if isinstance(step, Sleep):
             await asyncio.sleep(step.seconds)
             return None
+        budget = Budget(timeout=step.timeout, max_bytes=self.max_response_bytes)
         try:
-            response = await client.send(self._build(client, step), stream=step.stream)
-            if step.stream and not response.is_success:
+            # httpx bounds each read; this bounds the attempt, however slowly bytes arrive.
+            async with asyncio.timeout(step.timeout):
+                response = await client.send(self._build(client, step), stream=True)
+                if step.stream and response.is_success:
+                    return self._received(response, step, _OpenBody(response, budget))
                 async with contextlib.aclosing(response):
-                    await response.aread()
+                    budget.check_length(response.headers)
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body += budget.take(chunk)
+        except TimeoutError as exc:
+            overdue = budget.overdue()
+            return TransportFailure(overdue.kind, overdue.detail, exc)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            return _failure(exc)
-        return self._received(response, step)
+            return self._failure(exc)
+        except BodyLimitError as exc:
+            return TransportFailure(exc.kind, exc.detail, exc)
+        return self._received(response, step, bytes(body))
 
     def _build(
         self, client: httpx.Client | httpx.AsyncClient, request: HTTPRequest
@@ -229,14 +278,27 @@ class HTTPChatLLM(ChatExchange):
             "POST", request.url, json=request.body, headers=headers, timeout=request.timeout
         )
 
-    def _received(self, response: httpx.Response, request: HTTPRequest) -> HTTPResponse:
-        open_stream = request.stream and response.is_success
+    def _received(
+        self, response: httpx.Response, request: HTTPRequest, body: bytes | _OpenBody
+    ) -> HTTPResponse:
+        if isinstance(body, _OpenBody):
+            text, handle = "", body
+        else:
+            text, handle = body.decode(response.encoding or "utf-8", errors="replace"), None
         return HTTPResponse(
             status=response.status_code,
             headers={k.lower(): v for k, v in response.headers.items()},
-            text="" if open_stream else self._redact(response.text),
-            handle=response if open_stream else None,
+            text=self._redact(text),
+            handle=handle,
         )
+
+    def _failure(self, exc: httpx.HTTPError | httpx.InvalidURL) -> TransportFailure:
+        failure = _failure(exc)
+        return TransportFailure(failure.kind, self._redact(failure.detail), exc)
+
+    def _stream_cut(self, decoder: StreamDecoder, exc: httpx.HTTPError) -> Exception:
+        failure = self._failure(exc)
+        return decoder.cut(failure.kind, failure.detail)
 
     def _redact(self, text: str) -> str:
         # A server that echoes the key back must not smuggle it into errors or `raw`.
@@ -272,6 +334,40 @@ class HTTPChatLLM(ChatExchange):
             yield client
 
 
+class _OpenBody:
+    """A 2xx streaming response and the budget its lines are read within."""
+
+    __slots__ = ("budget", "response")
+
+    def __init__(self, response: httpx.Response, budget: Budget) -> None:
+        self.response = response
+        self.budget = budget
+
+    def lines(self) -> Iterator[str]:
+        splitter = LineSplitter()
+        for chunk in self.response.iter_bytes():
+            yield from splitter.feed(self.budget.take(chunk))
+        yield from splitter.end()
+
+    async def alines(self) -> AsyncIterator[str]:
+        splitter = LineSplitter()
+        # aiter_bytes is an async generator; closing it when we stop early frees it now.
+        raw = cast(AsyncGenerator[bytes, None], self.response.aiter_bytes())
+        async with contextlib.aclosing(raw) as chunks:
+            while True:
+                try:
+                    async with asyncio.timeout(self.budget.remaining()):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise self.budget.overdue() from None
+                for line in splitter.feed(self.budget.take(chunk)):
+                    yield line
+        for line in splitter.end():
+            yield line
+
+
 class _Done(Generic[T]):
     __slots__ = ("value",)
 
@@ -291,16 +387,12 @@ def _failure(exc: httpx.HTTPError | httpx.InvalidURL) -> TransportFailure:
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if isinstance(exc, httpx.TimeoutException):
         return TransportFailure("timeout", detail, exc)
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL | httpx.LocalProtocolError):
+        # Our own request is at fault (a bad URL or header): sending it again cannot help.
         return TransportFailure("config", detail, exc)
     if isinstance(exc, httpx.TransportError):
         return TransportFailure("unavailable", detail, exc)
     return TransportFailure("response", detail, exc)
-
-
-def _stream_cut(decoder: StreamDecoder, exc: httpx.HTTPError) -> Exception:
-    failure = _failure(exc)
-    return decoder.cut(failure.kind, failure.detail)
 
 
 @functools.cache

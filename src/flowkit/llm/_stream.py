@@ -97,13 +97,20 @@ class StreamDecoder:
         )
 
     def cut(self, kind: str, detail: str) -> LLMError:
-        """The error for a connection that failed mid-stream (``kind``: timeout or other)."""
+        """The error for a stream that failed midway (``kind``: timeout, too_large or other)."""
         received = f"after {len(self.text)} characters"
         if kind == "timeout":
             return LLMTimeoutError(
-                f"The stream from {self._where} stalled for {self._timeout:g} s {received}"
-                "; the answer is incomplete. Retry, or raise the timeout.",
+                f"The stream from {self._where} was not complete within {self._timeout:g} s "
+                f"{received}; the answer is incomplete. Retry, or raise the timeout (it bounds "
+                "the whole answer).",
                 model=self._model,
+            )
+        if kind == "too_large":
+            return LLMResponseError(
+                f"The stream from {self._where} was stopped {received}: {detail}.",
+                model=self._model,
+                raw_text=self.text,
             )
         return LLMUnavailableError(
             f"The stream from {self._where} was cut off {received} ({detail}); the "

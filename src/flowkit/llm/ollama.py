@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
 from flowkit.llm._stream import Delta, ServerStreamError
@@ -44,6 +45,7 @@ class OllamaLLM(HTTPChatLLM):
         backoff: Backoff | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         super().__init__(
             model=model,
@@ -54,6 +56,7 @@ class OllamaLLM(HTTPChatLLM):
             backoff=backoff,
             http_client=http_client,
             async_http_client=async_http_client,
+            max_response_bytes=max_response_bytes,
         )
         self.temperature = temperature
         self.json_mode = json_mode

@@ -1,0 +1,103 @@
+"""Read a response body within the attempt's deadline and the client's size cap.
+
+httpx's timeouts bound each network operation, not the whole answer: a server dripping a
+byte at a time keeps every read short and the call alive for ever, and ``response.text``
+buffers whatever size the server sends. The drivers read bodies through a ``Budget``
+instead, chunk by chunk, and split streams into lines here.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import time
+from collections.abc import Mapping
+from typing import Literal
+
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "BodyLimitError", "Budget", "LineSplitter"]
+
+#: Chat answers are kilobytes; 10 MiB leaves room for long ones and still bounds memory.
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+
+# Only CR, LF and CRLF end a line: JSON may carry U+2028 raw, which str.splitlines splits.
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+class BodyLimitError(Exception):
+    """An attempt ran past its deadline or its size cap while the body was arriving."""
+
+    def __init__(self, kind: Literal["timeout", "too_large"], detail: str) -> None:
+        self.kind: Literal["timeout", "too_large"] = kind
+        self.detail = detail
+        super().__init__(detail)
+
+
+class Budget:
+    """The time and bytes one attempt may still spend: deadline = start + ``timeout``."""
+
+    def __init__(self, *, timeout: float, max_bytes: int) -> None:
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.deadline = time.monotonic() + timeout
+        self.received = 0
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (0 when it has passed)."""
+        return max(self.deadline - time.monotonic(), 0.0)
+
+    def check_length(self, headers: Mapping[str, str]) -> None:
+        """Refuse a body whose declared ``Content-Length`` is over the cap before reading it."""
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise self._too_large(f"declares {int(declared)} bytes")
+
+    def take(self, chunk: bytes) -> bytes:
+        """Account for ``chunk``; raise if the cap or the deadline is passed."""
+        self.received += len(chunk)
+        if self.received > self.max_bytes:
+            raise self._too_large(f"went past {self.max_bytes} bytes")
+        if time.monotonic() > self.deadline:
+            raise self.overdue()
+        return chunk
+
+    def overdue(self) -> BodyLimitError:
+        """The error for an answer still arriving when the deadline passed."""
+        return BodyLimitError(
+            "timeout",
+            f"the answer was not complete within {self.timeout:g} s "
+            f"({self.received} bytes received)",
+        )
+
+    def _too_large(self, what: str) -> BodyLimitError:
+        return BodyLimitError(
+            "too_large",
+            f"the response body {what}, over max_response_bytes={self.max_bytes}; raise "
+            "max_response_bytes if such answers are expected",
+        )
+
+
+class LineSplitter:
+    """Bytes in, text lines out (split at LF, CRLF or CR), decoded as UTF-8."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+
+    def feed(self, data: bytes) -> list[str]:
+        """The lines ``data`` completes; a partial last line waits for the next call."""
+        self._buffer += self._decoder.decode(data)
+        lines: list[str] = []
+        start = 0
+        for match in _EOL.finditer(self._buffer):
+            if match.group() == "\r" and match.end() == len(self._buffer):
+                break  # maybe the first half of a CRLF split across chunks
+            lines.append(self._buffer[start : match.start()])
+            start = match.end()
+        self._buffer = self._buffer[start:]
+        return lines
+
+    def end(self) -> list[str]:
+        """The last lines, once the body has ended."""
+        tail = self._buffer + self._decoder.decode(b"", final=True)
+        self._buffer = ""
+        return _EOL.split(tail) if tail else []

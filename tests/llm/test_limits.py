@@ -1,0 +1,109 @@
+"""Every attempt has a deadline and a size cap, whatever pace and size the server sends.
+
+The time bounds are the tests' own timeouts (pytest-timeout): a server dripping its body
+would keep a client without a deadline for the drip's full minute.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from flowkit.errors import LLMConfigError, LLMResponseError, LLMTimeoutError
+from flowkit.llm._body import LineSplitter
+
+from .conftest import complete, drip, huge, ok, stream
+
+
+@pytest.mark.timeout(15)
+def test_a_dripping_body_ends_at_the_deadline(server, connect, mode):
+    llm = connect(server.url, timeout=1.0, max_retries=0)
+    server.script(drip())
+
+    with pytest.raises(LLMTimeoutError, match="no complete answer within 1 s"):
+        complete(llm, mode)
+
+
+@pytest.mark.timeout(15)
+def test_a_dripping_stream_ends_at_the_deadline(server, connect, mode):
+    llm = connect(server.url, timeout=1.0, max_retries=0)
+    server.script(drip())
+
+    with pytest.raises(LLMTimeoutError, match="not complete within 1 s"):
+        stream(llm, mode, [])
+
+
+@pytest.mark.timeout(20)
+def test_the_deadline_is_per_attempt_and_a_timed_out_attempt_is_retried(server, connect, mode):
+    llm = connect(server.url, timeout=1.0, max_retries=1)
+    server.script(drip(), ok("after the drip"))
+
+    assert complete(llm, mode).text == "after the drip"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("declared", [False, True], ids=["chunked", "content-length"])
+def test_a_60_mb_body_is_refused_without_being_buffered(server, connect, mode, declared):
+    llm = connect(server.url, max_retries=2)
+    server.script(huge(60, declared=declared))
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(LLMResponseError, match="max_response_bytes=10485760") as caught:
+            complete(llm, mode)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 30 * 1024 * 1024  # the cap (10 MiB) plus working room, not 60 MB
+    assert len(server.requests) == 1  # a body too large will not shrink on a retry
+    assert caught.value.raw_text == ""
+
+
+@pytest.mark.timeout(30)
+def test_the_size_cap_is_configurable_and_bounds_streams_too(server, connect, mode):
+    small = connect(server.url, max_retries=0, max_response_bytes=1000)
+    server.script(huge(1), huge(1))
+
+    with pytest.raises(LLMResponseError, match="max_response_bytes=1000"):
+        complete(small, mode)
+    with pytest.raises(LLMResponseError, match="max_response_bytes=1000"):
+        stream(small, mode, [])
+
+
+def test_answers_under_the_cap_are_read_whole(server, connect, mode):
+    llm = connect(server.url, max_response_bytes=100_000)
+    server.script(ok("x" * 1000), ok("y" * 1000))
+
+    assert complete(llm, mode).text == "x" * 1000
+    assert "".join(c.text for c in stream(llm, mode, [])) == "y" * 1000
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])
+def test_a_bad_size_cap_is_a_config_error(server, connect, bad):
+    with pytest.raises(LLMConfigError, match="max_response_bytes"):
+        connect(server.url, max_response_bytes=bad)
+
+
+@pytest.mark.parametrize(
+    ("pieces", "lines"),
+    [
+        ([b"a\nb\n"], ["a", "b"]),
+        ([b"a\r", b"\nb\r\n"], ["a", "b"]),  # CRLF split across chunks
+        ([b"a\rb"], ["a", "b"]),
+        ([b'{"t": "x\xe2\x80', b'\xa8y"}\n'], ['{"t": "x\u2028y"}']),  # U+2028 is no EOL
+        ([b"no newline"], ["no newline"]),
+    ],
+)
+def test_line_splitter_splits_like_http_lines(pieces, lines):
+    splitter = LineSplitter()
+    got = [line for piece in pieces for line in splitter.feed(piece)] + splitter.end()
+    assert [line for line in got if line] == lines
+
+
+def test_default_cap_matches_the_docs():
+    from flowkit.llm.openai import OpenAICompatibleLLM
+
+    assert OpenAICompatibleLLM(model="m", base_url="http://x/v1").max_response_bytes == 10485760
