@@ -134,3 +134,125 @@ def test_prompts_and_answers_reach_debug_lines_only_when_opted_in(server, monkey
     assert events["llm_request"]["content"] == prompt
     assert events["llm_response"]["content"] == "Booked for Tanaka Hiroshi"
     llm.close()
+
+
+# -- a key as configuration files deliver it: with a trailing newline ---------------------------
+
+NEWLINE_KEY = SECRET + "\n"
+
+
+def test_surrounding_whitespace_is_stripped_from_the_key(server, mode):
+    from flowkit.llm.openai import OpenAICompatibleLLM
+
+    key = f"  {NEWLINE_KEY}\r\n"
+    llm = OpenAICompatibleLLM(model="gpt-test", base_url=f"{server.url}/v1", api_key=key)
+    complete(llm, mode)
+    assert server.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
+    llm.close()
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        SECRET + "é",
+        "sk-ключ-0123",
+        SECRET[:10] + " " + SECRET[10:],
+        SECRET[:10] + "\n" + SECRET[10:],
+    ],
+    ids=["latin", "cyrillic", "inner-space", "inner-newline"],
+)
+def test_a_key_no_header_can_carry_is_refused_without_being_shown(key):
+    from flowkit.errors import LLMConfigError
+    from flowkit.llm.openai import OpenAICompatibleLLM
+
+    with pytest.raises(LLMConfigError, match="api_key contains") as caught:
+        OpenAICompatibleLLM(model="gpt-test", api_key=key)
+    assert SECRET[:10] not in str(caught.value) and "ключ" not in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["\n", "   ", 123])
+def test_a_blank_or_non_string_key_is_a_config_error(key):
+    from flowkit.errors import LLMConfigError
+    from flowkit.llm.openai import OpenAICompatibleLLM
+
+    with pytest.raises(LLMConfigError, match="api_key"):
+        OpenAICompatibleLLM(model="gpt-test", api_key=key)
+
+
+def test_a_rejected_key_is_not_retried(server, mode):
+    from flowkit.errors import LLMResponseError
+
+    llm = from_spec("openai:gpt-test", base_url=f"{server.url}/v1", api_key=NEWLINE_KEY)
+    llm.backoff = FAST
+    server.fallback = fail(401, json.dumps({"error": {"message": f"bad key {SECRET}"}}))
+
+    with pytest.raises(LLMResponseError, match="HTTP 401") as caught:
+        complete(llm, mode)
+    assert len(server.requests) == 1
+    assert SECRET not in str(caught.value) and SECRET not in caught.value.raw_text
+    llm.close()
+
+
+def test_credentials_a_server_quotes_in_an_error_are_redacted(server, mode):
+    from flowkit.errors import LLMResponseError
+
+    llm = from_spec("openai:gpt-test", base_url=f"{server.url}/v1", api_key=SECRET)
+    other = "Bearer sk-other-9876543210"
+    server.fallback = fail(400, json.dumps({"error": {"message": f"got Authorization: {other}"}}))
+
+    with pytest.raises(LLMResponseError) as caught:
+        complete(llm, mode)
+    assert "sk-other" not in str(caught.value) and "sk-other" not in caught.value.raw_text
+    assert "Bearer ***" in str(caught.value)
+    llm.close()
+
+
+def test_a_newline_key_appears_in_no_journal_event_error_log_or_cli_output(
+    server, monkeypatch, tmp_path, capsys, caplog
+):
+    """Acceptance: a real run against the loopback server, then the CLI over its store."""
+    import logging
+
+    from pydantic import BaseModel as Model
+
+    from flowkit import END, Flow, Runner
+    from flowkit.cli import main
+    from flowkit.stores import JsonFileStore
+    from flowkit.testing import capture_events
+
+    class State(Model):
+        reply: str = ""
+
+    def ask(state, ctx):
+        text = "".join(c.text for c in ctx.llm.stream([{"role": "user", "content": "hi"}]))
+        return {"reply": text + ctx.llm.complete([{"role": "user", "content": "again"}]).text}
+
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {NEWLINE_KEY}"}})
+    server.script(ok("streamed"), fail(500, echo), ok(f"fine {SECRET}"), fail(401, echo))
+    llm = from_spec("openai:gpt-test", base_url=f"{server.url}/v1", api_key=NEWLINE_KEY)
+    llm.backoff = FAST
+    flow = Flow(name="chat", state=State, start="ask", nodes={"ask": ask}, routes={"ask": END})
+    runner = Runner(flow, store=JsonFileStore(tmp_path), llm=llm)
+    errors: list[BaseException] = []
+    caplog.set_level(logging.DEBUG, logger="flowkit")
+    with structlog.testing.capture_logs() as logs, capture_events(runner) as events:
+        results = [runner.start("ok")]
+        try:
+            results.append(runner.start("rejected"))
+        except LLMError as exc:
+            errors.append(exc)
+
+    assert results[0].state.reply.startswith("streamedfine")
+    assert len(server.requests) == 4  # the 401 was asked once: not retried
+    outputs = []
+    for command in (["threads"], ["show", "ok"], ["show", "rejected"], ["history", "rejected"]):
+        main([*command, "--store", str(tmp_path)])
+        captured = capsys.readouterr()
+        outputs += [captured.out, captured.err]
+    journals = [p.read_text() for p in tmp_path.rglob("*") if p.is_file()]
+    texts = [repr(logs), caplog.text, repr(list(events)), repr(results), *journals, *outputs]
+    for error in errors:
+        texts += [str(e) for e in _chain(error)]
+    assert any("401" in text for text in texts)  # the rejection is reported somewhere ...
+    assert [text for text in texts if SECRET in text] == []  # ... without the key
+    llm.close()

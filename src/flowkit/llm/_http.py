@@ -38,6 +38,7 @@ from flowkit.llm._exchange import (
     TransportFailure,
 )
 from flowkit.llm._retry import Backoff
+from flowkit.llm._secrets import check_api_key, redact
 from flowkit.llm._stream import StreamDecoder
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
 
@@ -80,7 +81,8 @@ class HTTPChatLLM(ChatExchange):
             backoff=backoff,
         )
         # SecretStr keeps the key out of repr() and tracebacks' locals.
-        self._api_key = SecretStr(api_key) if api_key else None
+        key = check_api_key(api_key)
+        self._api_key = SecretStr(key) if key else None
         if (
             isinstance(max_response_bytes, bool)
             or not isinstance(max_response_bytes, int)
@@ -121,7 +123,7 @@ class HTTPChatLLM(ChatExchange):
         body: _OpenBody = opened.handle
         try:
             for line in body.lines():
-                if chunk := decoder.feed(line):
+                if chunk := decoder.feed(self._redact(line)):
                     yield chunk
                 if decoder.done:
                     return
@@ -178,7 +180,7 @@ class HTTPChatLLM(ChatExchange):
             body: _OpenBody = opened.handle
             try:
                 async for line in body.alines():
-                    if chunk := decoder.feed(line):
+                    if chunk := decoder.feed(self._redact(line)):
                         yield chunk
                     if decoder.done:
                         return
@@ -288,23 +290,23 @@ class HTTPChatLLM(ChatExchange):
         return HTTPResponse(
             status=response.status_code,
             headers={k.lower(): v for k, v in response.headers.items()},
-            text=self._redact(text),
+            text=self._redact(text, error=not response.is_success),
             handle=handle,
         )
 
     def _failure(self, exc: httpx.HTTPError | httpx.InvalidURL) -> TransportFailure:
         failure = _failure(exc)
-        return TransportFailure(failure.kind, self._redact(failure.detail), exc)
+        return TransportFailure(failure.kind, self._redact(failure.detail, error=True), exc)
 
     def _stream_cut(self, decoder: StreamDecoder, exc: httpx.HTTPError) -> Exception:
         failure = self._failure(exc)
         return decoder.cut(failure.kind, failure.detail)
 
-    def _redact(self, text: str) -> str:
-        # A server that echoes the key back must not smuggle it into errors or `raw`.
-        if self._api_key is None:
-            return text
-        return text.replace(self._api_key.get_secret_value(), "***")
+    def _redact(self, text: str, *, error: bool = False) -> str:
+        # A server that echoes the key back must not smuggle it into errors, `raw` or chunks;
+        # error text also loses any credential it quotes, ours or not.
+        key = self._api_key.get_secret_value() if self._api_key else None
+        return redact(text, key, credentials=error)
 
     def _stream_start(
         self, messages: Sequence[Message], timeout: float | None
