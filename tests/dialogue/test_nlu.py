@@ -149,7 +149,7 @@ def test_the_llm_recogniser_maps_intents_entities_and_commands(domain: Domain) -
     first = recognizer.understand("service R2", ctx(), llm)
     assert first.source == "llm" and first.intent_type == "book_maintenance"
     assert {e.entity: e.value for e in first.entities} == {"machine": "robot_2", "time": "15:00"}
-    fix = recognizer.understand("actually 4", ctx(expects="requester"), llm)
+    fix = recognizer.understand("actually 4", ctx(expects="date"), llm)
     assert [(e.slot, e.value, e.correction) for e in fix.entities] == [("time", "16:00", True)]
     assert recognizer.understand("drop it", ctx(), llm).intent_type == "cancel"
     assert recognizer.understand("payload?", ctx(), llm).intent_type == "QUESTION"

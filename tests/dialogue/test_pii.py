@@ -104,3 +104,125 @@ def test_tool_calls_mask_personal_arguments() -> None:
         "requester": "***",
     }
     assert "Yamada" not in repr(state.exec_trace)
+
+
+# -- what reaches an LLM ------------------------------------------------------------------------
+
+_BOOKING = {
+    "intent": "book_maintenance",
+    "entities": [],
+    "commands": [
+        {"command": "set_slot", "slot": "machine", "value": "robot_1"},
+        {"command": "set_slot", "slot": "date", "value": "2025-03-11"},
+        {"command": "set_slot", "slot": "time", "value": "10:00"},
+    ],
+}
+
+
+def _scripted_model() -> Any:
+    """Books on the first message, greets on every later one; phrases nothing."""
+    import json
+
+    from flowkit.testing import ScriptedLLM
+
+    def answer(prompt: str) -> str:
+        if "language-understanding step" not in prompt:
+            return ""  # an empty phrasing keeps the template
+        if prompt.endswith("Message: book maintenance for robot 1 tomorrow at 10:00"):
+            return json.dumps(_BOOKING)
+        if "Message: Tanaka Hiroshi" in prompt:
+            return json.dumps(
+                {
+                    "intent": "inform",
+                    "commands": [
+                        {"command": "set_slot", "slot": "requester", "value": "Tanaka Hiroshi"}
+                    ],
+                }
+            )
+        # A model echoing the mask must not overwrite the name with it.
+        return json.dumps(
+            {
+                "intent": "greet",
+                "commands": [{"command": "correct_slot", "slot": "requester", "value": "***"}],
+            }
+        )
+
+    return ScriptedLLM(default=answer, match_on="prompt")
+
+
+_TURNS = [
+    "book maintenance for robot 1 tomorrow at 10:00",
+    "Tanaka Hiroshi",
+    "hello",
+    "thanks, Tanaka Hiroshi here again",
+    "hi",
+    "hello there",
+    "good morning",
+]
+
+
+def _chat(domain: Any, thread: str) -> tuple[Any, Any, Any]:
+    llm = _scripted_model()
+    bot = Dialogue(domain, llm=llm, clock=monday)
+    replies = [bot.send(thread, text) for text in _TURNS]
+    return llm, bot, replies
+
+
+def test_personal_values_never_reach_the_llm_unless_the_domain_opts_in(domain: Any) -> None:
+    with structlog.testing.capture_logs() as logs:
+        llm, bot, replies = _chat(domain, "llm-pii")
+
+    assert replies[1].response_id == "booking_done"
+    assert replies[-1].state.slots["requester"] == "Tanaka Hiroshi"  # not "***"
+    ir_prompts = [p for p in llm.prompts if "language-understanding step" in p]
+    # The answer to "who is requesting?" is understood offline; every other turn asks.
+    assert len(ir_prompts) == len(_TURNS) - 1
+    assert any("***" in p for p in ir_prompts)  # the history said it; the prompt masks it
+    journal = repr(bot.runner.llm_calls("llm-pii"))
+    for text in (*llm.prompts, journal, repr(logs)):
+        assert "Tanaka" not in text
+
+
+def test_a_slot_opted_in_with_send_to_llm_is_sent(tmp_path: Any) -> None:
+    from pathlib import Path
+
+    import yaml
+
+    import flowkit.dialogue
+    from flowkit.dialogue import load_domain
+
+    source = Path(flowkit.dialogue.__file__).parent / "examples" / "robot_cell.yaml"
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data["slots"]["requester"]["send_to_llm"] = True
+    path = tmp_path / "open_cell.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+
+    llm, _, replies = _chat(load_domain(path), "opted-in")
+
+    assert replies[1].response_id == "booking_done"
+    ir_prompts = [p for p in llm.prompts if "language-understanding step" in p]
+    assert len(ir_prompts) == len(_TURNS)
+    # The reply itself, then the history of the next turns (the prompt keeps the last four).
+    assert all("Tanaka" in p for p in ir_prompts[1:4])
+
+
+def test_the_llm_recogniser_masks_known_values_and_keeps_private_answers_offline(
+    domain: Any,
+) -> None:
+    from datetime import date
+
+    from flowkit.dialogue import LLMRecognizer, TurnContext
+    from flowkit.dialogue.state import ChatMessage
+    from flowkit.testing import ScriptedLLM
+
+    llm = ScriptedLLM(default={"intent": "greet"}, match_on="prompt")
+    recognizer = LLMRecognizer(domain)
+    history = (ChatMessage(role="assistant", content="Booked for Yamada Taro."),)
+    known = TurnContext(None, "en", date(2025, 3, 10), history, slots={"requester": "Yamada Taro"})
+    assert recognizer.understand("hi, Yamada Taro again", known, llm).source == "llm"
+    asking = TurnContext("requester", "en", date(2025, 3, 10))
+    answer = recognizer.understand("Yamada Taro", asking, llm)
+
+    assert answer.source == "offline" and answer.entities[0].value == "Yamada Taro"
+    assert len(llm.calls) == 1 and "Yamada" not in llm.prompts[0]
+    assert "Booked for ***." in llm.prompts[0] and "Message: hi, *** again" in llm.prompts[0]

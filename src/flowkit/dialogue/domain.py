@@ -107,6 +107,9 @@ class SlotSpec(_Spec):
     question: dict[str, str] = Field(description="language -> the question asking for it")
     label: dict[str, str] = Field({}, description="language -> display name")
     pii: bool = Field(False, description="personal data: masked in logs, events and errors")
+    send_to_llm: bool = Field(
+        False, description="with pii: the value may reach an LLM (else masked in its prompts)"
+    )
     validation: ValidationSpec = ValidationSpec()
 
 

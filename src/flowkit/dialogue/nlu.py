@@ -10,6 +10,7 @@ structured output and hands over to the offline recogniser on any ``LLMError``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -21,6 +22,7 @@ from ..errors import LLMError
 from ._text import best_similarity, keyword_hits, normalize
 from .domain import INFORM, Domain
 from .entities import EntityExtractor, is_correction
+from .privacy import MASK, mask_text
 from .state import ChatMessage, Entity, JsonScalar
 
 if TYPE_CHECKING:
@@ -39,12 +41,14 @@ _STRONG = 0.8  # an intent this sure wins even while a question waits for a slot
 
 @dataclass(frozen=True, slots=True)
 class TurnContext:
-    """What IR knows besides the text: the slot just asked for, the language, today, history."""
+    """What IR knows besides the text: the slot just asked for, the language, today, history,
+    and the slot values so far (so the LLM recogniser can keep personal ones from the model)."""
 
     expects: str | None
     lang: str
     today: date
     history: tuple[ChatMessage, ...] = ()
+    slots: Mapping[str, JsonScalar] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +198,22 @@ class LLMAnswer(BaseModel):
 
 class LLMRecognizer:
     """Asks ``ctx.llm`` for intent, entities and commands; the offline recogniser answers when
-    there is no LLM or it fails (timeout, refused connection, an answer off the schema)."""
+    there is no LLM or it fails (timeout, refused connection, an answer off the schema).
+
+    Personal slots (``pii``) stay out of prompts unless the domain opts them in
+    (``send_to_llm``): their known values are masked like in logs, and the reply to a
+    question for one is understood offline, so the value never reaches the model.
+    """
 
     def __init__(self, domain: Domain, fallback: OfflineRecognizer | None = None) -> None:
         self.domain = domain
         self.offline = fallback or OfflineRecognizer(domain)
+        self.private = frozenset(
+            name for name, slot in domain.slots.items() if slot.pii and not slot.send_to_llm
+        )
 
     def understand(self, text: str, context: TurnContext, llm: Any = None) -> Understanding:
-        if llm is None:
+        if llm is None or context.expects in self.private:
             return self.offline.understand(text, context)
         try:
             answer = llm.complete(self._prompt(text, context), schema=LLMAnswer).parsed
@@ -216,6 +228,8 @@ class LLMRecognizer:
         correction = is_correction(text)
         entities: list[Entity] = []
         for item in answer.entities:
+            if _masked(item.value):
+                continue
             value = parse(item.entity, item.value, context.today)
             if value is not None:
                 entities.append(Entity(entity=item.entity, value=value, correction=correction))
@@ -223,7 +237,7 @@ class LLMRecognizer:
         for command in answer.commands:
             if command.command == "cancel":
                 intent = "cancel"
-            elif command.slot in domain.slots and command.value is not None:
+            elif command.slot in domain.slots and not _masked(command.value):
                 entity = domain.slots[command.slot].entity
                 value = parse(entity, command.value, context.today)
                 if value is not None:
@@ -255,7 +269,10 @@ class LLMRecognizer:
         slots = "\n".join(
             f"- {n}: {domain.entities[s.entity].kind}" for n, s in domain.slots.items()
         )
+        # The same masking as logs: known personal values become ***.
+        secrets = [str(v) for k, v in context.slots.items() if k in self.private and v]
         history = "\n".join(f"{m.role}: {m.content}" for m in context.history[-4:])
+        history, text = mask_text(history, secrets), mask_text(text, secrets)
         system = (
             "You are the language-understanding step of a task-oriented assistant. Classify "
             "the user's last message and extract slot values. Reply with JSON only: "
@@ -272,6 +289,11 @@ class LLMRecognizer:
         )
         user = f"{expects}Conversation so far:\n{history or '(none)'}\n\nMessage: {text}"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _masked(value: object) -> bool:
+    """No value (or the mask the model saw instead of one) sets a slot."""
+    return value is None or (isinstance(value, str) and MASK in value)
 
 
 def _remove_spans(text: str, found: list[Found]) -> str:

@@ -56,6 +56,7 @@ MATRIX: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
 #: Reads beyond §4.1, each with its reason. Writes never go beyond the matrix.
 EXTRA_READS: Final[dict[str, dict[str, str]]] = {
     "SG": {"turn_id": "numbers the turn: the next id follows the last one"},
+    "IR": {"slots": "personal values to mask in the LLM's prompt"},
     "SST": {"goal_state": "which goal's slots to track, and whether it started this turn"},
     "SFP": {
         "messages": "the language of the user's turn, to ask in it",

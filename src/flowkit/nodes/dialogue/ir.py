@@ -20,7 +20,7 @@ __all__ = ["make_ir"]
 
 
 def make_ir(services: Services) -> Node:
-    @node(reads=["user_text", "messages"], writes=["intent_type", "entities"])
+    @node(reads=["user_text", "messages", "slots"], writes=["intent_type", "entities"])
     def intent_recognition(state: DialogueState, ctx: Context) -> dict[str, Any]:
         asked = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
         context = TurnContext(
@@ -28,6 +28,7 @@ def make_ir(services: Services) -> Node:
             lang=state.lang(),
             today=services.today(ctx),
             history=tuple(state.messages[-7:-1]),
+            slots=dict(state.slots),
         )
         understood = services.recognizer.understand(state.user_text, context, ctx.llm)
         ctx.log.debug(
