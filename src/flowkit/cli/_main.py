@@ -71,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Only the command's words: its arguments may hold a robot task or a person's name.
         named = [w for w in words if w.isidentifier()][:2]
         get_logger().debug("cli_command", command=" ".join(named))
-        code: int = args.run(args, sys.stdout)
+        from ._output import terminal_safe
+
+        # The one place command output is made safe for a terminal (see _output).
+        code: int = args.run(args, terminal_safe(sys.stdout))
         sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
@@ -81,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._errors import explain, tidy
 
         message, code, unexpected = explain(exc, args)
-        print(f"flowkit: error: {tidy(message)}", file=sys.stderr)
+        from ._output import printable
+
+        print(f"flowkit: error: {printable(tidy(message))}", file=sys.stderr)
         if unexpected and verbosity >= 2:
             import traceback
 
