@@ -66,6 +66,11 @@ def huge(megabytes: int = 60, *, declared: bool = False) -> Reply:
     return Reply(kind="huge", status=megabytes, headers={"declared": str(declared)})
 
 
+def deep_line(depth: int = 100_000) -> Reply:
+    """Stream one line of JSON nested ``depth`` deep (deeper than any parser's stack)."""
+    return Reply(kind="deep_line", status=depth)
+
+
 def malformed() -> Reply:
     return Reply(kind="malformed")
 
@@ -223,6 +228,9 @@ class _Handler(BaseHTTPRequestHandler):
             lines += _stream_end(api, model)
         if reply.kind == "bad_line":
             lines.append("data: {not json\n\n" if api == "openai" else "{not json\n")
+        if reply.kind == "deep_line":
+            deep = "[" * reply.status + "]" * reply.status
+            lines.append(f"data: {deep}\n\n" if api == "openai" else deep + "\n")
         if reply.kind == "error_line":
             error = {"error": {"message": "model overloaded"}}
             lines.append(

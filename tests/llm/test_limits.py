@@ -107,3 +107,32 @@ def test_default_cap_matches_the_docs():
     from flowkit.llm.openai import OpenAICompatibleLLM
 
     assert OpenAICompatibleLLM(model="m", base_url="http://x/v1").max_response_bytes == 10485760
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("status", [200, 400, 500])
+def test_a_deeply_nested_body_is_a_response_or_unavailable_error(server, connect, mode, status):
+    from flowkit.errors import LLMError
+
+    from .conftest import fail
+
+    llm = connect(server.url, max_retries=0)
+    server.script(fail(status, DEEP))
+
+    with pytest.raises(LLMError) as caught:
+        complete(llm, mode)
+    assert type(caught.value).__name__ in ("LLMResponseError", "LLMUnavailableError")
+
+
+@pytest.mark.timeout(30)
+def test_a_deeply_nested_stream_line_is_a_response_error(server, connect, mode):
+    from .conftest import deep_line
+
+    llm = connect(server.url, max_retries=0)
+    server.script(deep_line())
+
+    with pytest.raises(LLMResponseError, match="cannot be read"):
+        stream(llm, mode, [])

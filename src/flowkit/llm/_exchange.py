@@ -228,7 +228,8 @@ class ChatExchange(ABC):
     def _read(self, response: HTTPResponse, request: HTTPRequest) -> LLMResponse:
         try:
             return self._parse(json.loads(response.text))
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
+            # RecursionError: JSON nested deeper than the parser's stack (a hostile body).
             raise LLMResponseError(
                 f"POST {request.url} answered HTTP {response.status} but the body is not a chat "
                 f"completion ({exc!r}): {_excerpt(response.text)!r}. Check that base_url points "
@@ -293,7 +294,7 @@ def _excerpt(text: str, limit: int = 300) -> str:
     message: Any = None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))

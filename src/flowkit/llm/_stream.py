@@ -65,7 +65,7 @@ class StreamDecoder:
                 model=self._model,
                 raw_text=self.text,
             ) from exc
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
             raise LLMResponseError(
                 f"{self._where} sent a stream line that cannot be read ({exc!r}): {line[:200]!r}."
                 " Check that base_url points at a server of this API kind.",
