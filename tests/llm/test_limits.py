@@ -136,3 +136,29 @@ def test_a_deeply_nested_stream_line_is_a_response_error(server, connect, mode):
 
     with pytest.raises(LLMResponseError, match="cannot be read"):
         stream(llm, mode, [])
+
+
+@pytest.mark.timeout(15)
+@pytest.mark.parametrize("call", ["complete", "stream"])
+def test_a_drip_just_inside_the_read_timeout_ends_at_the_deadline(
+    server, connect, mode, monkeypatch, call
+):
+    # A byte every 0.8 s keeps each read under the 1 s timeout. A deadline checked only as
+    # bytes arrive would end the call at the second byte (1.6 s); the deadline ends it at
+    # 1 s, when at most the first byte is in. The error's detail counts them.
+    from flowkit.llm._body import Budget
+
+    llm = connect(server.url, timeout=1.0, max_retries=0)
+    server.script(drip(every=0.8))
+    details: list[str] = []
+    overdue = Budget.overdue
+
+    def counted(self: Budget):
+        details.append(overdue(self).detail)
+        return overdue(self)
+
+    monkeypatch.setattr(Budget, "overdue", counted)
+
+    with pytest.raises(LLMTimeoutError):
+        complete(llm, mode) if call == "complete" else stream(llm, mode, [])
+    assert details and details[0].endswith(("(0 bytes received)", "(1 bytes received)"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import socket
 import ssl
 import threading
 import time
@@ -132,7 +133,7 @@ class HTTPChatLLM(ChatExchange):
         except BodyLimitError as exc:
             raise decoder.cut(exc.kind, exc.detail) from exc
         finally:
-            body.response.close()
+            body.close()
         if chunk := decoder.end():
             yield chunk
 
@@ -229,14 +230,19 @@ class HTTPChatLLM(ChatExchange):
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return self._failure(exc)
         if step.stream and response.is_success:
-            return self._received(response, step, _OpenBody(response, budget))
-        with contextlib.closing(response):
+            opened = _OpenBody(response, budget, _Watchdog(response, budget))
+            return self._received(response, step, opened)
+        # The watchdog is cancelled (inner) before the response is closed (outer).
+        with contextlib.closing(response), _Watchdog(response, budget) as watchdog:
             try:
                 budget.check_length(response.headers)
                 body = bytearray()
                 for chunk in response.iter_bytes():
                     body += budget.take(chunk)
             except httpx.HTTPError as exc:
+                if watchdog.fired:
+                    overdue = budget.overdue()
+                    return TransportFailure(overdue.kind, overdue.detail, exc)
                 return self._failure(exc)
             except BodyLimitError as exc:
                 return TransportFailure(exc.kind, exc.detail, exc)
@@ -336,20 +342,77 @@ class HTTPChatLLM(ChatExchange):
             yield client
 
 
+class _Watchdog:
+    """Ends a sync body read at the deadline, however slowly the bytes come.
+
+    httpx bounds each read, so a server sending a byte just within the timeout could stretch
+    a sync call to nearly twice it. At the deadline this shuts the socket down under the
+    blocked read, which then fails at once; ``fired`` tells that failure from a real one.
+    The lock makes ``cancel`` final: after it returns, the socket is never touched, so a
+    connection the pool hands to a later request is safe.
+    """
+
+    def __init__(self, response: httpx.Response, budget: Budget) -> None:
+        self.fired = False
+        self._response = response
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(budget.remaining(), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            stream = self._response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                self.fired = True
+                with contextlib.suppress(OSError):
+                    # The plain socket's shutdown, also for TLS: SSLSocket.shutdown would
+                    # tear down its SSL state under the reading thread.
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cancel()
+
+
 class _OpenBody:
     """A 2xx streaming response and the budget its lines are read within."""
 
-    __slots__ = ("budget", "response")
+    __slots__ = ("budget", "response", "watchdog")
 
-    def __init__(self, response: httpx.Response, budget: Budget) -> None:
+    def __init__(
+        self, response: httpx.Response, budget: Budget, watchdog: _Watchdog | None = None
+    ) -> None:
         self.response = response
         self.budget = budget
+        self.watchdog = watchdog
 
     def lines(self) -> Iterator[str]:
         splitter = LineSplitter()
-        for chunk in self.response.iter_bytes():
-            yield from splitter.feed(self.budget.take(chunk))
+        try:
+            for chunk in self.response.iter_bytes():
+                yield from splitter.feed(self.budget.take(chunk))
+        except httpx.HTTPError:
+            if self.watchdog is not None and self.watchdog.fired:
+                raise self.budget.overdue() from None
+            raise
         yield from splitter.end()
+
+    def close(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        self.response.close()
 
     async def alines(self) -> AsyncIterator[str]:
         splitter = LineSplitter()
