@@ -58,3 +58,23 @@ def test_an_error_naming_user_input_prints_no_control_character(tmp_path, capsys
     main(["show", f"x{ESC}", "--store", str(tmp_path)])
     captured = capsys.readouterr()
     assert captured.err and not _controls(captured.err) and not _controls(captured.out)
+
+
+def test_what_a_command_prints_on_stderr_is_escaped_too(tmp_path: Path, capsys):
+    flow_file = tmp_path / "shouty.py"
+    flow_file.write_text(
+        "from pydantic import BaseModel\n"
+        "from flowkit import END, Flow\n\n"
+        "class State(BaseModel):\n"
+        "    text: str = ''\n\n"
+        "def boom(state, ctx):\n"
+        "    raise RuntimeError('bad input ' + state.text)\n\n"
+        "flow = Flow(name='shouty', state=State, start='boom', nodes={'boom': boom},"
+        " routes={'boom': END})\n",
+        encoding="utf-8",
+    )
+    value = json.dumps({"text": ESC})
+    code = main(["start", f"{flow_file}:flow", "t1", "--input", value, "--store", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 1 and "bad input \\x1b[2J" in captured.err
+    assert not _controls(captured.err) and not _controls(captured.out)

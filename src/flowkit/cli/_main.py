@@ -71,10 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Only the command's words: its arguments may hold a robot task or a person's name.
         named = [w for w in words if w.isidentifier()][:2]
         get_logger().debug("cli_command", command=" ".join(named))
+        import contextlib
+
         from ._output import terminal_safe
 
-        # The one place command output is made safe for a terminal (see _output).
-        code: int = args.run(args, terminal_safe(sys.stdout))
+        # The one place command output, and what commands print on stderr, is made safe
+        # for a terminal (see _output).
+        with contextlib.redirect_stderr(terminal_safe(sys.stderr)):
+            code: int = args.run(args, terminal_safe(sys.stdout))
         sys.stdout.flush()
     except KeyboardInterrupt:
         return 130

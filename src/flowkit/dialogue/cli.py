@@ -101,7 +101,6 @@ def _domain(source: str) -> Any:
 
 
 def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
-    from ..cli._output import printable
     from ..cli._store import open_for_writing, store_path
     from ..errors import InvalidResumeInputError
     from .app import Dialogue
@@ -113,20 +112,16 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
     state = bot.open(thread)
     if state.status == "done":
         print(
-            printable(
-                f"flowkit: error: conversation `{thread}` has ended; start a new one with: "
-                f"{_chat_command(args, None)}"
-            ),
+            f"flowkit: error: conversation `{thread}` has ended; start a new one with: "
+            f"{_chat_command(args, None)}",
             file=sys.stderr,
         )
         return 1
     resumed = state.state.turn_id > 0
     print(
-        printable(
-            f"{'continuing' if resumed else 'new'} conversation {thread} with {bot.domain.name} "
-            f"(/quit to leave, /state to inspect; continue later with: "
-            f"{_chat_command(args, thread)})"
-        ),
+        f"{'continuing' if resumed else 'new'} conversation {thread} with {bot.domain.name} "
+        f"(/quit to leave, /state to inspect; continue later with: "
+        f"{_chat_command(args, thread)})",
         file=sys.stderr,
     )
     if resumed and state.state.last_ai_message:
@@ -154,8 +149,7 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
         try:
             reply = bot.send(thread, text)
         except InvalidResumeInputError as exc:
-            problem = exc.errors[0]["msg"] if exc.errors else str(exc)
-            print(printable(f"flowkit: error: {problem}"), file=sys.stderr)
+            print(f"flowkit: error: {exc.errors[0]['msg'] if exc.errors else exc}", file=sys.stderr)
             continue
         out.write(f"bot> {reply.text}\n")
         out.flush()
