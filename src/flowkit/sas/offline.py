@@ -39,7 +39,9 @@ def compile_file(
         err.write(f"flowkit: error: {exc}\n")
         return 1
     except OSError as exc:
-        err.write(f"flowkit: error: Cannot write {exc.filename or output}: {exc.strerror or exc}.\n")
+        err.write(
+            f"flowkit: error: Cannot write {exc.filename or output}: {exc.strerror or exc}.\n"
+        )
         return 1
     counts = ", ".join(f"{n} {action}" for action, n in sorted(report.counts().items()))
     out.write(f"wrote {output} (parameters: {counts or 'none'})\n")
