@@ -4,6 +4,9 @@ A thread's journal starts with a ``start`` record holding the whole initial stat
 later record holds only its update, so bytes written per step do not grow with history.
 Snapshots hold a whole state so loading need not replay from the start. Every record
 carries ``v`` (the format version) and a ``kind`` discriminator.
+
+Format v2 (this flowkit) adds a checksum to every stored line and snapshot (see
+``flowkit.stores._jsonl``); v1 records, which have none, are still read.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "FORMAT_VERSION",
+    "UNSEALED_VERSION",
     "InputRecord",
     "PatchRecord",
     "Record",
@@ -24,7 +28,9 @@ __all__ = [
     "StepRecord",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Records of this format version carry no checksum (written before v2); still readable.
+UNSEALED_VERSION = 1
 
 #: Where a thread stands: ``pending`` (a node is next; resume continues it), ``waiting``
 #: (paused at a gate), ``done`` or ``failed``.

@@ -196,9 +196,9 @@ def test_a_corrupt_thread_does_not_stop_other_threads_in_the_same_store(
 
 
 NEWER_FORMAT = {
-    "last line, same shape": (None, {"v": 2}),
-    "last line, new fields": (None, {"v": 2, "hologram": {"x": 1}}),
-    "middle line": (3, {"v": 3}),
+    "last line, same shape": (None, {"v": 3}),
+    "last line, new fields": (None, {"v": 3, "hologram": {"x": 1}}),
+    "middle line": (3, {"v": 4}),
 }
 
 

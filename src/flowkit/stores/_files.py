@@ -23,17 +23,25 @@ __all__ = [
     "exclusive_lock",
     "os_error",
     "read_snapshot_file",
+    "report_ignored_snapshot",
     "sync_dir",
     "write_file_atomically",
 ]
 
 
 class SnapshotFile(BaseModel):
-    """What ``snapshot.json`` holds: the snapshot and where its record ends in the journal."""
+    """What ``snapshot.json`` holds: the snapshot and where its record ends in the journal.
+
+    ``record_bytes`` and ``record_crc`` are the length and CRC-32 of the journal line of the
+    snapshot's own record (the line ending at ``offset``): a snapshot is trusted only where
+    the journal still holds exactly that line. The file itself is sealed like a journal line.
+    """
 
     snapshot: Snapshot
     offset: int  # journal byte offset just after the snapshot's record
     line: int
+    record_bytes: int = 0
+    record_crc: int = 0
 
 
 def os_error(action: str, path: Path, exc: OSError, *, thread_id: str | None) -> StoreError:
@@ -67,33 +75,40 @@ def write_file_atomically(
         raise os_error(what, path, exc, thread_id=thread_id) from exc
 
 
-def read_snapshot_file(
-    path: Path, journal: Path, thread_id: str
-) -> tuple[Snapshot | None, int, int, int]:
-    """The snapshot in ``path`` with its journal offset, line and size, or ``None`` if unusable.
+def read_snapshot_file(path: Path, journal: Path, thread_id: str) -> SnapshotFile | None:
+    """The snapshot file at ``path`` if it is intact, or ``None`` (reported) if unusable.
 
-    A bad snapshot is reported and ignored: the journal alone rebuilds the thread.
+    A snapshot that fails its checksum, has none (format v1), is newer than this flowkit or
+    points past the journal's end is never trusted: the journal alone rebuilds the thread.
+    Whether the journal holds the snapshot's record is checked by the caller, which reads
+    those bytes anyway.
     """
+    from ._jsonl import unseal
+
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return None, 0, 0, 0
+        return None
     try:
-        envelope = SnapshotFile.model_validate_json(raw)
+        body, intact = unseal(raw)
+        if intact is None:
+            raise ValueError("it has no checksum (format v1); the journal rebuilds the thread")
+        if not intact:
+            raise ValueError("its checksum does not match its content (damaged)")
+        envelope = SnapshotFile.model_validate_json(body)
         journal_size = os.stat(journal).st_size
         if envelope.snapshot.v > FORMAT_VERSION:
             raise ValueError(f"snapshot format v{envelope.snapshot.v} is newer than this flowkit")
-        if envelope.offset > journal_size:
+        if not 0 < envelope.record_bytes <= envelope.offset <= journal_size:
             raise ValueError("snapshot points past the end of the journal")
     except (ValidationError, ValueError, OSError) as exc:
-        get_logger().warning(
-            "snapshot_ignored",
-            thread_id=thread_id,
-            path=str(path),
-            reason=str(exc).splitlines()[0],
-        )
-        return None, 0, 0, 0
-    return envelope.snapshot, envelope.offset, envelope.line, len(raw)
+        report_ignored_snapshot(thread_id, path, str(exc).splitlines()[0])
+        return None
+    return envelope
+
+
+def report_ignored_snapshot(thread_id: str, path: Path, reason: str) -> None:
+    get_logger().warning("snapshot_ignored", thread_id=thread_id, path=str(path), reason=reason)
 
 
 @contextmanager

@@ -3,9 +3,11 @@
 Each thread has an append-only ``journal.jsonl`` (one JSON record per line, fsync'd per
 append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records,
 a lock file (under ``locks/``) held while a process runs the thread, and with attempt
-tracking an ``attempt.json`` naming the node last started. A torn last line
-left by a crash is detected, skipped, reported and cut off by the next writer; damage
-anywhere else fails only that thread, naming the file and line.
+tracking an ``attempt.json`` naming the node last started. Lines and snapshots carry a
+checksum (format v2). A torn last line left by a crash, or a zero-filled tail left by a power
+loss, is detected, skipped, reported and cut off by the next writer; damage anywhere else fails
+only that thread, naming the file and line. A snapshot is used only if intact and lined up
+with the journal.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ._files import (
     write_file_atomically,
 )
 from ._ids import check_thread_id
-from ._jsonl import Scan, encode, offset_after_line, scan_lines, write_all
+from ._jsonl import Scan, encode, line_crc, offset_after_line, scan_lines, write_all
 from ._protocol import AnyRecord, ThreadLog, check_versions
 
 __all__ = ["JsonFileStore"]
@@ -202,9 +204,19 @@ class JsonFileStore:
                         warnings=self._report(thread_id, scan.torn),
                     )
                 del self._tails[thread_id]
-            snapshot, offset, line, snapshot_bytes = self._read_snapshot(thread_id)
-            if snapshot is not None:
-                data = self._read_from(thread_id, offset)
+            found = self._read_snapshot(thread_id)
+            if found is not None:
+                envelope, snapshot_bytes = found
+                snapshot, offset, line = envelope.snapshot, envelope.offset, envelope.line
+                data = self._read_from(thread_id, offset - envelope.record_bytes)
+                record_line = data[: envelope.record_bytes]
+                if line_crc(record_line) != envelope.record_crc:
+                    # Restored, copied or zero-filled journal: it no longer holds the record
+                    # the snapshot follows, so the snapshot cannot be trusted.
+                    return self._load_ignoring_snapshot(
+                        thread_id, reason=f"the journal does not hold record {snapshot.version}"
+                    )
+                data = data[envelope.record_bytes :]
                 try:
                     scan = self._scan(
                         thread_id, data, offset=offset, line=line, version=snapshot.version
@@ -271,11 +283,23 @@ class JsonFileStore:
 
     # -- snapshots ---------------------------------------------------------------------------
 
-    def _read_snapshot(self, thread_id: str) -> tuple[Snapshot | None, int, int, int]:
-        """The latest snapshot with its journal offset, line and size in bytes, if usable."""
-        return read_snapshot_file(
-            self._dir(thread_id) / _SNAPSHOT, self._journal_path(thread_id), thread_id
-        )
+    def _read_snapshot(self, thread_id: str) -> tuple[SnapshotFile, int] | None:
+        """The latest intact snapshot file and its size in bytes, if there is one."""
+        path = self._dir(thread_id) / _SNAPSHOT
+        envelope = read_snapshot_file(path, self._journal_path(thread_id), thread_id)
+        if envelope is None:
+            return None
+        return envelope, len(encode(thread_id, envelope))
+
+    def _line_ending_at(self, thread_id: str, offset: int) -> bytes:
+        """The journal line that ends at byte ``offset`` (newline included)."""
+        start = max(0, offset - 4096)
+        while True:
+            data = self._read_from(thread_id, start)[: offset - start]
+            cut = data.rfind(b"\n", 0, len(data) - 1)
+            if cut != -1 or start == 0:
+                return data[cut + 1 :]
+            start = max(0, start - 65536)
 
     def snapshot_due(self, thread_id: str) -> bool:
         tail = self._tails.get(check_thread_id(thread_id))
@@ -301,11 +325,19 @@ class JsonFileStore:
                 )
             at_tail = snapshot.version == tail.version
             if at_tail:
-                body = SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
+                offset, line = tail.size, tail.lines
             else:
                 # Versions are one per line from 0, so record k ends at the (k+1)-th newline.
                 offset = offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
-                body = SnapshotFile(snapshot=snapshot, offset=offset, line=snapshot.version + 1)
+                line = snapshot.version + 1
+            record_line = self._line_ending_at(thread_id, offset)
+            body = SnapshotFile(
+                snapshot=snapshot,
+                offset=offset,
+                line=line,
+                record_bytes=len(record_line),
+                record_crc=line_crc(record_line),
+            )
             data = encode(thread_id, body)
             write_file_atomically(
                 directory / _SNAPSHOT, data, fsync=self.fsync, thread_id=thread_id,
