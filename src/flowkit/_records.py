@@ -36,13 +36,17 @@ UNSEALED_VERSION = 1
 #: (paused at a gate), ``done`` or ``failed``.
 Status = Literal["pending", "waiting", "done", "failed"]
 
+#: Seconds since the epoch, within what ``datetime`` can show (years 1 to 9999): a record with
+#: a time outside it is damage, reported as such, never a crash of whoever prints it.
+Timestamp = Annotated[float, Field(ge=-62_135_596_800.0, le=253_402_300_799.0, allow_inf_nan=False)]
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     v: int = FORMAT_VERSION
     version: int
-    ts: float
+    ts: Timestamp
     run_id: str | None = None
     next: str
     status: Status
@@ -103,7 +107,7 @@ class Snapshot(BaseModel):
 
     v: int = FORMAT_VERSION
     version: int
-    ts: float
+    ts: Timestamp
     next: str
     status: Status
     flow: str

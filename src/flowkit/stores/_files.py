@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -24,6 +26,7 @@ __all__ = [
     "os_error",
     "read_snapshot_file",
     "report_ignored_snapshot",
+    "sweep_snapshot_temps",
     "sync_dir",
     "write_file_atomically",
 ]
@@ -109,6 +112,31 @@ def read_snapshot_file(path: Path, journal: Path, thread_id: str) -> SnapshotFil
 
 def report_ignored_snapshot(thread_id: str, path: Path, reason: str) -> None:
     get_logger().warning("snapshot_ignored", thread_id=thread_id, path=str(path), reason=reason)
+
+
+#: ``write_atomically``'s temporary names for ``snapshot.json`` (``tempfile.mkstemp``).
+_SNAPSHOT_TEMP = re.compile(r"\.snapshot\.json\.[a-z0-9_]{8}\.tmp")
+#: A temporary file older than this is an orphan: writing a snapshot takes milliseconds, so
+#: only a process killed mid-write leaves one behind.
+STALE_TEMP_SECONDS = 60.0
+
+
+def sweep_snapshot_temps(directory: Path, thread_id: str) -> None:
+    """Remove orphaned snapshot temporary files (exactly that name pattern, and stale)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return  # no folder (unknown thread) or unreadable: loading reports it
+    now = time.time()
+    for entry in entries:
+        if not _SNAPSHOT_TEMP.fullmatch(entry.name):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
+                os.unlink(entry.path)
+                get_logger().debug("snapshot_temp_removed", thread_id=thread_id, path=entry.path)
+        except OSError:
+            continue  # gone already, or not ours to remove: harmless either way
 
 
 @contextmanager

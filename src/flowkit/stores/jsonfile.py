@@ -38,6 +38,7 @@ from ._files import (
     exclusive_lock,
     os_error,
     read_snapshot_file,
+    sweep_snapshot_temps,
     sync_dir,
     write_file_atomically,
 )
@@ -94,6 +95,7 @@ class JsonFileStore:
                 path=str(self._threads_dir),
             ) from exc
         self._tails: dict[str, _Tail] = {}
+        self._swept: set[str] = set()  # threads whose orphaned temporary files were removed
         self._handles = JournalHandles(max_open_files)
         self._guard = threading.RLock()
 
@@ -187,6 +189,9 @@ class JsonFileStore:
     def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
         with self._guard:
             tail = self._tails.get(check_thread_id(thread_id))
+            if thread_id not in self._swept:
+                self._swept.add(thread_id)
+                sweep_snapshot_temps(self._dir(thread_id), thread_id)
             if after is not None and tail is not None and tail.version == after:
                 # Read from the last known newline: if it is gone, the file was rewritten
                 # behind our back (restored, damaged) and only a full read can be trusted.
