@@ -39,7 +39,10 @@ class Pristine:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
     root = tmp_path_factory.mktemp("pristine")
-    store = JsonFileStore(root, fsync=False, min_snapshot_bytes=1, snapshot_ratio=2.0)
+    # Preallocated like a durable store's journal, so damage can land in its free space too.
+    store = JsonFileStore(
+        root, fsync=False, preallocate=2048, min_snapshot_bytes=1, snapshot_ratio=2.0
+    )
     runner = Runner(COUNTER, store=store)
     runner.start("t", {"limit": 24})
     states = [checkpoint.state for checkpoint in runner.history("t")]

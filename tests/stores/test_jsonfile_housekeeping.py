@@ -27,7 +27,7 @@ from .conftest import StoreFiles
 
 
 def _set_ts(files: StoreFiles, thread_id: str, line: int, ts: float) -> None:
-    lines = files.journal(thread_id).read_bytes().splitlines(keepends=True)
+    lines = files.data(thread_id).splitlines(keepends=True)
     record = json.loads(unseal(lines[line - 1].rstrip(b"\n"))[0])
     record["ts"] = ts
     body = json.dumps(record, separators=(",", ":")).encode()

@@ -185,7 +185,7 @@ class JournalHandles:
             # into the unlinked file, where the data would silently vanish.
             os.close(self._fds.pop(thread_id))
         journal = path()
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
         try:
             # Private like the snapshot: a journal holds everything people typed.
             fd = os.open(journal, flags, 0o600)

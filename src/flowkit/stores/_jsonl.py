@@ -81,6 +81,13 @@ def scan_lines(
     pos = 0
     torn: str | None = None
     while pos < len(data):
+        if data[pos] in b"\0\n":
+            rest = data[pos:].strip(b"\0")
+            if not rest:
+                break  # preallocated space (or blocks a power loss never wrote): no record
+            if rest == b"\n":  # one stray byte in that space: cut off like a torn record
+                torn = f"{path}:{line + 1}: stray bytes after the last record skipped"
+                break
         end = data.find(b"\n", pos)
         raw = data[pos:] if end == -1 else data[pos:end]
         line += 1
@@ -99,8 +106,9 @@ def scan_lines(
                 raise ValueError(f"a format v{record.v} record must carry a checksum")
         except ValueError as exc:
             problem, complete = _diagnose(raw, exc)
-            if not complete and end == len(data) - 1:
-                # Unparseable last line (e.g. zeros after a power loss): also a torn tail.
+            if not complete and not data[end + 1 :].strip(b"\0"):
+                # Unparseable last line (only zeros, i.e. free space, after it; e.g. zeros
+                # inside it after a power loss): also a torn tail.
                 # A complete JSON line failing its checksum is damage, never a torn write.
                 torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
                 line -= 1
@@ -153,11 +161,13 @@ def encode(thread_id: str, model: BaseModel) -> bytes:
         ) from exc
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes, offset: int) -> None:
+    """Write all of ``data`` at ``offset`` (journals are written in place, not appended)."""
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = os.pwrite(fd, view, offset)
         view = view[written:]
+        offset += written
 
 
 def offset_after_line(data: bytes, lines: int) -> int:
@@ -182,7 +192,8 @@ def _diagnose(raw: bytes, exc: ValueError) -> tuple[str, bool]:
     line is never skipped as torn: it is a record this version cannot read.
     """
     try:
-        data = json.loads(raw)
+        # Zeros around a line are unwritten blocks; complete JSON amid them is still damage.
+        data = json.loads(raw.strip(b"\0"))
     except ValueError as not_json:
         return f"Journal record is unreadable: {_reason(not_json)}", False
     found = data.get("v") if isinstance(data, dict) else None

@@ -52,15 +52,25 @@ _JOURNAL = "journal.jsonl"
 _SNAPSHOT = "snapshot.json"
 
 
+#: Journal bytes preallocated at a time (zeros past the data), with fsync on.
+PREALLOCATE_BYTES = 64 * 1024
+
+
 @dataclass(slots=True)
 class _Tail:
-    """What this process knows of a journal's end: last good version, its byte offset, line."""
+    """What this process knows of a journal's end: last good version, its byte offset, line.
+
+    ``capacity`` is the file's size as this process last saw it (data plus preallocated zeros),
+    ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write.
+    """
 
     version: int
     size: int
     lines: int
     snapshot_bytes: int
     since_snapshot: int
+    capacity: int = -1
+    dirty: bool = False
 
 
 class JsonFileStore:
@@ -70,6 +80,10 @@ class JsonFileStore:
     last snapshot's size (at least ``min_snapshot_bytes``), which keeps both the bytes written
     per step and the work to load a thread proportional to the state, not to its history.
     ``fsync=False`` trades durability on power loss for speed (tests, scratch runs).
+    ``preallocate``: bytes of zeros kept ahead of the journal's data (default 64 KiB with
+    fsync, none without), so each append overwrites them instead of growing the file, and its
+    ``fdatasync`` need not commit a new file size (about a quarter cheaper on ext4). A zero
+    tail is free space to readers, never a record.
     """
 
     def __init__(
@@ -80,9 +94,13 @@ class JsonFileStore:
         snapshot_ratio: float = 8.0,
         min_snapshot_bytes: int = 256 * 1024,
         max_open_files: int = 64,
+        preallocate: int | None = None,
     ) -> None:
         self.root = Path(root)
         self.fsync = fsync
+        self.preallocate = (
+            (PREALLOCATE_BYTES if fsync else 0) if preallocate is None else preallocate
+        )
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
         self._threads_dir = self.root / "threads"
@@ -141,12 +159,12 @@ class JsonFileStore:
             data, path=path, thread_id=thread_id, offset=offset, line=line, version=version
         )
 
-    def _read_from(self, thread_id: str, offset: int) -> bytes:
+    def _read_from(self, thread_id: str, offset: int, *, limit: int = -1) -> bytes:
         path = self._journal_path(thread_id)
         try:
             with open(path, "rb") as handle:
                 handle.seek(offset)
-                return handle.read()
+                return handle.read(limit)
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
@@ -171,7 +189,12 @@ class JsonFileStore:
         """Record a fresh read's end; snapshot size and position drive ``snapshot_due``."""
         last = scan.records[-1].version if scan.records else version
         self._tails[thread_id] = _Tail(
-            last, scan.size, scan.lines, snapshot_bytes, scan.size - snapshot_at
+            last,
+            scan.size,
+            scan.lines,
+            snapshot_bytes,
+            scan.size - snapshot_at,
+            dirty=scan.torn is not None,
         )
 
     def _extend(self, tail: _Tail, scan: Scan) -> None:
@@ -179,6 +202,7 @@ class JsonFileStore:
             tail.version = scan.records[-1].version
         tail.since_snapshot += scan.size - tail.size
         tail.size, tail.lines = scan.size, scan.lines
+        tail.dirty = scan.torn is not None
 
     def _report(self, thread_id: str, torn: str | None) -> tuple[str, ...]:
         if torn is None:
@@ -195,10 +219,12 @@ class JsonFileStore:
             if after is not None and tail is not None and tail.version == after:
                 # Read from the last known newline: if it is gone, the file was rewritten
                 # behind our back (restored, damaged) and only a full read can be trusted.
-                data = self._read_from(thread_id, tail.size - 1)
+                # Nothing or a zero after it: nobody wrote since (writers write at the end).
+                data = self._read_from(thread_id, tail.size - 1, limit=2)
+                if data[:1] == b"\n" and data[1:] in (b"", b"\0") and not tail.dirty:
+                    return ThreadLog(records=(), base=after)
                 if data[:1] == b"\n":
-                    if len(data) == 1:
-                        return ThreadLog(records=(), base=after)
+                    data = self._read_from(thread_id, tail.size - 1)
                     scan = self._scan(
                         thread_id, data[1:], offset=tail.size, line=tail.lines, version=after
                     )
@@ -376,7 +402,7 @@ class JsonFileStore:
                     else:
                         raise ThreadExistsError(thread_id)
                 try:
-                    write_all(fd, data)
+                    write_all(fd, data, 0)
                     self._sync(fd)
                     sync_dir(self.fsync, directory)
                     if new_dir:
@@ -386,7 +412,9 @@ class JsonFileStore:
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
-                self._tails[thread_id] = _Tail(record.version, len(data), 1, len(data), 0)
+                self._tails[thread_id] = _Tail(
+                    record.version, len(data), 1, len(data), 0, capacity=len(data)
+                )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -409,15 +437,22 @@ class JsonFileStore:
                         expected=expected_version,
                         actual=tail.version,
                     )
+                end = tail.size + len(data)
+                padded = data
+                if end > tail.capacity and self.preallocate:
+                    # Zeros past the data in the same write: later appends overwrite them.
+                    padded = data + bytes(self.preallocate)
                 try:
-                    write_all(fd, data)
+                    write_all(fd, padded, tail.size)
                     self._sync(fd)
                 except OSError as exc:
                     os.ftruncate(fd, tail.size)  # leave no half record behind
+                    tail.capacity = tail.size
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 tail.version = records[-1].version if records else tail.version
+                tail.capacity = max(tail.capacity, tail.size + len(padded))
                 tail.size += len(data)
                 tail.lines += len(records)
                 tail.since_snapshot += len(data)
@@ -425,18 +460,28 @@ class JsonFileStore:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _current_tail(self, thread_id: str, fd: int) -> _Tail:
-        """The journal's true end, caught up with other writers; cuts off a torn last line."""
-        size = os.fstat(fd).st_size
+        """The journal's true end, caught up with other writers; cuts off a torn last line.
+
+        The file's size says nothing (zeros may follow the data), so the byte after the last
+        known newline does: nothing or a zero means no other writer came since.
+        """
         tail = self._tails.get(thread_id)
-        if tail is None or size < tail.size:
-            self._tails.pop(thread_id, None)
+        if tail is not None:
+            probe = os.pread(fd, 2, tail.size - 1)
+            if probe[:1] != b"\n":  # shrunk or rewritten behind our back
+                self._tails.pop(thread_id, None)
+            elif probe[1:] not in (b"", b"\0") or tail.dirty:
+                self.load(thread_id, after=tail.version)
+        if thread_id not in self._tails:
             self.load(thread_id)
-        elif size > tail.size:
-            self.load(thread_id, after=tail.version)
         tail = self._tails[thread_id]  # a reload may have replaced it
-        if os.fstat(fd).st_size > tail.size:
+        if tail.dirty:
             os.ftruncate(fd, tail.size)
             self._sync(fd)
+            tail.dirty = False
+            tail.capacity = tail.size
+        if tail.capacity < 0:
+            tail.capacity = os.fstat(fd).st_size
         return tail
 
     def delete(self, thread_id: str) -> None:
