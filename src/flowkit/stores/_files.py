@@ -78,8 +78,10 @@ def write_file_atomically(
         raise os_error(what, path, exc, thread_id=thread_id) from exc
 
 
-def read_snapshot_file(path: Path, journal: Path, thread_id: str) -> SnapshotFile | None:
-    """The snapshot file at ``path`` if it is intact, or ``None`` (reported) if unusable.
+def read_snapshot_file(
+    path: Path, journal: Path, thread_id: str
+) -> tuple[SnapshotFile, int] | None:
+    """The snapshot file at ``path`` and its size if intact, or ``None`` (reported) if unusable.
 
     A snapshot that fails its checksum, has none (format v1), is newer than this flowkit or
     points past the journal's end is never trusted: the journal alone rebuilds the thread.
@@ -107,7 +109,7 @@ def read_snapshot_file(path: Path, journal: Path, thread_id: str) -> SnapshotFil
     except (ValidationError, ValueError, OSError) as exc:
         report_ignored_snapshot(thread_id, path, str(exc).splitlines()[0])
         return None
-    return envelope
+    return envelope, len(raw)
 
 
 def report_ignored_snapshot(thread_id: str, path: Path, reason: str) -> None:

@@ -317,16 +317,13 @@ class JsonFileStore:
     def _read_snapshot(self, thread_id: str) -> tuple[SnapshotFile, int] | None:
         """The latest intact snapshot file and its size in bytes, if there is one."""
         path = self._dir(thread_id) / _SNAPSHOT
-        envelope = read_snapshot_file(path, self._journal_path(thread_id), thread_id)
-        if envelope is None:
-            return None
-        return envelope, len(encode(thread_id, envelope))
+        return read_snapshot_file(path, self._journal_path(thread_id), thread_id)
 
     def _line_ending_at(self, thread_id: str, offset: int) -> bytes:
         """The journal line that ends at byte ``offset`` (newline included)."""
         start = max(0, offset - 4096)
         while True:
-            data = self._read_from(thread_id, start)[: offset - start]
+            data = self._read_from(thread_id, start, limit=offset - start)
             cut = data.rfind(b"\n", 0, len(data) - 1)
             if cut != -1 or start == 0:
                 return data[cut + 1 :]
