@@ -26,6 +26,7 @@ from ._events import (
     classify_changes,
 )
 from ._invariants import check_invariants
+from ._jsonform import dump_state
 from ._node import Context, Node, NodeError, check_update
 from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
 from ._route_table import END
@@ -179,12 +180,19 @@ def gate_input_step(
         next=target,
         status=after.status,
         gate=gate_name,
-        input=value.model_dump(mode="json"),
-        update=runner._threads.dump(update),
+        input=_dump_input(thread_id, gate_name, value),
+        update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
     runner._announce(thread_id, run_id, gate_name, after, tuple(update))
     return after
+
+
+def _dump_input(thread_id: str, gate: str, value: BaseModel) -> dict[str, Any]:
+    """The gate input's JSON form as the input record keeps it, refused if JSON cannot."""
+    return dump_state(
+        value, thread_id=thread_id, who=gate, dump=lambda: value.model_dump(mode="json")
+    )
 
 
 def patch_step(
@@ -213,7 +221,7 @@ def patch_step(
         run_id=None,
         next=target,
         status=status,
-        update=runner._threads.dump(update),
+        update=runner._threads.dump(update, thread_id=thread_id, who="update_state"),
         reason=reason,
         actor=actor,
     )
@@ -271,7 +279,7 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
                 next=target,
                 status=after.status,
                 node=name,
-                update=runner._threads.dump(update),
+                update=runner._threads.dump(update, thread_id=thread_id, who=name),
                 attempts=attempt,
                 latency_s=round(latency, 6),
                 error=error.model_dump() if error else None,

@@ -4,6 +4,9 @@ A thread's journal starts with a ``start`` record holding the whole initial stat
 later record holds only its update, so bytes written per step do not grow with history.
 Snapshots hold a whole state so loading need not replay from the start. Every record
 carries ``v`` (the format version) and a ``kind`` discriminator.
+
+Format v2 (this flowkit) adds a checksum to every stored line and snapshot (see
+``flowkit.stores._jsonl``); v1 records, which have none, are still read.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "FORMAT_VERSION",
+    "UNSEALED_VERSION",
     "InputRecord",
     "PatchRecord",
     "Record",
@@ -24,11 +28,17 @@ __all__ = [
     "StepRecord",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Records of this format version carry no checksum (written before v2); still readable.
+UNSEALED_VERSION = 1
 
 #: Where a thread stands: ``pending`` (a node is next; resume continues it), ``waiting``
 #: (paused at a gate), ``done`` or ``failed``.
 Status = Literal["pending", "waiting", "done", "failed"]
+
+#: Seconds since the epoch, within what ``datetime`` can show (years 1 to 9999): a record with
+#: a time outside it is damage, reported as such, never a crash of whoever prints it.
+Timestamp = Annotated[float, Field(ge=-62_135_596_800.0, le=253_402_300_799.0, allow_inf_nan=False)]
 
 
 class _Record(BaseModel):
@@ -36,7 +46,7 @@ class _Record(BaseModel):
 
     v: int = FORMAT_VERSION
     version: int
-    ts: float
+    ts: Timestamp
     run_id: str | None = None
     next: str
     status: Status
@@ -97,7 +107,7 @@ class Snapshot(BaseModel):
 
     v: int = FORMAT_VERSION
     version: int
-    ts: float
+    ts: Timestamp
     next: str
     status: Status
     flow: str

@@ -14,8 +14,11 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from ._execution import Cursor, replay_record
 from ._flow import Flow
+from ._jsonform import dump_state, dump_update
 from ._logging import get_logger
 from ._node import NodeError
 from ._records import Snapshot, StartRecord
@@ -45,9 +48,20 @@ class Threads:
         self._cache_size = cache_size
         self._local_locks: dict[str, threading.Lock] = {}
 
-    def dump(self, update: Mapping[str, Any]) -> dict[str, Any]:
-        """The JSON form of an update, or nothing when there is no store to keep it."""
-        return self.flow.schema.dump_update(update) if self.store is not None else {}
+    def dump(self, update: Mapping[str, Any], *, thread_id: str, who: str) -> dict[str, Any]:
+        """The JSON form of an update, or nothing when there is no store to keep it.
+
+        ``UnstorableValueError`` (nothing written) if JSON cannot carry a value faithfully.
+        """
+        if self.store is None:
+            return {}
+        return dump_update(self.flow.schema, update, thread_id=thread_id, who=who)
+
+    def dump_state(self, thread_id: str, state: BaseModel, who: str) -> dict[str, Any]:
+        """The JSON form of a whole state, checked like an update."""
+        return dump_state(
+            state, thread_id=thread_id, who=who, dump=lambda: self.flow.schema.dump_state(state)
+        )
 
     def commit(self, thread_id: str, before: int, after: Cursor, record: AnyRecord | None) -> None:
         store = self.store
@@ -56,7 +70,7 @@ class Threads:
         self.remember(thread_id, after)
         if store is not None and store.snapshot_due(thread_id):
             try:
-                store.write_snapshot(thread_id, self.snapshot(after))
+                store.write_snapshot(thread_id, self.snapshot(after, thread_id))
             except StoreError as exc:
                 # The step is saved; a snapshot only speeds up loading, so a failed one waits
                 # for the next commit instead of failing a good step.
@@ -67,14 +81,14 @@ class Threads:
                     error_type=type(exc).__name__,
                 )
 
-    def snapshot(self, cursor: Cursor) -> Snapshot:
+    def snapshot(self, cursor: Cursor, thread_id: str) -> Snapshot:
         return Snapshot(
             version=cursor.version,
             ts=self.clock().timestamp(),
             next=cursor.node,
             status=cursor.status,
             flow=self.flow.name,
-            state=self.flow.schema.dump_state(cursor.state),
+            state=self.dump_state(thread_id, cursor.state, "snapshot"),
             error=cursor.error.model_dump() if cursor.error else None,
         )
 
@@ -144,6 +158,7 @@ class Threads:
             if thread_id in self._cache:
                 raise ThreadExistsError(thread_id)
         else:
+            state = self.dump_state(thread_id, cursor.state, "start")
             self.store.create(
                 thread_id,
                 StartRecord(
@@ -152,7 +167,7 @@ class Threads:
                     next=cursor.node,
                     status=cursor.status,
                     flow=self.flow.name,
-                    state=self.flow.schema.dump_state(cursor.state),
+                    state=state,
                     forked_from=forked_from,
                     error=cursor.error.model_dump() if cursor.error else None,
                 ),

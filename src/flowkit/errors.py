@@ -27,7 +27,8 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── StoreError                 persistence failed (.thread_id, .path)
     │   ├── InvalidThreadIdError   e.g. ``../../etc``
     │   ├── ConflictError          another writer got there first; reload and retry
-    │   └── CorruptStoreError      a record cannot be read (.path, .line)
+    │   ├── CorruptStoreError      a record cannot be read (.path, .line)
+    │   └── UnstorableValueError   a value JSON cannot carry (NaN, bytes, ...); nothing written
     └── LLMError                   calling a language model failed
         ├── LLMConfigError         a bad spec, option, URL, message list or cassette
         ├── LLMTimeoutError
@@ -90,6 +91,7 @@ __all__ = [
     "UndeclaredWriteError",
     "UnknownGateError",
     "UnsafeXMLError",
+    "UnstorableValueError",
 ]
 
 
@@ -354,6 +356,29 @@ class CorruptStoreError(StoreError):
             "backup, or start the work again in a new thread.",
             thread_id=thread_id,
             path=path,
+        )
+
+
+class UnstorableValueError(StoreError):
+    """A value that JSON cannot carry faithfully was refused before anything was written.
+
+    NaN or ±inf floats, bytes that are not UTF-8, objects with no JSON form, strings with lone
+    surrogates and containers nested past ``flowkit._jsonform.MAX_NESTING``. ``node`` is the
+    node, gate, ``update_state`` or ``start`` that produced it; ``field`` the state (or gate
+    input) field; ``at`` the place inside it (``scores[3].value``). The thread is unchanged.
+    """
+
+    def __init__(
+        self, reason: str, *, thread_id: str, node: str, field: str, at: str | None = None
+    ) -> None:
+        self.node = node
+        self.field = field
+        self.at = at or field
+        super().__init__(
+            f"Thread `{thread_id}`: `{node}` produced `{self.at}` = {reason}, which cannot be "
+            "saved as JSON. Nothing was written and the thread is unchanged; store a finite "
+            "number, None, text or a JSON-ready structure instead, then resume.",
+            thread_id=thread_id,
         )
 
 

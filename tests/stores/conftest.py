@@ -91,14 +91,18 @@ class StoreFiles:
     def snapshot(self, thread_id: str) -> Path:
         return self.root / "threads" / thread_id / "snapshot.json"
 
+    def data(self, thread_id: str) -> bytes:
+        """The journal's bytes without the zeros preallocated after its records."""
+        return self.journal(thread_id).read_bytes().rstrip(b"\0")
+
     def records(self, thread_id: str) -> list[dict[str, Any]]:
         """Every journal line parsed as JSON (fails on any torn or damaged line)."""
-        return [json.loads(line) for line in self.journal(thread_id).read_bytes().splitlines()]
+        return [json.loads(line) for line in self.data(thread_id).splitlines()]
 
     def damage(self, thread_id: str, *, line: int, content: bytes) -> None:
-        """Replace journal line ``line`` (1-based) with ``content``."""
+        """Replace journal line ``line`` (1-based) with ``content`` (drops preallocated zeros)."""
         path = self.journal(thread_id)
-        lines = path.read_bytes().splitlines(keepends=True)
+        lines = self.data(thread_id).splitlines(keepends=True)
         lines[line - 1] = content
         path.write_bytes(b"".join(lines))
 

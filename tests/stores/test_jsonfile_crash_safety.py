@@ -39,15 +39,20 @@ def versions_on_disk(files: Any, thread_id: str) -> list[int]:
 
 
 def cut_last_record_in_half(path: Path) -> None:
-    data = path.read_bytes()
+    raw = path.read_bytes()
+    data = raw.rstrip(b"\0")  # the records, without the zeros preallocated after them
     last_start = data.rstrip(b"\n").rfind(b"\n") + 1
-    path.write_bytes(data[: last_start + (len(data) - last_start) // 2])
+    cut = last_start + (len(data) - last_start) // 2
+    path.write_bytes(raw[:cut] + bytes(len(raw) - cut))  # the zeros stay, as on disk
 
 
 def append_bytes(extra: bytes) -> Callable[[Path], None]:
+    """Write ``extra`` where the next record would go: after the records, over the zeros."""
+
     def damage(path: Path) -> None:
-        with path.open("ab") as handle:
-            handle.write(extra)
+        raw = path.read_bytes()
+        data = raw.rstrip(b"\0")
+        path.write_bytes(data + extra + bytes(max(0, len(raw) - len(data) - len(extra))))
 
     return damage
 
@@ -55,7 +60,7 @@ def append_bytes(extra: bytes) -> Callable[[Path], None]:
 TORN_TAILS = {
     "last record cut mid-line": (cut_last_record_in_half, 3),
     "garbage without newline": (append_bytes(b'{"v":1,"version":5,"ts":17'), 4),
-    "zero bytes after a power loss": (append_bytes(b"\x00" * 4096), 4),
+    "zero bytes after a power loss": (append_bytes(b'{"v":2,"ver' + b"\x00" * 4096), 4),
     "unparseable line with newline": (append_bytes(b'\x00\x00{"v":1,"vers\n'), 4),
 }
 
@@ -196,9 +201,9 @@ def test_a_corrupt_thread_does_not_stop_other_threads_in_the_same_store(
 
 
 NEWER_FORMAT = {
-    "last line, same shape": (None, {"v": 2}),
-    "last line, new fields": (None, {"v": 2, "hologram": {"x": 1}}),
-    "middle line": (3, {"v": 3}),
+    "last line, same shape": (None, {"v": 3}),
+    "last line, new fields": (None, {"v": 3, "hologram": {"x": 1}}),
+    "middle line": (3, {"v": 4}),
 }
 
 

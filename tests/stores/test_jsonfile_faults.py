@@ -55,8 +55,8 @@ def step(version: int, **update: Any) -> StepRecord:
 def half_write_then(code: int) -> Callable[[int, bytes], None]:
     """A ``write_all`` that writes half its data and then fails like a full or broken disk."""
 
-    def write(fd: int, data: bytes) -> None:
-        os.write(fd, data[: len(data) // 2])
+    def write(fd: int, data: bytes, offset: int) -> None:
+        os.pwrite(fd, data[: len(data) // 2], offset)
         raise OSError(code, os.strerror(code))
 
     return write
@@ -67,7 +67,7 @@ def test_a_failed_write_raises_store_error_and_leaves_the_journal_as_it_was(
     tally: TallyRunner, files: Any, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
     runner = waiting_thread(tally)
-    before = files.journal("t").read_bytes()
+    before = files.data("t")
 
     with monkeypatch.context() as patch:
         patch.setattr(jsonfile_module, "write_all", half_write_then(code))
@@ -75,7 +75,7 @@ def test_a_failed_write_raises_store_error_and_leaves_the_journal_as_it_was(
             runner.resume("t", {"value": 2})
     assert info.value.path == str(files.journal("t"))
     assert os.strerror(code) in str(info.value) and "retry" in str(info.value)
-    assert files.journal("t").read_bytes() == before
+    assert files.data("t") == before
 
     assert tally().get_state("t").version == 2
     after = runner.resume("t", {"value": 2})
@@ -87,7 +87,7 @@ def test_a_failed_fsync_raises_store_error_and_the_unsynced_record_is_dropped(
     tally: TallyRunner, files: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runner = waiting_thread(tally)
-    before = files.journal("t").read_bytes()
+    before = files.data("t")
 
     def broken_fdatasync(fd: int) -> None:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
@@ -96,7 +96,7 @@ def test_a_failed_fsync_raises_store_error_and_the_unsynced_record_is_dropped(
         patch.setattr(os, "fdatasync", broken_fdatasync)
         with pytest.raises(StoreError):
             runner.resume("t", {"value": 2})
-    assert files.journal("t").read_bytes() == before
+    assert files.data("t") == before
     assert runner.resume("t", {"value": 2}).version == 4
 
 
@@ -174,11 +174,11 @@ def test_a_value_json_cannot_hold_raises_store_error_and_writes_nothing(
 ) -> None:
     store = open_store()
     store.create("t", start())
-    before = files.journal("t").read_bytes()
+    before = files.data("t")
     with pytest.raises(StoreError) as info:
         store.append("t", [step(1, text="lone surrogate \ud800")], expected_version=0)
     assert "JSON" in str(info.value)
-    assert files.journal("t").read_bytes() == before
+    assert files.data("t") == before
     store.append("t", [step(1)], expected_version=0)
 
 

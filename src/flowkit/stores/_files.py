@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -23,17 +25,26 @@ __all__ = [
     "exclusive_lock",
     "os_error",
     "read_snapshot_file",
+    "report_ignored_snapshot",
+    "sweep_snapshot_temps",
     "sync_dir",
     "write_file_atomically",
 ]
 
 
 class SnapshotFile(BaseModel):
-    """What ``snapshot.json`` holds: the snapshot and where its record ends in the journal."""
+    """What ``snapshot.json`` holds: the snapshot and where its record ends in the journal.
+
+    ``record_bytes`` and ``record_crc`` are the length and CRC-32 of the journal line of the
+    snapshot's own record (the line ending at ``offset``): a snapshot is trusted only where
+    the journal still holds exactly that line. The file itself is sealed like a journal line.
+    """
 
     snapshot: Snapshot
     offset: int  # journal byte offset just after the snapshot's record
     line: int
+    record_bytes: int = 0
+    record_crc: int = 0
 
 
 def os_error(action: str, path: Path, exc: OSError, *, thread_id: str | None) -> StoreError:
@@ -69,31 +80,65 @@ def write_file_atomically(
 
 def read_snapshot_file(
     path: Path, journal: Path, thread_id: str
-) -> tuple[Snapshot | None, int, int, int]:
-    """The snapshot in ``path`` with its journal offset, line and size, or ``None`` if unusable.
+) -> tuple[SnapshotFile, int] | None:
+    """The snapshot file at ``path`` and its size if intact, or ``None`` (reported) if unusable.
 
-    A bad snapshot is reported and ignored: the journal alone rebuilds the thread.
+    A snapshot that fails its checksum, has none (format v1), is newer than this flowkit or
+    points past the journal's end is never trusted: the journal alone rebuilds the thread.
+    Whether the journal holds the snapshot's record is checked by the caller, which reads
+    those bytes anyway.
     """
+    from ._jsonl import unseal
+
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return None, 0, 0, 0
+        return None
     try:
-        envelope = SnapshotFile.model_validate_json(raw)
+        body, intact = unseal(raw)
+        if intact is None:
+            raise ValueError("it has no checksum (format v1); the journal rebuilds the thread")
+        if not intact:
+            raise ValueError("its checksum does not match its content (damaged)")
+        envelope = SnapshotFile.model_validate_json(body)
         journal_size = os.stat(journal).st_size
         if envelope.snapshot.v > FORMAT_VERSION:
             raise ValueError(f"snapshot format v{envelope.snapshot.v} is newer than this flowkit")
-        if envelope.offset > journal_size:
+        if not 0 < envelope.record_bytes <= envelope.offset <= journal_size:
             raise ValueError("snapshot points past the end of the journal")
     except (ValidationError, ValueError, OSError) as exc:
-        get_logger().warning(
-            "snapshot_ignored",
-            thread_id=thread_id,
-            path=str(path),
-            reason=str(exc).splitlines()[0],
-        )
-        return None, 0, 0, 0
-    return envelope.snapshot, envelope.offset, envelope.line, len(raw)
+        report_ignored_snapshot(thread_id, path, str(exc).splitlines()[0])
+        return None
+    return envelope, len(raw)
+
+
+def report_ignored_snapshot(thread_id: str, path: Path, reason: str) -> None:
+    get_logger().warning("snapshot_ignored", thread_id=thread_id, path=str(path), reason=reason)
+
+
+#: ``write_atomically``'s temporary names for ``snapshot.json`` (``tempfile.mkstemp``).
+_SNAPSHOT_TEMP = re.compile(r"\.snapshot\.json\.[a-z0-9_]{8}\.tmp")
+#: A temporary file older than this is an orphan: writing a snapshot takes milliseconds, so
+#: only a process killed mid-write leaves one behind.
+STALE_TEMP_SECONDS = 60.0
+
+
+def sweep_snapshot_temps(directory: Path, thread_id: str) -> None:
+    """Remove orphaned snapshot temporary files (exactly that name pattern, and stale)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return  # no folder (unknown thread) or unreadable: loading reports it
+    now = time.time()
+    for entry in entries:
+        if not _SNAPSHOT_TEMP.fullmatch(entry.name):
+            continue
+        try:
+            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
+                os.unlink(entry.path)
+                get_logger().debug("snapshot_temp_removed", thread_id=thread_id, path=entry.path)
+        except OSError:
+            continue  # gone already, or not ours to remove: harmless either way
 
 
 @contextmanager
@@ -142,7 +187,7 @@ class JournalHandles:
             # into the unlinked file, where the data would silently vanish.
             os.close(self._fds.pop(thread_id))
         journal = path()
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
         try:
             # Private like the snapshot: a journal holds everything people typed.
             fd = os.open(journal, flags, 0o600)

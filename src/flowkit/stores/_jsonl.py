@@ -1,6 +1,12 @@
 """The journal's line format: records encoded one per line, and lines scanned back.
 
-Scanning tells a torn tail (a write a crash cut short: skipped) from damage (anything else:
+Format v2 seals every line (and the snapshot file) with a CRC-32 (``zlib.crc32``) kept as the
+line's last JSON member, so plain JSON tools still read it: ``{...record...,"crc":"1a2b3c4d"}``.
+The checksum covers the line without that member, i.e. ``line[:-18] + b"}"``. Lines written by
+format v1 have no checksum and are still read.
+
+Scanning tells a torn tail (a write a crash cut short, or the zero-filled blocks a power loss
+leaves: skipped) from damage (a complete line that fails its checksum or format, anywhere:
 ``CorruptStoreError`` naming the file and line) and from records of a newer format.
 """
 
@@ -8,17 +14,53 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import zlib
 from dataclasses import dataclass
 from functools import cache
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._records import FORMAT_VERSION, RecordAdapter
+from .._records import FORMAT_VERSION, UNSEALED_VERSION, RecordAdapter
 from ..errors import CorruptStoreError, StoreError
 from ._protocol import AnyRecord
 
-__all__ = ["Scan", "encode", "offset_after_line", "scan_lines", "write_all"]
+__all__ = [
+    "Scan",
+    "encode",
+    "line_crc",
+    "offset_after_line",
+    "scan_lines",
+    "seal",
+    "unseal",
+    "write_all",
+]
+
+#: The sealed line's last member: ``,"crc":"<8 hex digits>"}``.
+_SEAL = re.compile(rb',"crc":"([0-9a-f]{8})"\}\Z')
+_SEAL_LEN = 18
+
+
+def seal(body: bytes) -> bytes:
+    """A JSON object's bytes with its CRC-32 added as the last member ``crc``."""
+    return body[:-1] + b',"crc":"%08x"}' % zlib.crc32(body)
+
+
+def unseal(raw: bytes) -> tuple[bytes, bool | None]:
+    """The object without its ``crc`` member, and whether the checksum holds (``None``: the
+    line has no checksum, as format v1 wrote it)."""
+    found = _SEAL.search(raw, len(raw) - _SEAL_LEN) if len(raw) > _SEAL_LEN else None
+    if found is None:
+        return raw, None
+    body = raw[:-_SEAL_LEN] + b"}"
+    return body, zlib.crc32(body) == int(found.group(1), 16)
+
+
+def line_crc(line: bytes) -> int:
+    """The CRC-32 of a whole journal line (newline included): how a snapshot names the record
+    it follows, so a snapshot that does not line up with the journal is never trusted."""
+    return zlib.crc32(line)
 
 
 @dataclass(slots=True)
@@ -39,6 +81,13 @@ def scan_lines(
     pos = 0
     torn: str | None = None
     while pos < len(data):
+        if data[pos] in b"\0\n":
+            rest = data[pos:].strip(b"\0")
+            if not rest:
+                break  # preallocated space (or blocks a power loss never wrote): no record
+            if rest == b"\n":  # one stray byte in that space: cut off like a torn record
+                torn = f"{path}:{line + 1}: stray bytes after the last record skipped"
+                break
         end = data.find(b"\n", pos)
         raw = data[pos:] if end == -1 else data[pos:end]
         line += 1
@@ -48,12 +97,19 @@ def scan_lines(
             torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
             line -= 1
             break
+        body, intact = unseal(raw)
         try:
-            record = RecordAdapter.validate_json(raw)
+            if intact is False:
+                raise ValueError("its checksum does not match its content")
+            record = RecordAdapter.validate_json(body)
+            if intact is None and record.v > UNSEALED_VERSION:
+                raise ValueError(f"a format v{record.v} record must carry a checksum")
         except ValueError as exc:
             problem, complete = _diagnose(raw, exc)
-            if not complete and end == len(data) - 1:
-                # Unparseable last line (e.g. zeros after a power loss): also a torn tail.
+            if not complete and not data[end + 1 :].strip(b"\0"):
+                # Unparseable last line (only zeros, i.e. free space, after it; e.g. zeros
+                # inside it after a power loss): also a torn tail.
+                # A complete JSON line failing its checksum is damage, never a torn write.
                 torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
                 line -= 1
                 break
@@ -92,10 +148,11 @@ def _omittable(kind: type[BaseModel]) -> tuple[tuple[str, object], ...]:
 
 
 def encode(thread_id: str, model: BaseModel) -> bytes:
-    """One record (or snapshot) as JSON bytes; ``StoreError`` if JSON cannot hold it."""
+    """One record (or snapshot file) as sealed JSON bytes; ``StoreError`` if JSON cannot hold
+    it (the engine refuses such values earlier, with ``UnstorableValueError``)."""
     omit = {name for name, default in _omittable(type(model)) if getattr(model, name) == default}
     try:
-        return model.model_dump_json(exclude=omit).encode()
+        return seal(model.model_dump_json(exclude=omit).encode())
     except (PydanticSerializationError, UnicodeError) as exc:
         raise StoreError(
             f"Thread `{thread_id}` cannot be saved as JSON: {str(exc).splitlines()[0]}. Nothing "
@@ -104,11 +161,13 @@ def encode(thread_id: str, model: BaseModel) -> bytes:
         ) from exc
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes, offset: int) -> None:
+    """Write all of ``data`` at ``offset`` (journals are written in place, not appended)."""
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = os.pwrite(fd, view, offset)
         view = view[written:]
+        offset += written
 
 
 def offset_after_line(data: bytes, lines: int) -> int:
@@ -133,12 +192,15 @@ def _diagnose(raw: bytes, exc: ValueError) -> tuple[str, bool]:
     line is never skipped as torn: it is a record this version cannot read.
     """
     try:
-        data = json.loads(raw)
+        # Zeros around a line are unwritten blocks; complete JSON amid them is still damage.
+        data = json.loads(raw.strip(b"\0"))
     except ValueError as not_json:
         return f"Journal record is unreadable: {_reason(not_json)}", False
     found = data.get("v") if isinstance(data, dict) else None
     if isinstance(found, int) and found > FORMAT_VERSION:
         return _newer_format(found), True
+    if not isinstance(exc, ValidationError):
+        return f"Journal record is damaged: {exc}", True
     return f"Journal record does not fit the record format: {_reason(exc)}", True
 
 

@@ -3,9 +3,11 @@
 Each thread has an append-only ``journal.jsonl`` (one JSON record per line, fsync'd per
 append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records,
 a lock file (under ``locks/``) held while a process runs the thread, and with attempt
-tracking an ``attempt.json`` naming the node last started. A torn last line
-left by a crash is detected, skipped, reported and cut off by the next writer; damage
-anywhere else fails only that thread, naming the file and line.
+tracking an ``attempt.json`` naming the node last started. Lines and snapshots carry a
+checksum (format v2). A torn last line left by a crash, or a zero-filled tail left by a power
+loss, is detected, skipped, reported and cut off by the next writer; damage anywhere else fails
+only that thread, naming the file and line. A snapshot is used only if intact and lined up
+with the journal.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ from ._files import (
     exclusive_lock,
     os_error,
     read_snapshot_file,
+    sweep_snapshot_temps,
     sync_dir,
     write_file_atomically,
 )
 from ._ids import check_thread_id
-from ._jsonl import Scan, encode, offset_after_line, scan_lines, write_all
+from ._jsonl import Scan, encode, line_crc, offset_after_line, scan_lines, write_all
 from ._protocol import AnyRecord, ThreadLog, check_versions
 
 __all__ = ["JsonFileStore"]
@@ -49,15 +52,25 @@ _JOURNAL = "journal.jsonl"
 _SNAPSHOT = "snapshot.json"
 
 
+#: Journal bytes preallocated at a time (zeros past the data), with fsync on.
+PREALLOCATE_BYTES = 64 * 1024
+
+
 @dataclass(slots=True)
 class _Tail:
-    """What this process knows of a journal's end: last good version, its byte offset, line."""
+    """What this process knows of a journal's end: last good version, its byte offset, line.
+
+    ``capacity`` is the file's size as this process last saw it (data plus preallocated zeros),
+    ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write.
+    """
 
     version: int
     size: int
     lines: int
     snapshot_bytes: int
     since_snapshot: int
+    capacity: int = -1
+    dirty: bool = False
 
 
 class JsonFileStore:
@@ -67,6 +80,10 @@ class JsonFileStore:
     last snapshot's size (at least ``min_snapshot_bytes``), which keeps both the bytes written
     per step and the work to load a thread proportional to the state, not to its history.
     ``fsync=False`` trades durability on power loss for speed (tests, scratch runs).
+    ``preallocate``: bytes of zeros kept ahead of the journal's data (default 64 KiB with
+    fsync, none without), so each append overwrites them instead of growing the file, and its
+    ``fdatasync`` need not commit a new file size (about a quarter cheaper on ext4). A zero
+    tail is free space to readers, never a record.
     """
 
     def __init__(
@@ -77,9 +94,13 @@ class JsonFileStore:
         snapshot_ratio: float = 8.0,
         min_snapshot_bytes: int = 256 * 1024,
         max_open_files: int = 64,
+        preallocate: int | None = None,
     ) -> None:
         self.root = Path(root)
         self.fsync = fsync
+        self.preallocate = (
+            (PREALLOCATE_BYTES if fsync else 0) if preallocate is None else preallocate
+        )
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
         self._threads_dir = self.root / "threads"
@@ -92,6 +113,7 @@ class JsonFileStore:
                 path=str(self._threads_dir),
             ) from exc
         self._tails: dict[str, _Tail] = {}
+        self._swept: set[str] = set()  # threads whose orphaned temporary files were removed
         self._handles = JournalHandles(max_open_files)
         self._guard = threading.RLock()
 
@@ -137,12 +159,12 @@ class JsonFileStore:
             data, path=path, thread_id=thread_id, offset=offset, line=line, version=version
         )
 
-    def _read_from(self, thread_id: str, offset: int) -> bytes:
+    def _read_from(self, thread_id: str, offset: int, *, limit: int = -1) -> bytes:
         path = self._journal_path(thread_id)
         try:
             with open(path, "rb") as handle:
                 handle.seek(offset)
-                return handle.read()
+                return handle.read(limit)
         except FileNotFoundError:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
@@ -167,7 +189,12 @@ class JsonFileStore:
         """Record a fresh read's end; snapshot size and position drive ``snapshot_due``."""
         last = scan.records[-1].version if scan.records else version
         self._tails[thread_id] = _Tail(
-            last, scan.size, scan.lines, snapshot_bytes, scan.size - snapshot_at
+            last,
+            scan.size,
+            scan.lines,
+            snapshot_bytes,
+            scan.size - snapshot_at,
+            dirty=scan.torn is not None,
         )
 
     def _extend(self, tail: _Tail, scan: Scan) -> None:
@@ -175,6 +202,7 @@ class JsonFileStore:
             tail.version = scan.records[-1].version
         tail.since_snapshot += scan.size - tail.size
         tail.size, tail.lines = scan.size, scan.lines
+        tail.dirty = scan.torn is not None
 
     def _report(self, thread_id: str, torn: str | None) -> tuple[str, ...]:
         if torn is None:
@@ -185,13 +213,18 @@ class JsonFileStore:
     def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
         with self._guard:
             tail = self._tails.get(check_thread_id(thread_id))
+            if thread_id not in self._swept:
+                self._swept.add(thread_id)
+                sweep_snapshot_temps(self._dir(thread_id), thread_id)
             if after is not None and tail is not None and tail.version == after:
                 # Read from the last known newline: if it is gone, the file was rewritten
                 # behind our back (restored, damaged) and only a full read can be trusted.
-                data = self._read_from(thread_id, tail.size - 1)
+                # Nothing or a zero after it: nobody wrote since (writers write at the end).
+                data = self._read_from(thread_id, tail.size - 1, limit=2)
+                if data[:1] == b"\n" and data[1:] in (b"", b"\0") and not tail.dirty:
+                    return ThreadLog(records=(), base=after)
                 if data[:1] == b"\n":
-                    if len(data) == 1:
-                        return ThreadLog(records=(), base=after)
+                    data = self._read_from(thread_id, tail.size - 1)
                     scan = self._scan(
                         thread_id, data[1:], offset=tail.size, line=tail.lines, version=after
                     )
@@ -202,9 +235,19 @@ class JsonFileStore:
                         warnings=self._report(thread_id, scan.torn),
                     )
                 del self._tails[thread_id]
-            snapshot, offset, line, snapshot_bytes = self._read_snapshot(thread_id)
-            if snapshot is not None:
-                data = self._read_from(thread_id, offset)
+            found = self._read_snapshot(thread_id)
+            if found is not None:
+                envelope, snapshot_bytes = found
+                snapshot, offset, line = envelope.snapshot, envelope.offset, envelope.line
+                data = self._read_from(thread_id, offset - envelope.record_bytes)
+                record_line = data[: envelope.record_bytes]
+                if line_crc(record_line) != envelope.record_crc:
+                    # Restored, copied or zero-filled journal: it no longer holds the record
+                    # the snapshot follows, so the snapshot cannot be trusted.
+                    return self._load_ignoring_snapshot(
+                        thread_id, reason=f"the journal does not hold record {snapshot.version}"
+                    )
+                data = data[envelope.record_bytes :]
                 try:
                     scan = self._scan(
                         thread_id, data, offset=offset, line=line, version=snapshot.version
@@ -271,11 +314,20 @@ class JsonFileStore:
 
     # -- snapshots ---------------------------------------------------------------------------
 
-    def _read_snapshot(self, thread_id: str) -> tuple[Snapshot | None, int, int, int]:
-        """The latest snapshot with its journal offset, line and size in bytes, if usable."""
-        return read_snapshot_file(
-            self._dir(thread_id) / _SNAPSHOT, self._journal_path(thread_id), thread_id
-        )
+    def _read_snapshot(self, thread_id: str) -> tuple[SnapshotFile, int] | None:
+        """The latest intact snapshot file and its size in bytes, if there is one."""
+        path = self._dir(thread_id) / _SNAPSHOT
+        return read_snapshot_file(path, self._journal_path(thread_id), thread_id)
+
+    def _line_ending_at(self, thread_id: str, offset: int) -> bytes:
+        """The journal line that ends at byte ``offset`` (newline included)."""
+        start = max(0, offset - 4096)
+        while True:
+            data = self._read_from(thread_id, start, limit=offset - start)
+            cut = data.rfind(b"\n", 0, len(data) - 1)
+            if cut != -1 or start == 0:
+                return data[cut + 1 :]
+            start = max(0, start - 65536)
 
     def snapshot_due(self, thread_id: str) -> bool:
         tail = self._tails.get(check_thread_id(thread_id))
@@ -301,11 +353,19 @@ class JsonFileStore:
                 )
             at_tail = snapshot.version == tail.version
             if at_tail:
-                body = SnapshotFile(snapshot=snapshot, offset=tail.size, line=tail.lines)
+                offset, line = tail.size, tail.lines
             else:
                 # Versions are one per line from 0, so record k ends at the (k+1)-th newline.
                 offset = offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
-                body = SnapshotFile(snapshot=snapshot, offset=offset, line=snapshot.version + 1)
+                line = snapshot.version + 1
+            record_line = self._line_ending_at(thread_id, offset)
+            body = SnapshotFile(
+                snapshot=snapshot,
+                offset=offset,
+                line=line,
+                record_bytes=len(record_line),
+                record_crc=line_crc(record_line),
+            )
             data = encode(thread_id, body)
             write_file_atomically(
                 directory / _SNAPSHOT, data, fsync=self.fsync, thread_id=thread_id,
@@ -339,7 +399,7 @@ class JsonFileStore:
                     else:
                         raise ThreadExistsError(thread_id)
                 try:
-                    write_all(fd, data)
+                    write_all(fd, data, 0)
                     self._sync(fd)
                     sync_dir(self.fsync, directory)
                     if new_dir:
@@ -349,7 +409,9 @@ class JsonFileStore:
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
-                self._tails[thread_id] = _Tail(record.version, len(data), 1, len(data), 0)
+                self._tails[thread_id] = _Tail(
+                    record.version, len(data), 1, len(data), 0, capacity=len(data)
+                )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -372,15 +434,22 @@ class JsonFileStore:
                         expected=expected_version,
                         actual=tail.version,
                     )
+                end = tail.size + len(data)
+                padded = data
+                if end > tail.capacity and self.preallocate:
+                    # Zeros past the data in the same write: later appends overwrite them.
+                    padded = data + bytes(self.preallocate)
                 try:
-                    write_all(fd, data)
+                    write_all(fd, padded, tail.size)
                     self._sync(fd)
                 except OSError as exc:
                     os.ftruncate(fd, tail.size)  # leave no half record behind
+                    tail.capacity = tail.size
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 tail.version = records[-1].version if records else tail.version
+                tail.capacity = max(tail.capacity, tail.size + len(padded))
                 tail.size += len(data)
                 tail.lines += len(records)
                 tail.since_snapshot += len(data)
@@ -388,18 +457,28 @@ class JsonFileStore:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _current_tail(self, thread_id: str, fd: int) -> _Tail:
-        """The journal's true end, caught up with other writers; cuts off a torn last line."""
-        size = os.fstat(fd).st_size
+        """The journal's true end, caught up with other writers; cuts off a torn last line.
+
+        The file's size says nothing (zeros may follow the data), so the byte after the last
+        known newline does: nothing or a zero means no other writer came since.
+        """
         tail = self._tails.get(thread_id)
-        if tail is None or size < tail.size:
-            self._tails.pop(thread_id, None)
+        if tail is not None:
+            probe = os.pread(fd, 2, tail.size - 1)
+            if probe[:1] != b"\n":  # shrunk or rewritten behind our back
+                self._tails.pop(thread_id, None)
+            elif probe[1:] not in (b"", b"\0") or tail.dirty:
+                self.load(thread_id, after=tail.version)
+        if thread_id not in self._tails:
             self.load(thread_id)
-        elif size > tail.size:
-            self.load(thread_id, after=tail.version)
         tail = self._tails[thread_id]  # a reload may have replaced it
-        if os.fstat(fd).st_size > tail.size:
+        if tail.dirty:
             os.ftruncate(fd, tail.size)
             self._sync(fd)
+            tail.dirty = False
+            tail.capacity = tail.size
+        if tail.capacity < 0:
+            tail.capacity = os.fstat(fd).st_size
         return tail
 
     def delete(self, thread_id: str) -> None:
