@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ._conditions import Always, Condition, condition_from_data
-from .errors import FlowDefinitionError, RouteError
+from ._untrusted import check_data_depth, parse_json
+from .errors import FlowDefinitionError, RouteError, UntrustedInputError
 
 __all__ = ["END", "Resolution", "Route", "RouteTable"]
 
@@ -50,6 +51,14 @@ class RouteTable:
     __slots__ = ("_rules", "default", "name")
 
     def __init__(self, name: str, rules: Sequence[Route], *, default: str | None = None) -> None:
+        if default is not None and not isinstance(default, str):
+            raise FlowDefinitionError(
+                str(name),
+                [
+                    f"route table `{name}`: default must be a node name (a string) or None, "
+                    f"not {type(default).__name__} {default!r:.60}; fix the table"
+                ],
+            )
         self.name = name
         self._rules: tuple[Route, ...] = tuple(rules)
         self.default = default
@@ -152,6 +161,10 @@ class RouteTable:
         callables: Mapping[str, Callable[[Any], bool]] | None = None,
     ) -> RouteTable:
         try:
+            check_data_depth(data, what="route table data")
+        except UntrustedInputError as exc:
+            raise FlowDefinitionError("<route data>", [str(exc)]) from exc
+        try:
             rules = [
                 Route(condition_from_data(rule["when"], callables), str(rule["to"]))
                 for rule in data["rules"]
@@ -171,7 +184,9 @@ class RouteTable:
         cls, text: str, *, callables: Mapping[str, Callable[[Any], bool]] | None = None
     ) -> RouteTable:
         try:
-            data = json.loads(text)
+            data = parse_json(text, what="route table JSON")
+        except UntrustedInputError as exc:
+            raise FlowDefinitionError("<route data>", [str(exc)]) from exc
         except ValueError as exc:
             raise FlowDefinitionError(
                 "<route data>", [f"route table JSON is not valid JSON: {exc}"]

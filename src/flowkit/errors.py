@@ -43,6 +43,14 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     └── CatalogError               a block catalog file is invalid (.problems)
     ParameterTableError            a teaching/number/flag table is unusable (.path, .key)
     DomainError                    a dialogue domain or conversation file is invalid (.problems)
+    UntrustedInputError            text from outside breaks a parsing limit (also a ValueError)
+    ├── InputTooLargeError         more bytes than the limit
+    ├── InputTooDeepError          nested deeper than the limit (refused before parsing)
+    ├── YAMLAliasError             YAML anchors/aliases where none are allowed, or expanding
+    │                              past the limit (alias bombs)
+    └── UnsafePatternError         a regex pattern that could backtrack without bound
+    Loaders with their own error (``DomainError``, ``CatalogError`` ...) raise it ``from`` the
+    ``UntrustedInputError``, so ``__cause__`` says which limit was hit.
 
 Foreign errors are mapped where they enter and raised ``from`` the original.
 """
@@ -60,6 +68,8 @@ __all__ = [
     "DomainError",
     "FlowDefinitionError",
     "FlowkitError",
+    "InputTooDeepError",
+    "InputTooLargeError",
     "InvalidProgramError",
     "InvalidResumeInputError",
     "InvalidStateError",
@@ -90,8 +100,11 @@ __all__ = [
     "ThreadNotFoundError",
     "UndeclaredWriteError",
     "UnknownGateError",
+    "UnsafePatternError",
     "UnsafeXMLError",
     "UnstorableValueError",
+    "UntrustedInputError",
+    "YAMLAliasError",
 ]
 
 
@@ -553,3 +566,41 @@ class DomainError(FlowkitError):
             f"{path or 'The dialogue domain'} has {count} problem{'s' if count != 1 else ''}; "
             f"fix {'them' if count != 1 else 'it'} and load it again:\n{lines}"
         )
+
+
+# --- Untrusted input limits (flowkit._untrusted) -------------------------------------------
+
+
+class UntrustedInputError(FlowkitError, ValueError):
+    """Text from outside (a file, an LLM answer) breaks a limit of the guarded parsers.
+
+    Also a ``ValueError``, as ``json.JSONDecodeError`` is: code that treats unparsable input
+    as a bad value treats input past a limit the same way.
+
+    ``what`` names the input ("route table JSON", "LLM answer"), ``path`` its file if any,
+    ``limit`` the limit it broke.
+    """
+
+    def __init__(
+        self, message: str, *, what: str, limit: int | None = None, path: str | None = None
+    ) -> None:
+        self.what = what
+        self.limit = limit
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class InputTooLargeError(UntrustedInputError):
+    """The input is larger than its size limit; it was refused before parsing."""
+
+
+class InputTooDeepError(UntrustedInputError):
+    """The input nests deeper than its limit; it was refused before the parser recursed."""
+
+
+class YAMLAliasError(UntrustedInputError):
+    """YAML anchors or aliases where none are allowed, or aliases that expand past the limit."""
+
+
+class UnsafePatternError(UntrustedInputError):
+    """A regular expression that cannot run in bounded time (or does not compile)."""

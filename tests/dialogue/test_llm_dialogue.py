@@ -89,3 +89,13 @@ def test_llm_phrasing_never_sees_personal_values(domain: Any) -> None:
     assert "Sato" not in seen[0] and "{requester}" in seen[0]
     failing = ScriptedLLM(default=LLMUnavailableError("down"))
     assert renderer.generate(failing, plan, goal, slots, None).startswith("Booked maintenance")
+
+
+def test_a_deeply_nested_llm_answer_falls_back_to_the_offline_recogniser() -> None:
+    # 100,000 brackets once raised RecursionError at IR and ended the conversation `failed`.
+    llm = ScriptedLLM(default="[" * 100_000 + "]" * 100_000)
+    bot = Dialogue("robot_cell", llm=llm, clock=monday)
+    reply = bot.send("deep", "book maintenance for robot 1 tomorrow at 10:00")
+    assert reply.intent_type == "book_maintenance" and reply.missing_slots == ["requester"]
+    # The conversation goes on (phrasing is free text, so the model's brackets are its words).
+    assert bot.send("deep", "Sato").response_id == "booking_done"

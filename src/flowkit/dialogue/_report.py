@@ -10,7 +10,7 @@ twice ("entity `x` is not defined" when `x` is there but malformed).
 from __future__ import annotations
 
 import difflib
-import re
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import DomainError
+from ..errors import DomainError, UntrustedInputError
 
 __all__ = ["MAX_BYTES", "DomainCheck", "Problem", "check_domain", "parse_file", "problems_of"]
 
@@ -65,6 +65,8 @@ def parse_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
 
 def read_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
     """``parse_file``, raising ``UnreadableFileError`` (one problem about the file as a whole)."""
+    from .._untrusted import read_regular_file
+
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -75,10 +77,12 @@ def read_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
                     f"{MAX_BYTES // 1024 // 1024} MB. Pass the {what} itself",
                 )
             )
-        raw = path.read_bytes()
+        raw = read_regular_file(path, what=what, max_bytes=MAX_BYTES)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise UnreadableFileError(Problem("(file)", f"cannot read it ({reason})")) from exc
+    except UntrustedInputError as exc:  # grew past the limit since the stat
+        raise UnreadableFileError(Problem("(file)", str(exc))) from exc
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -98,11 +102,9 @@ def read_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
         line = text[: text.index("\x00")].count("\n") + 1
         raise UnreadableFileError(Problem("(file)", "a NUL byte; this is not a text file", line))
     try:
-        return _parse(text, json_file=path.suffix.lower() == ".json")
-    except RecursionError as exc:
-        raise UnreadableFileError(
-            Problem("(file)", f"nested too deeply (over 500 levels); a {what} is a few levels deep")
-        ) from exc
+        return _parse(text, json_file=path.suffix.lower() == ".json", what=what)
+    except UntrustedInputError as exc:
+        raise UnreadableFileError(Problem("(file)", str(exc))) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,43 +141,25 @@ def check_domain(source: str | Path) -> DomainCheck:
     return DomainCheck(str(path), domain if not problems else None, problems)
 
 
-def _deep(text: str, limit: int = 500) -> bool:
-    """Whether ``text`` may nest deeper than ``limit`` (flow brackets, or block indentation and
-    `- ` / `? ` indicators), a cheap over-estimate."""
-    depth = deepest = 0
-    for match in re.finditer(r"[\[\]{}]", text):
-        depth = max(0, depth + (1 if match.group() in "[{" else -1))
-        deepest = max(deepest, depth)
-    if deepest > limit:
-        return True
-    return any(len(line) - len(line.lstrip(" \t-?")) > limit for line in text.splitlines())
-
-
-def _parse(text: str, *, json_file: bool) -> tuple[Any, _Lines]:
+def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, _Lines]:
     import yaml
 
-    # libyaml's C composer recurses without a limit and crashes the interpreter on
-    # pathological nesting, so such a file is refused before it is parsed.
-    if _deep(text):
-        raise RecursionError
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    if json_file:
-        import json
+    from .._untrusted import compose_yaml, construct_yaml, parse_json
 
+    if json_file:
         try:
-            data = json.loads(text)
+            data = parse_json(text, what=what, max_bytes=MAX_BYTES)
         except json.JSONDecodeError as exc:
             where = Problem("(file)", f"invalid JSON: {exc.msg}; fix the syntax", exc.lineno)
             raise UnreadableFileError(where) from exc
         # JSON is YAML too: the YAML parser gives the lines (best effort).
         try:
-            return data, _lines_of(yaml.compose(text, Loader=loader_class))
-        except yaml.YAMLError:
+            return data, _lines_of(compose_yaml(text, what=what, max_bytes=MAX_BYTES))
+        except (yaml.YAMLError, UntrustedInputError):
             return data, {}
-    loader = loader_class(text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        node = compose_yaml(text, what=what, max_bytes=MAX_BYTES)
+        data = construct_yaml(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -183,8 +167,6 @@ def _parse(text: str, *, json_file: bool) -> tuple[Any, _Lines]:
         raise UnreadableFileError(
             Problem("(file)", f"invalid YAML: {reason}; fix the syntax", line)
         ) from exc
-    finally:
-        loader.dispose()
     return data, _lines_of(node)
 
 

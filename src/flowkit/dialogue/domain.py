@@ -7,13 +7,15 @@ once in a ``DomainError`` naming the file and the path inside it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import DomainError
+from .._untrusted import check_data_depth
+from ..errors import DomainError, UntrustedInputError
 
 __all__ = [
     "CONTROL_INTENTS",
@@ -226,7 +228,18 @@ def load_domain(source: str | Path | Mapping[str, Any] | Domain) -> Domain:
     if isinstance(source, Domain):
         return source
     if isinstance(source, Mapping):
+        try:
+            check_data_depth(source, what="domain")
+        except UntrustedInputError as exc:
+            raise DomainError([str(exc)]) from exc
         return _validate(source, None, {})
+    if not isinstance(source, str | os.PathLike):
+        raise DomainError(
+            [
+                f"expected a file path, a shipped example's name, a mapping or a Domain, not "
+                f"{type(source).__name__}; pass one of those"
+            ]
+        )
     path = resolve_path(source)
     from ._report import parse_file
 

@@ -7,7 +7,6 @@ perform the steps, so every decision is written once.
 
 from __future__ import annotations
 
-import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
@@ -17,6 +16,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel
 
 from flowkit._logging import get_logger, log_content
+from flowkit._untrusted import parse_json
 from flowkit.errors import (
     LLMConfigError,
     LLMError,
@@ -227,9 +227,10 @@ class ChatExchange(ABC):
 
     def _read(self, response: HTTPResponse, request: HTTPRequest) -> LLMResponse:
         try:
-            return self._parse(json.loads(response.text))
+            return self._parse(parse_json(response.text, what="LLM response", max_bytes=None))
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
-            # RecursionError: JSON nested deeper than the parser's stack (a hostile body).
+            # ValueError includes UntrustedInputError (nested past the limit, refused before
+            # parsing); RecursionError stays as a backstop.
             raise LLMResponseError(
                 f"POST {request.url} answered HTTP {response.status} but the body is not a chat "
                 f"completion ({exc!r}): {_excerpt(response.text)!r}. Check that base_url points "
@@ -293,8 +294,8 @@ def _excerpt(text: str, limit: int = 300) -> str:
     """The server's own error message if the body has one, else the start of the body."""
     message: Any = None
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
+        data = parse_json(text, what="LLM error body", max_bytes=None)
+    except (ValueError, RecursionError):  # not JSON, or past a limit (UntrustedInputError)
         data = None
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data.get("message")))

@@ -11,9 +11,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from flowkit.errors import LLMResponseError
+from flowkit._untrusted import MAX_BYTES, MAX_DEPTH, check_json_depth
+from flowkit.errors import LLMResponseError, UntrustedInputError
 
-__all__ = ["extract_json", "json_candidates", "strip_reasoning"]
+__all__ = ["MAX_ANSWER_CHARS", "extract_json", "guard_answer", "json_candidates", "strip_reasoning"]
+
+#: An answer longer than this is refused before any JSON in it is looked for.
+MAX_ANSWER_CHARS = MAX_BYTES
 
 # An unclosed block runs to the end: the model was cut off while still thinking.
 _REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
@@ -42,6 +46,7 @@ def json_candidates(text: str) -> Iterator[Any]:
     The whole text if it is JSON (then nothing else); else every fenced block that is
     JSON, then every object or array embedded in prose, left to right, outermost only.
     """
+    guard_answer(text)
     body = strip_reasoning(text)
     # Whole-text JSON first, as is: a tag inside one of its strings is content, not reasoning.
     for whole in (text, body):
@@ -78,6 +83,29 @@ def extract_json(text: str) -> Any:
         "in prose); ask the model to answer with JSON only.",
         raw_text=text,
     )
+
+
+def guard_answer(text: str, *, model: str | None = None) -> None:
+    """Refuse an answer too long or too deeply nested to parse safely.
+
+    Every bracket counts, inside strings or not (prose around JSON may hold a stray quote),
+    so the depth is an over-estimate: no parser below can recurse past ``MAX_DEPTH``.
+
+    Raises:
+        LLMResponseError: raised from the ``InputTooLargeError`` / ``InputTooDeepError``
+            that says which limit the answer broke, so callers treat it as any unusable
+            answer (the dialogue falls back to its offline recogniser).
+    """
+    try:
+        if len(text) > MAX_ANSWER_CHARS:
+            from flowkit._untrusted import parse_json
+
+            parse_json(text, what="LLM answer", max_bytes=MAX_ANSWER_CHARS)
+        check_json_depth(text, what="LLM answer", max_depth=MAX_DEPTH, strings=False)
+    except UntrustedInputError as exc:
+        raise LLMResponseError(
+            f"The model's answer is unusable: {exc}.", model=model, raw_text=text[:2000]
+        ) from exc
 
 
 def _embedded(body: str) -> Iterator[Any]:

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from flowkit._logging import get_logger
-from flowkit.errors import LLMSchemaError
-from flowkit.llm._extract import json_candidates
+from flowkit.errors import LLMResponseError, LLMSchemaError
+from flowkit.llm._extract import guard_answer, json_candidates
 from flowkit.llm._types import LLMResponse, Message, check_messages
 
 __all__ = [
@@ -69,6 +69,15 @@ def parse_answer(text: str, schema: type[BaseModel], *, model: str | None = None
             candidate's, JSON-safe).
     """
     first: ValidationError | None = None
+    try:
+        guard_answer(text, model=model)
+    except LLMResponseError as exc:
+        raise LLMSchemaError(
+            str(exc),
+            model=model,
+            raw_text=exc.raw_text,
+            errors=[{"type": "json_invalid", "loc": [], "msg": "the answer is past a limit"}],
+        ) from exc.__cause__
     for value in json_candidates(text):
         try:
             return schema.model_validate(value)

@@ -6,12 +6,12 @@ which reports load errors and token counts more precisely.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from flowkit._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
@@ -86,7 +86,7 @@ class OllamaLLM(HTTPChatLLM):
 
     def _parse_line(self, line: str) -> Delta | None:
         # NDJSON: one object per line; the last has "done": true and the token counts.
-        data = json.loads(line)
+        data = parse_json(line, what="LLM stream line", max_bytes=None)
         if "error" in data:
             raise ServerStreamError(str(data["error"]))
         text = (data.get("message") or {}).get("content") or ""

@@ -6,12 +6,12 @@ set ``base_url`` to the server's ``.../v1``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from flowkit._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
@@ -93,7 +93,7 @@ class OpenAICompatibleLLM(HTTPChatLLM):
         payload = line[5:].strip()
         if payload == "[DONE]":
             return Delta(done=True)
-        data = json.loads(payload)
+        data = parse_json(payload, what="LLM stream line", max_bytes=None)
         if "error" in data:
             error = data["error"]
             raise ServerStreamError(

@@ -19,7 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from flowkit.errors import LLMConfigError, LLMSchemaError, ReplayMismatchError
+from flowkit._untrusted import parse_json, read_regular_file
+from flowkit.errors import (
+    LLMConfigError,
+    LLMSchemaError,
+    ReplayMismatchError,
+    UntrustedInputError,
+)
 from flowkit.llm._protocol import InProcessLLM
 from flowkit.llm._structured import parse_answer, schema_name
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
@@ -263,6 +269,10 @@ def save_cassette(
     write_atomically(target, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
+#: A cassette larger than this is refused unread (recordings of long sessions stay far below).
+MAX_CASSETTE_BYTES = 64 * 1024 * 1024
+
+
 def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read the calls of a cassette file (format version 1 or 2).
 
@@ -275,11 +285,14 @@ def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = read_regular_file(path, what="cassette", max_bytes=MAX_CASSETTE_BYTES)
+        data = parse_json(raw, what="cassette", max_bytes=None)
     except OSError as exc:
         raise LLMConfigError(
             f"Cannot read cassette {str(path)!r}: {exc.strerror or exc}; check the path."
         ) from exc
+    except UntrustedInputError as exc:
+        raise LLMConfigError(f"Cassette {str(path)!r} is refused: {exc}.") from exc
     except ValueError as exc:  # also UnicodeDecodeError
         raise LLMConfigError(
             f"Cassette {str(path)!r} is not a JSON file ({_clip(str(exc), 120)})."

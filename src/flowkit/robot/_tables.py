@@ -14,7 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from flowkit.errors import ParameterTableError
+from flowkit._untrusted import parse_yaml as parse_yaml_within_limits
+from flowkit._untrusted import read_regular_file
+from flowkit.errors import ParameterTableError, UntrustedInputError
 
 from .._atomic import write_atomically
 
@@ -290,20 +292,25 @@ class _LimitError(Exception):
     pass
 
 
+def _too_large(label: str, where: str) -> ParameterTableError:
+    return ParameterTableError(
+        f"is larger than {MAX_TABLE_BYTES} bytes; a {label} is normally a few kilobytes",
+        path=where,
+    )
+
+
 def _read_yaml(path: Path, label: str) -> object:
     where = str(path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_TABLE_BYTES + 1)
+        raw = read_regular_file(path, what=label, max_bytes=MAX_TABLE_BYTES + 1)
     except FileNotFoundError:
         raise ParameterTableError(f"{label} not found; check the path", path=where) from None
     except OSError as exc:
         raise ParameterTableError(f"cannot be read: {exc.strerror or exc}", path=where) from exc
+    except UntrustedInputError as exc:
+        raise _too_large(label, where) from exc
     if len(raw) > MAX_TABLE_BYTES:
-        raise ParameterTableError(
-            f"is larger than {MAX_TABLE_BYTES} bytes; a {label} is normally a few kilobytes",
-            path=where,
-        )
+        raise _too_large(label, where)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -314,15 +321,25 @@ def _read_yaml(path: Path, label: str) -> object:
 
 
 def parse_yaml(text: str, *, path: str | None = None) -> object:
-    """Parse one YAML document with PyYAML's safe loader after a streaming pre-check that
-    refuses anchors, aliases (so alias bombs never expand), deep nesting and huge documents."""
+    """Parse one YAML document with PyYAML's safe loader behind the guarded door
+    (``flowkit._untrusted``): anchors and aliases refused (so alias bombs never expand),
+    deep nesting and huge documents refused before the composer runs."""
     import yaml
 
     try:
-        _precheck(yaml.parse(text, Loader=_loader()))
-        return yaml.load(text, Loader=_loader())
+        return parse_yaml_within_limits(
+            text,
+            what="parameter table",
+            loader=_loader(),
+            max_bytes=MAX_TABLE_BYTES,
+            max_depth=_MAX_DEPTH,
+            max_nodes=_MAX_NODES,
+            allow_aliases=False,
+        )
     except _LimitError as exc:
         raise ParameterTableError(str(exc), path=path) from None
+    except UntrustedInputError as exc:
+        raise ParameterTableError(str(exc), path=path) from exc
     except yaml.YAMLError as exc:
         detail = " ".join(str(exc).split())
         raise ParameterTableError(
@@ -330,27 +347,6 @@ def parse_yaml(text: str, *, path: str | None = None) -> object:
             "again from the controller",
             path=path,
         ) from exc
-
-
-def _precheck(events: Iterator[yaml.Event]) -> None:
-    import yaml
-
-    depth = nodes = 0
-    for event in events:
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            line = event.start_mark.line + 1 if event.start_mark else "?"
-            raise _LimitError(
-                f"uses a YAML anchor or alias (line {line}); parameter tables do not need "
-                "them, write each value out"
-            )
-        if isinstance(event, yaml.NodeEvent):
-            nodes += 1
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-        if nodes > _MAX_NODES or depth > _MAX_DEPTH:
-            raise _LimitError(f"has over {_MAX_NODES} values or nests over {_MAX_DEPTH} deep")
 
 
 @cache

@@ -50,6 +50,7 @@ class Tokens:
     """A cursor over one line's tokens, with the parsers of the inline grammar."""
 
     def __init__(self, tokens: list[Token], catalog: Catalog) -> None:
+        _check_nesting(tokens)
         self.tokens = tokens
         self.index = 0
         self.catalog = catalog
@@ -303,6 +304,32 @@ class Tokens:
             chain.append(self.inline_block(token.value))
         self.index += 1
         return chain
+
+
+#: The deepest a condition may nest in one line (brackets plus `not`s); each level costs the
+#: recursive-descent parser a few stack frames, so this keeps it far from Python's limit.
+MAX_INLINE_DEPTH = 50
+
+
+def _check_nesting(tokens: list[Token]) -> None:
+    """Refuse a line nested deeper than ``MAX_INLINE_DEPTH`` before the parser recurses.
+
+    Every ``not`` counts as a level for the rest of the line: an over-estimate, and cheap.
+    """
+    depth = deepest = nots = 0
+    for token in tokens:
+        if token.kind == "punct" and token.text in "({":
+            depth += 1
+        elif token.kind == "punct" and token.text in ")}":
+            depth = max(0, depth - 1)
+        elif token.kind == "word" and token.text == "not":
+            nots += 1
+        deepest = max(deepest, depth + nots)
+        if deepest > MAX_INLINE_DEPTH:
+            raise TextSyntaxError(
+                f"the condition nests deeper than {MAX_INLINE_DEPTH} levels (brackets and "
+                "`not`s); split it, or simplify it"
+            )
 
 
 def step_data(block_type: str, parts: Parts) -> dict[str, object]:

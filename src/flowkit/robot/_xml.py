@@ -7,25 +7,35 @@ stays light; it has no type stubs, so its objects are typed ``Any`` and kept in 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from flowkit.errors import InvalidProgramError, RobotProgramError, UnsafeXMLError
+from flowkit._untrusted import read_regular_file
+from flowkit.errors import (
+    InvalidProgramError,
+    RobotProgramError,
+    UnsafeXMLError,
+    UntrustedInputError,
+)
 
 from .problems import Problem
 
 __all__ = [
     "BLOCKLY_NS",
+    "MAX_PROGRAM_BYTES",
     "Element",
     "local_name",
     "new_element",
     "parse_xml",
+    "read_program_file",
     "read_source",
     "serialize",
 ]
 
+#: A program or steps file larger than this is refused unread (programs are tens of kB).
+MAX_PROGRAM_BYTES = 8 * 1024 * 1024
 BLOCKLY_NS = "https://developers.google.com/blockly/xml"
 # A DOCTYPE can only stand in the prolog: after the declaration, comments and PIs.
 _DOCTYPE = re.compile(r"\A\ufeff?(?:\s|<\?.*?\?>|<!--.*?-->)*<!DOCTYPE", re.DOTALL)
@@ -33,20 +43,56 @@ _DOCTYPE = re.compile(r"\A\ufeff?(?:\s|<\?.*?\?>|<!--.*?-->)*<!DOCTYPE", re.DOTA
 Element = Any
 
 
-def read_source(source: str | bytes | Path) -> tuple[bytes, str | None]:
-    """The document bytes and a path for messages. A ``str`` starting with ``<`` (after
-    whitespace) is XML text; any other ``str`` or a ``Path`` is a file to read."""
-    if isinstance(source, bytes):
+def read_source(
+    source: str | bytes | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+) -> tuple[bytes, str | None]:
+    """The document bytes and a path for messages.
+
+    ``source`` is the XML itself (``str`` or ``bytes``) or a file (a ``Path``); ``path=``
+    names a file as a ``str``. A ``str`` is never taken for a file name: one that is not
+    markup is refused with a hint, so a typo cannot open ``/dev/zero`` or a FIFO.
+
+    Raises:
+        RobotProgramError: both or neither given; a ``str`` that is not XML; the file cannot
+            be read, is not a regular file, or is larger than ``MAX_PROGRAM_BYTES``.
+    """
+    if (source is None) == (path is None):
+        raise RobotProgramError(
+            "Pass the program either as XML (text, bytes or a Path) or as path=...; "
+            f"got {'both' if source is not None else 'neither'}."
+        )
+    if path is None and isinstance(source, bytes):
         return source, None
-    if isinstance(source, str) and source.lstrip().startswith("<"):
+    if path is None and isinstance(source, str):
+        if not source.lstrip().startswith("<"):
+            raise RobotProgramError(
+                "The program text is not XML (it does not start with `<`). To read a file, "
+                "pass Path(...) or path=...; a str is always the program itself."
+            )
         return source.encode("utf-8"), None
-    path = Path(source)
+    file = path if path is not None else source
+    assert file is not None and not isinstance(file, bytes)
+    return read_program_file(file, what="robot program"), os.fspath(file)
+
+
+def read_program_file(path: str | os.PathLike[str], *, what: str) -> bytes:
+    """The bytes of a program or steps file: a regular file of at most ``MAX_PROGRAM_BYTES``.
+
+    Raises:
+        RobotProgramError: it cannot be read, is not a regular file (a FIFO or a device is
+            refused without blocking) or is too large.
+    """
+    where = os.fspath(path)
     try:
-        return path.read_bytes(), str(path)
+        return read_regular_file(where, what=what, max_bytes=MAX_PROGRAM_BYTES)
     except OSError as exc:
         raise RobotProgramError(
-            f"Cannot read {path}: {exc.strerror}; check the path.", path=str(path)
+            f"Cannot read {where}: {exc.strerror or exc}; check the path.", path=where
         ) from exc
+    except UntrustedInputError as exc:
+        raise RobotProgramError(str(exc), path=where) from exc
 
 
 def _parser() -> Any:
@@ -63,17 +109,36 @@ def _parser() -> Any:
     )
 
 
-def parse_xml(source: str | bytes | Path) -> tuple[Element, str | None]:
+def parse_xml(
+    source: str | bytes | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+) -> tuple[Element, str | None]:
     """Parse a robot program safely; return its root element and the file path (if any).
+
+    ``source`` is XML text, bytes or a ``Path``; ``path=`` a file name (see ``read_source``).
 
     Raises:
         UnsafeXMLError: the document has a DOCTYPE, entity declarations or references.
         InvalidProgramError: it is not well-formed XML, nested too deeply, or its root is
             not ``<xml xmlns="https://developers.google.com/blockly/xml">``.
     """
+    data, where = read_source(source, path=path)
+    return _parse_bytes(data, where)
+
+
+def _parse_bytes(data: bytes, path: str | None) -> tuple[Element, str | None]:
     from lxml import etree
 
-    data, path = read_source(source)
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        problem = Problem(
+            severity="error",
+            code="xml_syntax",
+            message="a NUL character; XML cannot hold one, remove it",
+            line=line,
+        )
+        raise InvalidProgramError([problem], path=path)
     if _DOCTYPE.match(data.decode("utf-8", errors="replace")):
         raise _unsafe(path)
     try:

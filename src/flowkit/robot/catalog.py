@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flowkit.errors import CatalogError
+from flowkit._untrusted import parse_json, read_regular_file
+from flowkit.errors import CatalogError, UntrustedInputError
 
 from ._resources import schema_path
 from ._specs import AttributeSpec, BlockSpec, FieldSpec, InputSpec, TextSpec, ValueRule
@@ -198,9 +199,15 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
         return default_catalog()
     where = str(path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = read_regular_file(path, what="block catalog")
+        data = parse_json(raw, what="block catalog", path=where)
     except OSError as exc:
-        raise CatalogError([f"cannot read the file: {exc.strerror}"], path=where) from exc
+        raise CatalogError([f"cannot read the file: {exc.strerror or exc}"], path=where) from exc
+    except UntrustedInputError as exc:
+        raise CatalogError([str(exc)], path=where) from exc
+    except UnicodeDecodeError as exc:
+        problem = f"not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        raise CatalogError([problem], path=where) from exc
     except json.JSONDecodeError as exc:
         problem = f"line {exc.lineno}: not JSON ({exc.msg})"
         raise CatalogError([problem], path=where) from exc

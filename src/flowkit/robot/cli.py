@@ -12,9 +12,11 @@ from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from flowkit.errors import InvalidProgramError, RobotProgramError
+from flowkit._untrusted import parse_json
+from flowkit.errors import InvalidProgramError, RobotProgramError, UntrustedInputError
 
 from .._atomic import write_atomically
+from ._xml import read_program_file
 from .compile import compile_program
 from .decompile import decompile
 from .problems import errors_only
@@ -45,16 +47,13 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
             the line for the text form).
     """
     where = str(path)
+    raw = read_program_file(path, what="steps file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RobotProgramError(
             f"Cannot read {where}: it is not UTF-8 text (byte {exc.start}); save it as UTF-8.",
             path=where,
-        ) from exc
-    except OSError as exc:
-        raise RobotProgramError(
-            f"Cannot read {where}: {exc.strerror or exc}; check the path.", path=where
         ) from exc
     if Path(path).suffix.lower() != ".json":
         section = _SECTION.search(text)
@@ -62,7 +61,7 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
             return parse(text)
         return parse_program(text) if section.group(1) == "stack" else parse_tasks(text)
     try:
-        data = json.loads(text)
+        data = parse_json(text, what="steps file", path=where)
         if isinstance(data, list):
             return _TASKS.validate_python(data)
         if isinstance(data, dict) and data.get("kind") == "robot-tasks":
@@ -72,6 +71,8 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
         raise RobotProgramError(
             f"{where}:{exc.lineno}: not JSON ({exc.msg}); fix the file.", path=where
         ) from exc
+    except UntrustedInputError as exc:
+        raise RobotProgramError(str(exc), path=where) from exc
     except ValidationError as exc:
         detail = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:10]

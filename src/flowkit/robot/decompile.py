@@ -7,7 +7,7 @@ the step says None, so compiling the steps gives the same document back.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from pydantic import ValidationError
 
@@ -37,26 +37,45 @@ class _ReadError(Exception):
         self.code = code
 
 
-def decompile(source: str | bytes | Path, *, catalog: Catalog | None = None) -> Program:
-    """Read a program from XML text (a ``str`` starting with ``<``), bytes or a file path.
+def decompile(
+    source: str | bytes | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    catalog: Catalog | None = None,
+) -> Program:
+    """Read a program from XML text or bytes, a ``Path``, or ``path=`` a file name (a ``str``
+    source is always XML text, never a file name).
 
     Raises:
         UnsafeXMLError: DOCTYPE or entities in the document.
         InvalidProgramError: not well-formed, or something the step model cannot hold (the
             problem names the line).
+        RobotProgramError: the file cannot be read (see ``read_source``).
     """
+    if path is not None:
+        root, where = parse_xml(source, path=path)
+        return _decompile_root(root, where, catalog)[0]
+    if source is None:
+        parse_xml()  # raises: neither given
+    assert source is not None
     program, _lines = decompile_with_lines(source, catalog=catalog)
     return program
 
 
 def decompile_with_lines(
-    source: str | bytes | Path | Element, *, catalog: Catalog | None = None
+    source: str | bytes | os.PathLike[str] | Element, *, catalog: Catalog | None = None
 ) -> tuple[Program, dict[int, int]]:
     """Like ``decompile``; also maps ``id(step)`` of every step to its line in the XML."""
-    if isinstance(source, str | bytes | Path):
+    if isinstance(source, str | bytes | os.PathLike):
         root, path = parse_xml(source)
     else:
         root, path = source, None
+    return _decompile_root(root, path, catalog)
+
+
+def _decompile_root(
+    root: Element, path: str | None, catalog: Catalog | None
+) -> tuple[Program, dict[int, int]]:
     reader = _Reader(catalog or default_catalog())
     try:
         stacks = [reader.chain(child) for child in reader.children(root)]

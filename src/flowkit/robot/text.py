@@ -113,6 +113,7 @@ class _Parser:
         raw_lines = text.replace("\r\n", "\n").split("\n")
         self.lines = [line for n, raw in enumerate(raw_lines, 1) if (line := _read(n, raw))]
         self.pos = 0
+        _check_depth(self.lines)
 
     def fail(self, message: str, line: _Line | None = None) -> StepTextError:
         where = line or (self.lines[self.pos] if self.pos < len(self.lines) else None)
@@ -285,6 +286,27 @@ class _Parser:
             raise self.fail(str(exc), line) from None
         except ValidationError as exc:
             raise self.fail(_message(exc), line) from None
+
+
+#: The deepest the text form may nest bodies; the parser recurses once per level, and no
+#: program nests more than a dozen (the XML itself stops near 120 chained blocks).
+MAX_TEXT_DEPTH = 100
+
+
+def _check_depth(lines: list[_Line]) -> None:
+    """Refuse text whose bodies nest deeper than ``MAX_TEXT_DEPTH`` before parsing it:
+    one pass over the indentation with a stack of the open levels."""
+    open_levels: list[int] = []
+    for line in lines:
+        while open_levels and open_levels[-1] >= line.indent:
+            open_levels.pop()
+        open_levels.append(line.indent)
+        if len(open_levels) > MAX_TEXT_DEPTH:
+            raise StepTextError(
+                f"the steps nest deeper than {MAX_TEXT_DEPTH} levels of indentation; no "
+                "program does, so the text was not parsed. Check what produced it",
+                line=line.number,
+            )
 
 
 def _read(number: int, raw: str) -> _Line | None:

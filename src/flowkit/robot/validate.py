@@ -7,10 +7,10 @@ on module steps and names the task and step instead. Neither raises for a bad pr
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from flowkit.errors import InvalidProgramError
@@ -38,17 +38,24 @@ def _schema() -> Any:
     return xmlschema.XMLSchema(str(schema_path("blockly-robot.xsd")))
 
 
-def validate_xml(source: str | bytes | Path, catalog: Catalog | None = None) -> list[Problem]:
-    """Every problem of a program given as XML text, bytes or a file path, each with its line.
+def validate_xml(
+    source: str | bytes | os.PathLike[str] | None = None,
+    catalog: Catalog | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+) -> list[Problem]:
+    """Every problem of a program given as XML text or bytes, a ``Path``, or ``path=`` a file
+    name, each with its line (a ``str`` source is always XML text, never a file name).
 
     Not well-formed XML is reported as a problem too; the list is empty for a clean program
     and may hold warnings only (e.g. editor-only block types) for a valid one.
 
     Raises:
         UnsafeXMLError: the document has a DOCTYPE or entities (it is not read at all).
+        RobotProgramError: the file cannot be read (see ``read_source``).
     """
     try:
-        root, _path = parse_xml(source)
+        root, _path = parse_xml(source, path=path)
     except InvalidProgramError as exc:
         return list(exc.problems)
     problems = _xsd_problems(root)

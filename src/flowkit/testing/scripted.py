@@ -11,12 +11,12 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Literal, Self, TypeAlias, cast
 
 from pydantic import BaseModel
 
 from flowkit import errors
+from flowkit._untrusted import parse_json, read_regular_file
 from flowkit.errors import LLMConfigError
 from flowkit.llm._protocol import InProcessLLM
 from flowkit.llm._structured import Ask, complete_in_process
@@ -93,8 +93,8 @@ class ScriptedLLM(InProcessLLM):
         (the name of an ``LLMError`` class in ``flowkit.errors``) with ``"message"``.
         """
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = parse_json(read_regular_file(path, what="rules file"), what="rules file")
+        except (OSError, ValueError) as exc:  # ValueError: also UntrustedInputError
             raise LLMConfigError(f"Cannot read scripted LLM file {str(path)!r}: {exc}.") from exc
         if not isinstance(data, dict) or not isinstance(data.get("rules", []), list):
             raise LLMConfigError(
