@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
@@ -17,13 +18,20 @@ from flowkit.errors import InvalidProgramError
 
 from ._checks import Finding, Unit, check_program, check_units
 from ._resources import schema_path
-from ._xml import BLOCKLY_NS, Element, parse_xml
+from ._xml import BLOCKLY_NS, Element, local_name, parse_xml
 from .catalog import Catalog, default_catalog
 from .decompile import decompile_with_lines
 from .problems import Problem
 from .steps import Program, Step, TaskSteps, build_program
 
-__all__ = ["validate_steps", "validate_task", "validate_xml"]
+__all__ = ["MAX_PROBLEMS", "validate_steps", "validate_task", "validate_xml"]
+
+#: The most problems ``validate_xml`` lists; one more says it stopped there.
+MAX_PROBLEMS = 100
+#: More attributes on one element than this and the document is refused before the schema.
+MAX_ATTRIBUTES = 64
+#: A guard on the schema check of pathological documents (real programs take milliseconds).
+_MAX_SECONDS = 20.0
 
 _ORDER_HINT = (
     "a <block> holds, in this order: <mutation>?, <field>*, <comment>?, <value>/<statement>* "
@@ -58,15 +66,17 @@ def validate_xml(
         root, _path = parse_xml(source, path=path)
     except InvalidProgramError as exc:
         return list(exc.problems)
-    problems = _xsd_problems(root)
+    problems = _attribute_problems(root) or _xsd_problems(root)
+    if problems and problems[-1].code in ("too_many_problems", "too_many_attributes"):
+        return problems
     try:
         program, lines = decompile_with_lines(root, catalog=catalog)
     except InvalidProgramError as exc:
         # The schema already explains most unreadable documents; add only what is new.
         seen = {p.line for p in problems}
-        return problems + [p for p in exc.problems if p.line not in seen]
+        return _capped(problems + [p for p in exc.problems if p.line not in seen])
     findings = check_program(program, catalog or default_catalog())
-    return problems + _with_lines(findings, lines)
+    return _capped(problems + _with_lines(findings, lines))
 
 
 def validate_steps(
@@ -153,7 +163,16 @@ def _with_lines(findings: list[Finding], lines: dict[int, int]) -> list[Problem]
 
 def _xsd_problems(root: Element) -> list[Problem]:
     problems: list[Problem] = []
+    started = time.monotonic()
+    # xmlschema yields errors lazily; each costs time in the size of its element, so an
+    # element with thousands of bad attributes made the whole list cubic. Stop early.
     for error in _schema().iter_errors(root):
+        if len(problems) >= MAX_PROBLEMS:
+            problems.append(_stopped(f"after {MAX_PROBLEMS} schema problems"))
+            break
+        if time.monotonic() - started > _MAX_SECONDS:
+            problems.append(_stopped(f"after {_MAX_SECONDS:g} s"))
+            break
         reason = _plain(str(error.reason or error.message))
         hint = _ORDER_HINT if "Unexpected child" in reason or "not complete" in reason else ""
         elem = error.elem
@@ -172,6 +191,47 @@ def _xsd_problems(root: Element) -> list[Problem]:
             )
         )
     return problems
+
+
+def _attribute_problems(root: Element) -> list[Problem]:
+    """Elements with more attributes than any Blockly element has, found in one pass.
+
+    The schema checker builds every attribute error of an element before it yields the
+    first, each in time linear in the attributes: thousands of them made validation take
+    minutes. Such a document is refused here, without the schema check.
+    """
+    problems: list[Problem] = []
+    for element in root.iter():
+        count = len(element.attrib)
+        if count > MAX_ATTRIBUTES:
+            problems.append(
+                Problem(
+                    severity="error",
+                    code="too_many_attributes",
+                    message=(
+                        f"<{local_name(element)}> has {count} attributes; Blockly elements have "
+                        f"at most a few, so the document was not checked further"
+                    ),
+                    line=element.sourceline,
+                )
+            )
+            if len(problems) >= MAX_PROBLEMS:
+                break
+    return problems
+
+
+def _stopped(when: str) -> Problem:
+    return Problem(
+        severity="error",
+        code="too_many_problems",
+        message=f"validation stopped {when}; fix the problems above and validate again",
+    )
+
+
+def _capped(problems: list[Problem]) -> list[Problem]:
+    if len(problems) <= MAX_PROBLEMS + 1:
+        return problems
+    return [*problems[:MAX_PROBLEMS], _stopped(f"after {MAX_PROBLEMS} problems")]
 
 
 def _plain(text: str) -> str:
