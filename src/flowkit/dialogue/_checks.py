@@ -12,6 +12,8 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from .._safe_regex import compile_pattern
+from ..errors import UnsafePatternError
 from ._defaults import BUILTIN_RESPONSES, REASONS
 from .domain import CONTROL_INTENTS, INFORM, NON_TASK_INTENTS
 
@@ -138,9 +140,9 @@ def _entity_problems(domain: Domain) -> list[str]:
         where = f"entities.{name}"
         for index, pattern in enumerate(entity.patterns):
             try:
-                re.compile(pattern)
-            except re.error as exc:
-                found.append(f"{where}.patterns.{index}: not a valid regex ({exc}); fix it")
+                compile_pattern(pattern, what="pattern", ignore_case=True)
+            except UnsafePatternError as exc:
+                found.append(f"{where}.patterns.{index}: {exc}")
         if entity.kind == "regex" and not entity.patterns:
             found.append(f"{where}: a regex entity needs `patterns:`")
         if entity.kind == "choice":
@@ -175,9 +177,9 @@ def _slot_problems(domain: Domain, broken: Broken) -> list[str]:
                 )
         if slot.validation.pattern is not None:
             try:
-                re.compile(slot.validation.pattern)
-            except re.error as exc:
-                found.append(f"{where}.validation.pattern: not a valid regex ({exc})")
+                compile_pattern(slot.validation.pattern, what="pattern")
+            except UnsafePatternError as exc:
+                found.append(f"{where}.validation.pattern: {exc}")
         found += _missing_languages(
             f"{where}.question", slot.question, domain.languages, "question"
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
+from .._safe_regex import compile_pattern
 from ._text import has_cjk, normalize
 from .state import JsonScalar
 
@@ -105,7 +106,7 @@ class EntityExtractor:
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
         self._regex = {
-            name: [re.compile(p, re.IGNORECASE) for p in spec.patterns]
+            name: [compile_pattern(p, what="pattern", ignore_case=True) for p in spec.patterns]
             for name, spec in domain.entities.items()
             if spec.kind == "regex"
         }
@@ -167,7 +168,7 @@ class EntityExtractor:
             return [
                 Found(
                     name,
-                    m.group("value") if "value" in m.re.groupindex else m.group(0),
+                    m.group("value") if "value" in pattern.groupindex else m.group(0),
                     m.start(),
                     m.end(),
                     m.group(0),

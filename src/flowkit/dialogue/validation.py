@@ -7,10 +7,10 @@ recorded in ``exec_trace`` and logged without leaking personal data.
 
 from __future__ import annotations
 
-import re
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from .._safe_regex import compile_pattern
 from ._defaults import REASONS
 from .state import JsonScalar
 
@@ -37,7 +37,8 @@ def check_value(
             return "min_length", {"min_length": rules.min_length}
         if rules.max_length is not None and len(text) > rules.max_length:
             return "max_length", {"max_length": rules.max_length}
-        if rules.pattern is not None and not re.fullmatch(rules.pattern, text):
+        pattern = rules.pattern
+        if pattern is not None and not compile_pattern(pattern, what="pattern").fullmatch(text):
             return "pattern", {}
     if kind == "date":
         try:

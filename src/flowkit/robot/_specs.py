@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from flowkit._safe_regex import compile_pattern
+
 __all__ = [
     "AttributeSpec",
     "BlockSpec",
@@ -94,7 +96,9 @@ class ValueRule(_Frozen):
             prefix = self.prefix or ""
             rest = value[len(prefix) :]
             return value.startswith(prefix) and rest.isdigit() and self._in_range(int(rest))
-        return self.pattern is None or re.fullmatch(self.pattern, value) is not None
+        if self.pattern is None:
+            return True
+        return compile_pattern(self.pattern, what="pattern").fullmatch(value) is not None
 
     def _in_range(self, number: int) -> bool:
         return (self.min is None or number >= self.min) and (self.max is None or number <= self.max)

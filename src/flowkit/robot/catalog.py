@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from flowkit._safe_regex import compile_pattern
 from flowkit._untrusted import parse_json, read_regular_file
-from flowkit.errors import CatalogError, UntrustedInputError
+from flowkit.errors import CatalogError, UnsafePatternError, UntrustedInputError
 
 from ._resources import schema_path
 from ._specs import AttributeSpec, BlockSpec, FieldSpec, InputSpec, TextSpec, ValueRule
@@ -158,9 +159,9 @@ def _rule_problems(rule: ValueRule) -> list[str]:
         found.append(f"{label} is a ref without `prefix` (like `P`)")
     if rule.pattern is not None:
         try:
-            re.compile(rule.pattern)
-        except re.error as exc:
-            found.append(f"{label} has an invalid pattern: {exc}")
+            compile_pattern(rule.pattern, what="pattern")
+        except UnsafePatternError as exc:
+            found.append(f"{label} has an unusable pattern: {exc}")
             return found
     if rule.required and rule.default is not None:
         found.append(f"{label} is required and has a default; keep one of them")
