@@ -28,6 +28,7 @@ from .errors import (
     ConflictError,
     InvalidStateError,
     NotWaitingError,
+    RunError,
     UnknownGateError,
 )
 from .stores._protocol import AttemptMarks, Store, attempt_marks
@@ -340,6 +341,12 @@ class Runner(Generic[S]):
 
         The new thread stands exactly where the original stood then; resume it to go on.
         """
+        if at is not None and (not isinstance(at, int) or isinstance(at, bool)):
+            raise RunError(
+                f"Cannot fork thread `{thread_id}` at {at!r:.40}: `at` is a checkpoint version, a "
+                "whole number (see `history()`), or None for the latest.",
+                thread_id=thread_id,
+            )
         if at is not None and at < 0:
             raise CheckpointNotFoundError(thread_id, at, self.get_state(thread_id).version)
         last = deque(self._threads.replay(thread_id, upto=at), maxlen=1)
@@ -368,6 +375,12 @@ class Runner(Generic[S]):
         history shows who changed what; nothing earlier is rewritten. ``expected_version``
         makes the call fail with ``ConflictError`` if the thread moved since the caller looked.
         """
+        if values is not None and not isinstance(values, Mapping):
+            raise InvalidStateError(
+                f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
+                "state fields to new values, e.g. {'count': 3}.",
+                thread_id=thread_id,
+            )
         if goto is not None and goto not in self.flow.states:
             raise InvalidStateError(
                 f"Cannot move thread `{thread_id}` to `{goto}`: not a state of flow "
