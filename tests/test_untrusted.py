@@ -208,3 +208,17 @@ def test_the_robot_text_parser_refuses_deep_nesting_with_a_line(text: str, tmp_p
     assert caught.value.line >= 1
     with pytest.raises(StepTextError):
         load_steps(_write(tmp_path, "deep.txt", text))
+
+
+def test_deep_json_in_the_cli_inputs_and_sas_edits_is_a_plain_refusal() -> None:
+    from flowkit.cli._errors import CommandError
+    from flowkit.cli._inputs import read_json
+    from flowkit.sas.steps_text import parse_module_steps
+    from flowkit.sas.tasks import TaskList
+
+    with pytest.raises(CommandError, match="nested too deeply"):
+        read_json("[" * 600 + "]" * 600, "--input")
+    with pytest.raises(ValueError, match="not valid JSON steps") as caught:
+        plan = TaskList.model_validate({"tasks": [{"name": "Main_Task", "type": "MainTask"}]})
+        parse_module_steps("{" + '"a":{' * 600 + "}" * 601, plan)
+    assert isinstance(caught.value.__cause__, InputTooDeepError)

@@ -7,6 +7,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .._plain import shorten
+from .._untrusted import parse_json
+from ..errors import UntrustedInputError
 from ._errors import CommandError
 
 if TYPE_CHECKING:
@@ -35,7 +37,6 @@ def load_target(target: str) -> Flow:
 
 def read_json(text: str, option: str) -> Any:
     """The value of a JSON option: JSON text, or ``@path`` to read it from a file."""
-    import json
     from pathlib import Path
 
     where = f"{option} {shorten(text, 60)}"
@@ -54,8 +55,8 @@ def read_json(text: str, option: str) -> Any:
         except UnicodeDecodeError as exc:
             raise CommandError(f"{where} is not UTF-8 text.", code=2) from exc
     try:
-        return json.loads(text)
-    except RecursionError as exc:
+        return parse_json(text, what="JSON input", max_bytes=None)
+    except UntrustedInputError as exc:
         raise CommandError(f"{where} is nested too deeply.", code=2) from exc
     except ValueError as exc:
         raise CommandError(

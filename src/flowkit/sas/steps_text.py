@@ -7,13 +7,11 @@ JSON document (``{"<task>": [steps...]}``) is accepted too.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import ValidationError
-
+from .._untrusted import parse_json
 from ..errors import StepTextError
 from ..robot.steps import Step, TaskSteps
 from .tasks import TaskList, TaskType
@@ -87,7 +85,7 @@ def parse_module_steps(text: str, plan: TaskList) -> dict[str, TaskSteps]:
 
 def _from_json(text: str, plan: TaskList) -> dict[str, TaskSteps]:
     try:
-        data = json.loads(text)
+        data = parse_json(text, what="edited steps", max_bytes=None)
         return {
             name: TaskSteps(
                 task=name,
@@ -96,5 +94,5 @@ def _from_json(text: str, plan: TaskList) -> dict[str, TaskSteps]:
             )
             for name, raw in data.items()
         }
-    except (json.JSONDecodeError, ValidationError, AttributeError, TypeError) as exc:
+    except (ValueError, AttributeError, TypeError) as exc:  # JSON, limits, ValidationError
         raise ValueError(f"the edited steps are not valid JSON steps: {exc}") from exc

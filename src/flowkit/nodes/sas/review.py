@@ -12,11 +12,11 @@ waiting.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..._untrusted import parse_json
 from ...routing.sas import INITIAL, TASK_LIST_TO_MODULE_STEPS, USER_INPUT_TO_TASK_LIST
 from ...sas.approval import is_approval
 from ...sas.catalogs import catalog_for
@@ -109,9 +109,9 @@ def review_task_list(state: SasState, value: ReviewInput) -> dict[str, Any]:
             "messages": _said(value),
         }
     try:
-        data = json.loads(value.edited or "")
+        data = parse_json(value.edited or "", what="edited task list", max_bytes=None)
         plan = TaskList.model_validate({"tasks": data} if isinstance(data, list) else data)
-    except (json.JSONDecodeError, ValidationError) as exc:
+    except ValueError as exc:  # not JSON, past a limit, or a ValidationError
         raise ValueError(f"the edited task list is not a valid plan: {exc}") from exc
     return {
         **_CLEARED,
