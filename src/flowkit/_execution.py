@@ -158,7 +158,7 @@ def gate_input_step(
     gate_name = cursor.node
     gate = flow.gates[gate_name]
     try:
-        raw = gate.to_update(cursor.state, value)
+        raw = gate.to_update(cursor.state, value, thread_id=thread_id)
     except (ValueError, TypeError, LookupError) as exc:
         # The gate's own checks refused the input: the thread keeps waiting, nothing saved.
         detail = f"  {exc}"

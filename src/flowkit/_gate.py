@@ -6,6 +6,7 @@ set are written into the state; ``apply`` turns the input into any other update 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,12 @@ class Gate:
     """A pause point: ``Gate(ReviewInput)`` or ``Gate(ReviewInput, apply=fn, writes=[...])``.
 
     ``apply(state, input) -> update`` maps a validated input onto a state update; without it
-    the input's explicitly given fields are copied into same-named state fields.
+    the input's explicitly given fields are copied into same-named state fields. An ``apply``
+    with a keyword-only ``thread_id`` parameter also receives the thread's id.
     """
 
     input: type[BaseModel]
-    apply: Callable[[Any, Any], Mapping[str, Any] | None] | None = None
+    apply: Callable[..., Mapping[str, Any] | None] | None = None
     writes: frozenset[str] | None = None
     description: str = ""
 
@@ -32,7 +34,7 @@ class Gate:
         self,
         input: type[BaseModel],
         *,
-        apply: Callable[[Any, Any], Mapping[str, Any] | None] | None = None,
+        apply: Callable[..., Mapping[str, Any] | None] | None = None,
         writes: Iterable[str] | None = None,
         description: str = "",
     ) -> None:
@@ -48,8 +50,10 @@ class Gate:
         """The state fields the default mapping can write: the input model's fields."""
         return frozenset(self.input.model_fields)
 
-    def to_update(self, state: Any, value: BaseModel) -> Mapping[str, Any]:
+    def to_update(self, state: Any, value: BaseModel, *, thread_id: str = "") -> Mapping[str, Any]:
         if self.apply is not None:
+            if "thread_id" in inspect.signature(self.apply).parameters:
+                return self.apply(state, value, thread_id=thread_id) or {}
             return self.apply(state, value) or {}
         return {name: getattr(value, name) for name in value.model_fields_set}
 

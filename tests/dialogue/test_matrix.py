@@ -10,7 +10,7 @@ import pytest
 from flowkit import Flow, Node, Runner
 from flowkit.dialogue.state import DialogueState
 from flowkit.errors import UndeclaredWriteError
-from flowkit.nodes.dialogue import EXTRA_READS, MATRIX
+from flowkit.nodes.dialogue import EXTRA_READS, EXTRA_WRITES, MATRIX, ep
 from flowkit.routing import dialogue as r
 
 from .conftest import monday
@@ -58,11 +58,17 @@ def test_every_node_writes_exactly_the_matrix_and_reads_it_plus_documented_extra
     flow: Flow,
 ) -> None:
     assert set(flow.nodes) | set(flow.gates) == set(r.STATES)
+    # EP (the Error Policy) is flowkit's, not the seed's: its reads and writes are its own.
+    assert (flow.nodes[r.EP].reads, flow.nodes[r.EP].writes) == (ep.READS, ep.WRITES)
     for name, node in flow.nodes.items():
+        if name == r.EP:
+            continue
         key = _matrix_name(name)
         assert node.writes == frozenset(SEED_WRITES[key]), name
         assert node.reads == frozenset(SEED_READS[key] | set(EXTRA_READS.get(key, {}))), name
-    assert flow.gates[r.SG].writes == frozenset(SEED_WRITES["SG"])
+    # §2.1 makes SG the owner of thread_id and §2.4's error is per turn (EXTRA_WRITES says why).
+    assert flow.gates[r.SG].writes == frozenset(SEED_WRITES["SG"] | set(EXTRA_WRITES["SG"]))
+    assert all(EXTRA_WRITES["SG"].values())
     for key, extras in EXTRA_READS.items():
         assert all(reason for reason in extras.values()), f"{key}: every extra read has a reason"
         assert not set(extras) & SEED_READS.get(key, set()), f"{key}: extras repeat the matrix"

@@ -39,4 +39,4 @@ def test_the_example_flow_is_the_registered_dialogue_workflow(
     assert flow.name == "dialogue" and flow.start == "SG"
     assert flow.to_data()["invariants"] == ["routing", "mode", "slots"]
     assert main(["check", "dialogue"]) == 0
-    assert capsys.readouterr().out.startswith("OK dialogue: 12 nodes, 1 gate")
+    assert capsys.readouterr().out.startswith("OK dialogue: 13 nodes, 1 gate")

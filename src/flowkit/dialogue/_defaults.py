@@ -43,6 +43,24 @@ BUILTIN_RESPONSES: Final[dict[str, dict[str, str]]] = {
         "ja": "申し訳ありません、{goal}に失敗しました（{error_type}）。"
         "後でもう一度お試しください。",
     },
+    # The Error Policy's replies, one per seed 001 error class (errors.py).
+    "error_user": {
+        "en": "Sorry, I could not do that as you said it. Could you say it another way?",
+        "ja": "すみません、そのままでは対応できませんでした。別の言い方でお願いできますか。",
+    },
+    "error_external": {
+        "en": "Sorry, a service I need is not answering right now. Please try again shortly.",
+        "ja": "申し訳ありません、必要なサービスが応答していません。"
+        "少し後でもう一度お試しください。",
+    },
+    "error_internal": {
+        "en": "Sorry, something went wrong on my side. Please try again.",
+        "ja": "申し訳ありません、こちらで問題が発生しました。もう一度お試しください。",
+    },
+    "error_policy": {
+        "en": "Sorry, I cannot help with that request.",
+        "ja": "申し訳ありませんが、そのご依頼にはお応えできません。",
+    },
     "present_step": {
         "en": "Step {step}/{total}: {step_text}",
         "ja": "手順 {step}/{total}：{step_text}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..routing.dialogue import NON_TASK, NP, RP, SST, TASK_STATES
+from ..routing.dialogue import EP, NON_TASK, NP, RP, SST, TASK_STATES
 from .domain import Domain
 from .state import DialogueState
 
@@ -72,8 +72,9 @@ def invariants_for(domain: Domain) -> dict[str, Check]:
             found.append("missing_slots lists a slot twice")
         goal = state.goal_state
         spec = domain.goals.get(goal.goal or "")
-        # Until SST has run, a goal started this turn still sees the previous goal's slots.
-        settled = not (goal.fresh and state.dialog_state == SST)
+        # Until SST has run, a goal started this turn still sees the previous goal's slots;
+        # if SST failed, the Error Policy drops that goal before anything else runs.
+        settled = not (goal.fresh and state.dialog_state in (SST, EP))
         if goal.active and spec is not None and spec.mode == "SLOT_FILLING" and settled:
             expected = [s for s in spec.slots if s not in state.slots]
             if set(missing) != set(expected):

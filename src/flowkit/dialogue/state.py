@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from .._node import NodeError
 from .._reducers import append
+from .errors import DialogueError, as_dialogue_error
 
 __all__ = [
     "ChatMessage",
@@ -108,7 +108,7 @@ class ResponsePlan(_Frozen):
     """
 
     id: str
-    by: Literal["NP", "SFP", "GP"]
+    by: Literal["NP", "SFP", "GP", "EP"]
     lang: str
     style: Literal["template", "llm"] = "template"
     slot: str | None = None
@@ -161,7 +161,8 @@ class DialogueState(BaseModel):
     tool_calls: Annotated[list[ToolCall], append] = []
     tool_result: dict[str, Any] | None = None
     tool_result_ref: str | None = None
-    error: NodeError | None = None
+    #: §2.4: the latest failure of this turn (SG clears it), with its class (``errors.py``).
+    error: Annotated[DialogueError | None, BeforeValidator(as_dialogue_error)] = None
     final_answer: str | None = None
 
     @property

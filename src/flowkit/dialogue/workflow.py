@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from .._flow import Flow
 from ..nodes.dialogue.eg import make_eg
+from ..nodes.dialogue.ep import make_ep
 from ..nodes.dialogue.ge import make_ge
 from ..nodes.dialogue.gp import make_gp
 from ..nodes.dialogue.gst import make_gst
@@ -84,25 +85,28 @@ def build_flow(
             r.RN_TEMPLATE: make_rn(services, llm=False),
             r.RN_LLM: make_rn(services, llm=True),
             r.EG: make_eg(),
+            r.EP: make_ep(),
         },
         routes={
             r.SG: r.IR,
             r.IR: r.route_after_ir,
-            r.NP: r.RP,
+            r.NP: r.route_after_np,
             r.GST: r.route_after_gst,
-            r.SST: r.SE,
+            r.SST: r.route_after_sst,
             r.SE: r.route_after_se,
-            r.SFP: r.RP,
-            r.GE: r.GP,
-            r.GP: r.RP,
+            r.SFP: r.route_after_sfp,
+            r.GE: r.route_after_ge,
+            r.GP: r.route_after_gp,
             r.RP: r.route_after_rp,
-            r.RN_TEMPLATE: r.EG,
-            r.RN_LLM: r.EG,
+            r.RN_TEMPLATE: r.route_after_rn_template,
+            r.RN_LLM: r.route_after_rn_llm,
             r.EG: r.route_after_eg,
+            r.EP: r.route_after_ep,
         },
-        # Nodes handle their own failures (GE records a failed action as the goal's error),
-        # so anything else that raises is a bug: the thread stops there, visibly.
-        error_field=None,
+        # A node that raises does not fail the conversation: the engine writes the failure
+        # into `error` (classed by the state's validator) and every node's table routes it to
+        # the Error Policy, which answers for the error's class.
+        error_field="error",
         change_classes=CHANGE_CLASSES,
         invariants=invariants_for(domain),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["EXTRA_READS", "MATRIX"]
+__all__ = ["EXTRA_READS", "EXTRA_WRITES", "MATRIX"]
 
 #: Seed 001 §4.1, node -> (reads, writes), with §4.1's names. ``tool_*?`` is written out as
 #: tool_calls, tool_result and tool_result_ref; SG's "request" is the gate input; EG's
@@ -71,5 +71,13 @@ EXTRA_READS: Final[dict[str, dict[str, str]]] = {
         "missing_slots": "§6 turn log (names only)",
         "goal_state": "§6 turn log (current_step)",
         "response_plan": "§6 turn log (outcome, error type)",
+    },
+}
+
+#: Writes beyond §4.1, each with its reason (the matrix's SG row omits keys §2 gives SG).
+EXTRA_WRITES: Final[dict[str, dict[str, str]]] = {
+    "SG": {
+        "thread_id": "§2.1 names Start Gate the owner of thread_id",
+        "error": "§2.4 error is the latest failure: a new turn starts without one",
     },
 }

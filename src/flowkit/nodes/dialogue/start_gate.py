@@ -1,7 +1,8 @@
 """Start Gate (SG): the user's turn enters the flow here, a flowkit gate the run waits at.
 
 Resuming the thread with ``{"text": ...}`` appends the user's message (with its language and
-arrival time), sets ``user_text`` and numbers the turn. Empty or oversized input is refused
+arrival time), sets ``user_text``, numbers the turn, writes the thread's id (§2.1: SG owns
+``thread_id``) and clears the previous turn's ``error``. Empty or oversized input is refused
 by the gate's model and the thread keeps waiting.
 """
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..._gate import Gate
 from ...dialogue._text import detect_language
 from ...dialogue.state import ChatMessage, DialogueState
+from . import EXTRA_WRITES
 
 if TYPE_CHECKING:
     from ...dialogue.services import Services
@@ -43,17 +45,25 @@ class UserTurn(BaseModel):
 def make_start_gate(services: Services) -> Gate:
     domain = services.domain
 
-    def start_gate(state: DialogueState, value: UserTurn) -> dict[str, Any]:
+    def start_gate(state: DialogueState, value: UserTurn, *, thread_id: str) -> dict[str, Any]:
         lang = detect_language(value.text, domain.languages, domain.default_language)
         turn = state.turn_id + 1
         message = ChatMessage(
             role="user", content=value.text, lang=lang, turn_id=turn, ts=round(time.time(), 3)
         )
-        return {"messages": [message], "user_text": value.text, "turn_id": turn}
+        # §2.1: SG owns thread_id; §2.4's `error` is the latest failure, so a turn starts
+        # without one (the route tables read it to send a failing node to the Error Policy).
+        return {
+            "messages": [message],
+            "user_text": value.text,
+            "turn_id": turn,
+            "thread_id": thread_id,
+            "error": None,
+        }
 
     return Gate(
         UserTurn,
         apply=start_gate,
-        writes=["messages", "user_text", "turn_id"],
+        writes=["messages", "user_text", "turn_id", *EXTRA_WRITES["SG"]],
         description="Start Gate: the user's next message",
     )
