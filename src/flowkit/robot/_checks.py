@@ -12,7 +12,28 @@ from .catalog import Catalog
 from .problems import Problem
 from .steps import Program, Step
 
-__all__ = ["Finding", "Unit", "check_program", "check_units"]
+__all__ = ["FRAGMENT_WARNINGS", "Finding", "Unit", "as_fragment", "check_program", "check_units"]
+
+#: Checks that ask whether a program is *complete*. A fragment (a procedure file the
+#: controller wrote out, a loop whose body is filled elsewhere, a relation file recording
+#: only how blocks connect) is incomplete by design, so with ``fragment=True`` these are
+#: warnings. Whatever is *present* is still checked as strictly as in a whole program: a bad
+#: field value, a block after a loop, a duplicate id stay errors.
+FRAGMENT_WARNINGS = frozenset(
+    {
+        "missing_field",
+        "missing_input",
+        "missing_body",
+        "missing_mutation",
+        "undefined_procedure",
+        "unknown_block_type",  # placeholders (``unknown_operation``) for steps not yet chosen
+        "no_main_program",
+        "main_task_count",
+        "main_without_select_robot",
+        "stray_stack",
+        "empty_task",
+    }
+)
 
 
 def check_program(program: Program, catalog: Catalog) -> list[Finding]:
@@ -33,6 +54,17 @@ def check_program(program: Program, catalog: Catalog) -> list[Finding]:
             )
         )
     return findings
+
+
+def as_fragment(problems: list[Problem]) -> list[Problem]:
+    """``problems`` judged as those of a part: the completeness checks
+    (``FRAGMENT_WARNINGS``) become warnings, every other problem keeps its severity."""
+    return [
+        p.model_copy(update={"severity": "warning"})
+        if p.severity == "error" and p.code in FRAGMENT_WARNINGS
+        else p
+        for p in problems
+    ]
 
 
 def check_units(

@@ -86,17 +86,20 @@ def compile_command(
     steps_path: str | Path,
     output: str | Path,
     *,
+    fragment: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Compile a steps file (JSON or text) into Blockly XML at ``output``; offline.
+
+    With ``fragment`` the steps are a part of a program (see ``validate_xml``).
 
     What was written goes to ``out`` (stdout); problems and errors go to ``err`` (stderr).
     """
     out, err = out or sys.stdout, err or sys.stderr
     try:
         target = writable_output(output)
-        xml = compile_program(load_steps(steps_path), deterministic=True)
+        xml = compile_program(load_steps(steps_path), deterministic=True, fragment=fragment)
     except InvalidProgramError as exc:
         report_problems(f"{steps_path}: not compiled", exc, err)
         return 1
@@ -113,6 +116,7 @@ def validate_command(
     path: str | Path,
     *,
     as_json: bool = False,
+    fragment: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -120,10 +124,11 @@ def validate_command(
 
     The findings are the command's output (``out``); a file that cannot be read is an error
     (``err``). With ``as_json``, one JSON object: path, valid, counts and every problem.
+    With ``fragment`` the file is judged as a part of a program (see ``validate_xml``).
     """
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        problems = validate_xml(Path(path))
+        problems = validate_xml(Path(path), fragment=fragment)
     except RobotProgramError as exc:
         err.write(f"flowkit: error: {exc}\n")
         return 1
@@ -133,6 +138,7 @@ def validate_command(
         report = {
             "path": str(path),
             "valid": not errors,
+            "fragment": fragment,
             "errors": len(errors),
             "warnings": warnings,
             "problems": [p.model_dump(mode="json", exclude_none=True) for p in problems],
@@ -141,7 +147,7 @@ def validate_command(
         return 1 if errors else 0
     for problem in problems:
         out.write(f"{path}: {problem}\n")
-    verdict = "invalid" if errors else "valid"
+    verdict = ("invalid" if errors else "valid") + (" fragment" if fragment else "")
     out.write(f"{path}: {verdict} ({len(errors)} error(s), {warnings} warning(s))\n")
     return 1 if errors else 0
 

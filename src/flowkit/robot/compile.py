@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from flowkit.errors import InvalidProgramError
 
-from ._checks import check_program
+from ._checks import as_fragment, check_program
 from ._xml import Element, new_element, serialize
 from .catalog import Catalog, default_catalog
 from .problems import errors_only
@@ -51,6 +51,7 @@ def compile_program(
     xml_declaration: bool = False,
     source_comments: bool = False,
     validate: bool = True,
+    fragment: bool = False,
 ) -> str:
     """Write the program as Blockly XML text (default namespace, indented, no declaration).
 
@@ -58,7 +59,9 @@ def compile_program(
     editor-style ids, reproducible when ``deterministic`` is true or ``id_seed`` is given
     (same input and seed -> identical bytes). ``source_comments`` writes each step's
     ``source`` sentence as a Blockly block comment. With ``validate`` (the default) the
-    program is checked first.
+    program is checked first; with ``fragment`` it is checked as a part of a program (see
+    ``validate_xml``), so a loop with an empty body or a call to a sub-program defined in
+    another file compiles.
 
     Raises:
         InvalidProgramError: validation found errors (``.problems`` lists all of them).
@@ -66,7 +69,8 @@ def compile_program(
     program = to_program(steps)
     catalog = catalog or default_catalog()
     if validate:
-        errors = errors_only([p for p, _ in check_program(program, catalog)])
+        found = [p for p, _ in check_program(program, catalog)]
+        errors = errors_only(as_fragment(found) if fragment else found)
         if errors:
             raise InvalidProgramError(errors)
     seed = id_seed if id_seed is not None else (_DEFAULT_SEED if deterministic else None)

@@ -16,7 +16,7 @@ from typing import Any
 
 from flowkit.errors import InvalidProgramError
 
-from ._checks import Finding, Unit, check_program, check_units
+from ._checks import Finding, Unit, as_fragment, check_program, check_units
 from ._resources import schema_path
 from ._xml import BLOCKLY_NS, Element, local_name, parse_xml
 from .catalog import Catalog, default_catalog
@@ -51,9 +51,16 @@ def validate_xml(
     catalog: Catalog | None = None,
     *,
     path: str | os.PathLike[str] | None = None,
+    fragment: bool = False,
 ) -> list[Problem]:
     """Every problem of a program given as XML text or bytes, a ``Path``, or ``path=`` a file
     name, each with its line (a ``str`` source is always XML text, never a file name).
+
+    With ``fragment`` the file is judged as a part of a program (a procedure file, a loop
+    with its body left empty, a relation file): what it lacks (``FRAGMENT_WARNINGS``: missing
+    fields and bodies, calls to sub-programs defined elsewhere, placeholder block types, no
+    main program) and child elements in another order than the editor writes them (when the
+    blocks still read) are warnings; everything present is checked as for a whole program.
 
     Not well-formed XML is reported as a problem too; the list is empty for a clean program
     and may hold warnings only (e.g. editor-only block types) for a valid one.
@@ -76,19 +83,35 @@ def validate_xml(
         seen = {p.line for p in problems}
         return _capped(problems + [p for p in exc.problems if p.line not in seen])
     findings = check_program(program, catalog or default_catalog())
-    return _capped(problems + _with_lines(findings, lines))
+    found = problems + _with_lines(findings, lines)
+    if fragment:
+        # The blocks were read, so an order the editor would not write is cosmetic here:
+        # tools that cut parts out of programs often put <mutation> after the fields.
+        found = [_order_as_warning(p) for p in as_fragment(found)]
+    return _capped(found)
 
 
 def validate_steps(
-    steps: Program | Sequence[TaskSteps] | Sequence[Step], catalog: Catalog | None = None
+    steps: Program | Sequence[TaskSteps] | Sequence[Step],
+    catalog: Catalog | None = None,
+    *,
+    fragment: bool = False,
 ) -> list[Problem]:
     """Every problem of module steps: a program, the workflow's task list, or one chain.
+
+    With ``fragment`` the steps are judged as a part of a program, as in ``validate_xml``.
 
     For a task list, problems name the task and the step (``4.1`` = first step in the body
     of step 4, numbered as in the text form); the main task must start with
     ``select_robot``, and task names must be unique.
     """
-    catalog = catalog or default_catalog()
+    found = _steps_problems(steps, catalog or default_catalog())
+    return as_fragment(found) if fragment else found
+
+
+def _steps_problems(
+    steps: Program | Sequence[TaskSteps] | Sequence[Step], catalog: Catalog
+) -> list[Problem]:
     if isinstance(steps, Program):
         return [p for p, _ in check_program(steps, catalog)]
     items = list(steps)
@@ -218,6 +241,16 @@ def _attribute_problems(root: Element) -> list[Problem]:
             if len(problems) >= MAX_PROBLEMS:
                 break
     return problems
+
+
+def _order_as_warning(problem: Problem) -> Problem:
+    if (
+        problem.code == "xsd"
+        and problem.severity == "error"
+        and "Unexpected child" in problem.message
+    ):
+        return problem.model_copy(update={"severity": "warning"})
+    return problem
 
 
 def _stopped(when: str) -> Problem:

@@ -85,10 +85,22 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     compile_.add_argument("steps", metavar="STEPS", help="steps as text (.txt/.md) or JSON")
     compile_.add_argument("-o", "--output", metavar="FILE", required=True, help="flow.xml to write")
     compile_.add_argument("--teaching", metavar="FILE", help="teaching.yaml to map names onto")
+    compile_.add_argument(
+        "--fragment",
+        action="store_true",
+        help="a part of a program (procedure file, loop fragment, relation file): what it "
+        "lacks is a warning, not an error",
+    )
     compile_.set_defaults(run=_cmd_compile)
     validate = sub.add_parser("validate", parents=[common], help="check a robot program")
     validate.add_argument("xml", metavar="FLOW.xml")
     validate.add_argument("--json", action="store_true", help="print JSON")
+    validate.add_argument(
+        "--fragment",
+        action="store_true",
+        help="a part of a program (procedure file, loop fragment, relation file): what it "
+        "lacks is a warning, not an error",
+    )
     validate.set_defaults(run=_cmd_validate)
     decompile = sub.add_parser("decompile", parents=[common], help="flow.xml -> module steps")
     decompile.add_argument("xml", metavar="FLOW.xml")
@@ -472,13 +484,13 @@ def _cmd_demo_files(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     from .offline import compile_file
 
-    return compile_file(args.steps, args.output, args.teaching, out)
+    return compile_file(args.steps, args.output, args.teaching, out, fragment=args.fragment)
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from .offline import validate_file
 
-    return validate_file(args.xml, out, as_json=args.json)
+    return validate_file(args.xml, out, as_json=args.json, fragment=args.fragment)
 
 
 def _cmd_decompile(args: argparse.Namespace, out: TextIO) -> int:

@@ -17,7 +17,13 @@ __all__ = ["compile_file", "decompile_file", "validate_file"]
 
 
 def compile_file(
-    steps: str, output: str, teaching: str | None, out: TextIO, err: TextIO | None = None
+    steps: str,
+    output: str,
+    teaching: str | None,
+    out: TextIO,
+    err: TextIO | None = None,
+    *,
+    fragment: bool = False,
 ) -> int:
     from .._atomic import write_atomically
     from ..robot.cli import compile_command, load_steps, report_problems, writable_output
@@ -26,11 +32,11 @@ def compile_file(
 
     err = err or sys.stderr
     if teaching is None:
-        return compile_command(steps, output, out=out, err=err)
+        return compile_command(steps, output, fragment=fragment, out=out, err=err)
     try:
         target = writable_output(output)
         program, report = apply_teaching(to_program(load_steps(steps)), teaching, target.parent)
-        xml = compile_program(program, deterministic=True)
+        xml = compile_program(program, deterministic=True, fragment=fragment)
         write_atomically(target, xml)
     except InvalidProgramError as exc:
         report_problems(f"{steps}: not compiled", exc, err)
@@ -61,11 +67,18 @@ def _written_beside(teaching: Path, folder: Path) -> list[Path]:
 
 
 def validate_file(
-    path: str, out: TextIO, *, as_json: bool = False, err: TextIO | None = None
+    path: str,
+    out: TextIO,
+    *,
+    as_json: bool = False,
+    fragment: bool = False,
+    err: TextIO | None = None,
 ) -> int:
     from ..robot.cli import validate_command
 
-    return validate_command(path, as_json=as_json, out=out, err=err or sys.stderr)
+    return validate_command(
+        path, as_json=as_json, fragment=fragment, out=out, err=err or sys.stderr
+    )
 
 
 def decompile_file(path: str, output: str, out: TextIO, err: TextIO | None = None) -> int:
