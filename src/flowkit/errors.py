@@ -42,6 +42,8 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── StepTextError              the text form of module steps does not parse (.line)
     └── CatalogError               a block catalog file is invalid (.problems)
     ParameterTableError            a teaching/number/flag table is unusable (.path, .key)
+    TaskCycleError                 sas task list whose sub-tasks call in a circle (.cycle;
+                                   also a ValueError, so TaskList reports it as invalid)
     DomainError                    a dialogue domain or conversation file is invalid (.problems)
     UntrustedInputError            text from outside breaks a parsing limit (also a ValueError)
     ├── InputTooLargeError         more bytes than the limit
@@ -96,6 +98,7 @@ __all__ = [
     "StepLimitError",
     "StepTextError",
     "StoreError",
+    "TaskCycleError",
     "ThreadExistsError",
     "ThreadNotFoundError",
     "UndeclaredWriteError",
@@ -515,6 +518,20 @@ class ParameterTableError(FlowkitError):
         self.key = key
         where = ", ".join(x for x in (path, f"key {key!r}" if key else None) if x)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class TaskCycleError(FlowkitError, ValueError):
+    """A sas task list whose tasks call each other in a circle; ``cycle`` names it from the
+    first task back to it (``("A", "B", "A")``). A ``ValueError`` too, so ``TaskList`` reports
+    it inside its ``ValidationError`` and an LLM answer with a cycle is retried like any
+    invalid answer."""
+
+    def __init__(self, cycle: Sequence[str]) -> None:
+        self.cycle = tuple(cycle)
+        super().__init__(
+            f"the tasks call each other in a circle: {' -> '.join(self.cycle)}; a robot "
+            f"program cannot run that, so remove one of these sub-task calls"
+        )
 
 
 class InvariantViolation(RunError):  # noqa: N818 - the name the seed's spec uses

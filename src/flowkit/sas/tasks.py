@@ -13,7 +13,9 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["TaskDefinition", "TaskList", "TaskType"]
+from flowkit.errors import TaskCycleError
+
+__all__ = ["TaskDefinition", "TaskList", "TaskType", "find_cycle"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_&.\-]{0,63}$")
 
@@ -73,6 +75,9 @@ class TaskList(BaseModel):
                 problems.append(f"task {task.name} lists itself as a sub-task")
         if problems:
             raise ValueError("; ".join(problems))
+        cycle = find_cycle(self.tasks)
+        if cycle:
+            raise TaskCycleError(cycle)
         return self
 
     @property
@@ -81,3 +86,31 @@ class TaskList(BaseModel):
 
     def get(self, name: str) -> TaskDefinition | None:
         return next((t for t in self.tasks if t.name == name), None)
+
+
+def find_cycle(tasks: list[TaskDefinition]) -> list[str] | None:
+    """The first circle of sub-task calls, from a task back to it (``["A", "B", "A"]``), or
+    ``None``. Tasks are visited in list order, so the answer is the same for the same list."""
+    calls = {t.name: t.sub_tasks for t in tasks}
+    done: set[str] = set()
+    for task in tasks:
+        # Depth-first without recursion: a task list is outside text, and a chain of a few
+        # thousand tasks must be an answer, not a RecursionError.
+        path: list[str] = []
+        stack: list[tuple[str, int]] = [(task.name, 0)]
+        while stack:
+            name, index = stack.pop()
+            if index == 0:
+                if name in path:
+                    return [*path[path.index(name) :], name]
+                if name in done or name not in calls:
+                    continue
+                path.append(name)
+            subs = calls[name]
+            if index < len(subs):
+                stack.append((name, index + 1))
+                stack.append((subs[index], 0))
+            else:
+                path.pop()
+                done.add(name)
+    return None
