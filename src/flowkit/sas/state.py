@@ -10,13 +10,23 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from .._reducers import append
 from ..robot.steps import Program, TaskSteps
 from .tasks import TaskDefinition
 
-__all__ = ["Feedback", "GeneratedXml", "SasConfig", "SasState"]
+__all__ = ["SEED000_STATE_NAMES", "Feedback", "GeneratedXml", "SasConfig", "SasState"]
+
+#: Seed 000 names of this flow's states (``dialog_state``), for front ends keyed on them.
+#: States seed 000 has no name for keep their own (``initial``, ``parameter_mapping`` ...).
+SEED000_STATE_NAMES: dict[str, str] = {
+    "user_input_to_task_list": "sas_step1_tasks_generation",
+    "sas_awaiting_task_list_review": "sas_step1_tasks_generated",
+    "task_list_to_module_steps": "sas_step2_module_steps_generation",
+    "sas_awaiting_module_steps_review": "sas_step2_module_steps_generated_for_review",
+    "sas_generating_individual_xmls": "sas_all_steps_accepted_proceed_to_xml",
+}
 
 
 class SasConfig(BaseModel):
@@ -93,3 +103,11 @@ class SasState(BaseModel):
     completion_status: str | None = None
     clarification_question: str | None = None
     warnings: Annotated[list[str], append] = []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def seed000_state(self) -> str:
+        """``dialog_state`` under seed 000's name (``sas_step1_tasks_generated`` for the
+        task-list review ...): in every dump of the state, so a UI written against seed 000
+        reads it without a table of its own. Derived, never stored apart from ``dialog_state``."""
+        return SEED000_STATE_NAMES.get(self.dialog_state, self.dialog_state)

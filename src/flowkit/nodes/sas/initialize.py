@@ -30,8 +30,15 @@ def initialize(state: SasState, ctx: Context) -> dict[str, Any]:
     """Choose the output directory (seed 000 §1.2.A) and take the first input as the request.
 
     The request is set once: later input is feedback, kept beside it, never replacing it.
+    The error state is reset (seed 000 §1.2.A step 3), so a run started again from
+    ``initial`` after a failure does not carry the old error into its routing.
     """
-    update: dict[str, Any] = {"current_step_description": "initialising the run"}
+    update: dict[str, Any] = {
+        "current_step_description": "initialising the run",
+        "is_error": False,
+        "error_message": None,
+        "failed_step": None,
+    }
     if not state.current_user_request and state.user_input:
         update["current_user_request"] = state.user_input
         update["messages"] = [f"user: {state.user_input}"]
