@@ -168,6 +168,7 @@ def gate_input_step(
     check_writes(gate_name, gate.writes, raw)
     state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
     target = flow.next_state(gate_name, state)
+    runner._log.debug("route_decided", thread_id=thread_id, node=gate_name, target=target)
     flow.machine.advance(gate_name, target)
     state = mirror(flow, state, update, target)
     if flow.invariants:
@@ -264,6 +265,8 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
                 return cursor
             state, update = schema.apply(cursor.state, {flow.error_field: error}, node=name)
         target = flow.next_state(name, state)
+        # Which route won, never the state it read: enough to follow a thread, nothing private.
+        runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
         flow.machine.advance(name, target)
         state = mirror(flow, state, update, target)
         if flow.invariants:
