@@ -16,7 +16,14 @@ from .._reducers import append
 from ..robot.steps import Program, TaskSteps
 from .tasks import TaskDefinition
 
-__all__ = ["SEED000_STATE_NAMES", "Feedback", "GeneratedXml", "SasConfig", "SasState"]
+__all__ = [
+    "SEED000_STATE_NAMES",
+    "Feedback",
+    "GeneratedStepXml",
+    "GeneratedXml",
+    "SasConfig",
+    "SasState",
+]
 
 #: Seed 000 names of this flow's states (``dialog_state``), for front ends keyed on them.
 #: States seed 000 has no name for keep their own (``initial``, ``parameter_mapping`` ...).
@@ -59,8 +66,22 @@ class Feedback(BaseModel):
     task: str | None = None
 
 
+class GeneratedStepXml(BaseModel):
+    """One step's block, written on its own (seed 002's ``GeneratedXmlFile``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: str = Field(description="Its number as in the text form: 4.1 = first in step 4's body")
+    block_id: str | None = Field(description="The block's id in the task file and flow.xml")
+    type: str = Field(description="Block type, e.g. moveL")
+    source_description: str | None = Field(description="The sentence the step came from")
+    path: str = Field(description="The file written")
+    status: Literal["success", "failure"] = "success"
+    error_message: str | None = None
+
+
 class GeneratedXml(BaseModel):
-    """One task's compiled stack, written on its own before the merge."""
+    """One task's compiled stack, written on its own before the merge, and its steps' files."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -68,6 +89,7 @@ class GeneratedXml(BaseModel):
     path: str
     status: Literal["success", "failure"] = "success"
     error_message: str | None = None
+    steps: list[GeneratedStepXml] = []
 
 
 class SasState(BaseModel):

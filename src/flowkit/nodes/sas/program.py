@@ -18,6 +18,7 @@ from ...robot.steps import Program, TaskSteps, build_program
 from ...routing.sas import GENERATE_INDIVIDUAL_XMLS, MERGE_XML, PARAMETER_MAPPING
 from ...sas.catalogs import catalog_for
 from ...sas.state import GeneratedXml, SasState
+from .step_files import remove_stale_step_files, write_step_files
 
 __all__ = ["generate_individual_xmls", "merge_xml", "parameter_mapping"]
 
@@ -54,24 +55,36 @@ def _fail(step: str, message: str) -> dict[str, Any]:
     ],
 )
 def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
-    """One XML file per task (its stack alone), for inspection before the merge."""
+    """One XML file per task (its stack alone) and one per step (``steps/NN_<task>/``, see
+    ``step_files``), for inspection before the merge."""
     from ...robot.compile import compile_program
+    from ...robot.decompile import decompile
 
-    out = Path(state.run_output_directory or ".") / "tasks"
+    base = Path(state.run_output_directory or ".")
+    out, step_out = base / "tasks", base / "steps"
     # A revision may have fewer or renamed tasks: files an earlier run wrote here would pass
     # for part of this program. Only our own `NN_<task>.xml` files are removed.
     for stale in out.glob("[0-9][0-9]_*.xml") if out.is_dir() else ():
         stale.unlink(missing_ok=True)
+    remove_stale_step_files(step_out)
     catalog = catalog_for(state.config)
     generated: list[GeneratedXml] = []
     for index, task in enumerate(_ordered_tasks(state, state.sas_step2_module_steps), 1):
-        path = out / f"{index:02d}_{_UNSAFE.sub('_', task.task)}.xml"
+        stem = f"{index:02d}_{_UNSAFE.sub('_', task.task)}"
+        path = out / f"{stem}.xml"
         try:
             # Alone, a task calls sub-programs defined elsewhere: validated after the merge.
             text = compile_program([task], catalog=catalog, deterministic=True, validate=False)
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, text)
-            generated.append(GeneratedXml(task=task.task, path=str(path)))
+            stacks = decompile(text, catalog=catalog).stacks
+            chain = {
+                "main": stacks[0] if stacks else [],
+                "sub": stacks[0][0].body("STACK") if stacks else [],
+                "setup": [stack[0] for stack in stacks],  # each step is a stack of its own
+            }[task.kind]
+            steps = write_step_files(task, chain, step_out / stem, catalog)
+            generated.append(GeneratedXml(task=task.task, path=str(path), steps=steps))
         except (FlowkitError, OSError) as exc:
             generated.append(
                 GeneratedXml(
@@ -79,6 +92,12 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
                 )
             )
     failed = [g for g in generated if g.status == "failure"]
+    failed += [
+        GeneratedXml(task=f"{g.task} step {s.step}", path=s.path, error_message=s.error_message)
+        for g in generated
+        for s in g.steps
+        if s.status == "failure"
+    ]
     if failed:
         detail = "; ".join(f"{g.task}: {g.error_message}" for g in failed)
         return {
@@ -90,7 +109,10 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
         }
     return {
         "generated_node_xmls": generated,
-        "messages": [f"assistant: wrote {len(generated)} task program(s) to {out}"],
+        "messages": [
+            f"assistant: wrote {len(generated)} task program(s) to {out} and "
+            f"{sum(len(g.steps) for g in generated)} step file(s) to {step_out}"
+        ],
         "current_step_description": "task programs generated; mapping parameters",
     }
 
