@@ -322,18 +322,13 @@ class Runner(Generic[S]):
         gate: str | None = None,
         expected_version: int | None = None,
     ) -> Stream[S]:
-        """Run like ``start`` (a new ``thread_id``; ``input`` is the start state) or ``resume``
-        (an existing one; ``input`` answers its gate), yielding what happens as it happens.
-
-        ``mode`` is one of ``values``, ``updates``, ``events``, ``tokens``, ``custom`` (items
-        bare) or a list of them (``(mode, item)`` pairs). ``new=True``/``False`` insists the
-        thread is new / exists. The iterator ends when the run waits, finishes or fails, and
-        then ``.result`` holds the ``RunResult``. See docs/concepts.md, "Streaming".
+        """``start`` a new ``thread_id`` from ``input``, or ``resume`` an existing one with it,
+        yielding items of ``mode`` (values, updates, events, tokens, custom; a list gives
+        ``(mode, item)`` pairs) until it waits, finishes or fails; then ``.result`` is set.
         """
         modes, single = parse_modes(thread_id, mode)
-        return Stream(
-            sync_items(self, thread_id, input, modes, single, new, gate, expected_version)
-        )
+        items = sync_items(self, thread_id, input, modes, single, new, gate, expected_version)
+        return Stream(items)
 
     def astream(
         self,
