@@ -4,7 +4,8 @@ A stream drives the same execution core as ``start``/``resume`` and watches it t
 runner's event path (a subscriber filtered by its own run id), turning events into items of the
 chosen modes. Nothing runs in a helper thread: the sync stream drives the core on the caller's
 thread and hands out what each step produced between steps, so tokens and ``ctx.emit`` values
-of a sync node arrive when that node's call returns (``astream`` does the same on the loop).
+of a sync node arrive when that node's call returns. ``astream`` runs each node call as a task
+and hands items out while it runs, so an async node's tokens arrive live.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ._invoke import call_async, call_sync, refuse_inside_event_loop
 from .errors import RunError, ThreadNotFoundError
 
 if TYPE_CHECKING:
+    import asyncio
     from types import TracebackType
 
     from ._result import RunResult
@@ -53,7 +55,7 @@ def parse_modes(thread_id: str, mode: str | Sequence[str]) -> tuple[frozenset[st
 class _Collector:
     """Subscribed while a stream runs: keeps its run's items, in order, until handed out."""
 
-    __slots__ = ("items", "modes", "run_id", "single")
+    __slots__ = ("_wake", "items", "modes", "run_id", "single")
 
     def __init__(self, run_id: str, modes: frozenset[str], single: bool) -> None:
         self.run_id = run_id
@@ -61,9 +63,38 @@ class _Collector:
         self.single = single
         # A deque: a sync node with a timeout runs in a worker thread and emits from there.
         self.items: deque[Any] = deque()
+        self._wake: Callable[[], None] | None = None
 
     def put(self, mode: str, item: Any) -> None:
         self.items.append(item if self.single else (mode, item))
+        if self._wake is not None:
+            self._wake()
+
+    async def arrival(self, node: asyncio.Future[Any]) -> None:
+        """Wait until an item arrives or ``node`` is done (``astream`` between node calls)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        arrived: asyncio.Future[None] = loop.create_future()
+        home = threading.get_ident()
+
+        def settle() -> None:
+            if not arrived.done():
+                arrived.set_result(None)
+
+        def wake() -> None:
+            if threading.get_ident() == home:
+                settle()
+            else:  # a sync node with a timeout emits from its worker thread
+                loop.call_soon_threadsafe(settle)
+
+        self._wake = wake  # set before looking, so an item put in between still wakes us
+        try:
+            if not self.items:
+                await asyncio.wait({node, arrived}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._wake = None
+            arrived.cancel()
 
     def __call__(self, event: Event) -> None:
         if event.run_id != self.run_id:  # another thread's run on the same runner
@@ -193,8 +224,18 @@ async def async_items(
                         await asyncio.sleep(instruction.seconds)
                         instruction = steps.send(None)
                         continue
+                    node = asyncio.ensure_future(call_async(instruction))
                     try:
-                        outcome = core.Outcome(value=await call_async(instruction))
+                        # Hand out tokens and emitted values while the node still runs.
+                        while not node.done():
+                            await collector.arrival(node)
+                            for item in collector.drain():
+                                yield item
+                    finally:
+                        if not node.done():  # the caller left mid-node: stop it, save nothing
+                            node.cancel()
+                    try:
+                        outcome = core.Outcome(value=node.result())
                     except Exception as exc:
                         outcome = core.Outcome(error=exc)
                     instruction = steps.send(outcome)

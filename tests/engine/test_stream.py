@@ -23,6 +23,7 @@ from flowkit import (
     Waiting,
     append,
     field,
+    node,
 )
 from flowkit.errors import (
     ConflictError,
@@ -284,6 +285,88 @@ def test_astream_break_with_aclose_frees_the_thread() -> None:
         await it.aclose()
 
     asyncio.run(main())
-    # `custom` items of a step go out once the step is committed
-    assert runner.get_state("t1").node == "user"
-    assert runner.resume("t1", {"said": "x"}).done
+    # astream hands out `custom` items while the node runs, before its step is committed:
+    # leaving then discards that step, and resume runs the node again
+    assert runner.get_state("t1").node == "greet"
+    assert runner.resume("t1").waiting
+
+
+def test_astream_hands_out_an_async_nodes_items_while_it_runs() -> None:
+    seen = asyncio.Event()
+
+    async def chatty(state: Talk, ctx: Context) -> dict[str, Any]:
+        ctx.emit("first")
+        # Only a live stream lets the consumer see "first" and answer before this returns;
+        # the bound only keeps a broken stream from hanging the suite.
+        await asyncio.wait_for(seen.wait(), 10)
+        ctx.emit("second")
+        return {"log": ["done"]}
+
+    flow = Flow(name="live", state=Talk, start="chatty", nodes={"chatty": chatty},
+                routes={"chatty": END})  # fmt: skip
+    runner = Runner(flow)
+
+    async def main() -> list[Any]:
+        items = []
+        async for mode, item in runner.astream("t1", mode=["custom", "updates"]):
+            items.append((mode, item))
+            if item == "first":
+                seen.set()
+        return items
+
+    assert asyncio.run(main()) == [
+        ("custom", "first"),
+        ("custom", "second"),
+        ("updates", {"chatty": {"log": ["done"]}}),
+    ]
+    assert runner.get_state("t1").done
+
+
+def test_astream_left_mid_node_cancels_the_node_and_saves_nothing() -> None:
+    cancelled = []
+
+    async def slow(state: Talk, ctx: Context) -> dict[str, Any]:
+        ctx.emit("started")
+        try:
+            await asyncio.Event().wait()  # until cancelled
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return {"log": ["never"]}
+
+    flow = Flow(name="slow", state=Talk, start="slow", nodes={"slow": slow},
+                routes={"slow": END})  # fmt: skip
+    runner = Runner(flow)
+
+    async def main() -> None:
+        async with runner.astream("t1", mode="custom") as it:
+            async for item in it:
+                assert item == "started"
+                break
+
+    asyncio.run(main())
+    assert cancelled == [True]
+    stands = runner.get_state("t1")
+    assert stands.status == "pending" and stands.node == "slow" and stands.state.log == []
+
+
+def test_astream_takes_items_a_sync_node_emits_from_its_worker_thread() -> None:
+    @node(timeout=30)  # a sync node with a timeout runs in a worker thread
+    def worker(state: Talk, ctx: Context) -> dict[str, Any]:
+        for i in range(3):
+            ctx.emit(i)
+        return {"log": ["worked"]}
+
+    flow = Flow(name="w", state=Talk, start="worker", nodes={"worker": worker},
+                routes={"worker": END})  # fmt: skip
+    runner = Runner(flow)
+
+    async def main() -> list[Any]:
+        return [item async for item in runner.astream("t1", mode=["custom", "updates"])]
+
+    assert asyncio.run(main()) == [
+        ("custom", 0),
+        ("custom", 1),
+        ("custom", 2),
+        ("updates", {"worker": {"log": ["worked"]}}),
+    ]
