@@ -16,9 +16,11 @@ def test_top_level_exports_are_locked() -> None:
     assert len(set(flowkit.__all__)) == len(flowkit.__all__)
     assert set(flowkit.__all__) == {
         "END",
+        "AsyncStream",
         "Checkpoint",
         "Completed",
         "Context",
+        "Emitted",
         "Event",
         "Failed",
         "Flow",
@@ -35,6 +37,7 @@ def test_top_level_exports_are_locked() -> None:
         "RunResult",
         "Runner",
         "StateChanged",
+        "Stream",
         "TokenStreamed",
         "Waiting",
         "__version__",

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ._conditions import all_of, always, any_of, field, not_, when
     from ._events import (
         Completed,
+        Emitted,
         Event,
         Failed,
         NodeFinished,
@@ -29,14 +30,17 @@ if TYPE_CHECKING:
     from ._result import Checkpoint, RunResult
     from ._route_table import END, Resolution, Route, RouteTable
     from ._runner import Runner
+    from ._stream import AsyncStream, Stream
 
 __version__ = "0.1.0"
 
 __all__ = [
     "END",
+    "AsyncStream",
     "Checkpoint",
     "Completed",
     "Context",
+    "Emitted",
     "Event",
     "Failed",
     "Flow",
@@ -53,6 +57,7 @@ __all__ = [
     "RunResult",
     "Runner",
     "StateChanged",
+    "Stream",
     "TokenStreamed",
     "Waiting",
     "__version__",
@@ -73,9 +78,11 @@ __all__ = [
 # it to the first use of a name; type checkers read the imports above instead.
 _LAZY = {
     "END": "._route_table",
+    "AsyncStream": "._stream",
     "Checkpoint": "._result",
     "Completed": "._events",
     "Context": "._node",
+    "Emitted": "._events",
     "Event": "._events",
     "Failed": "._events",
     "Flow": "._flow",
@@ -92,6 +99,7 @@ _LAZY = {
     "RunResult": "._result",
     "Runner": "._runner",
     "StateChanged": "._events",
+    "Stream": "._stream",
     "TokenStreamed": "._events",
     "Waiting": "._events",
     "all_of": "._conditions",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ._node import NodeError
 
 __all__ = [
     "Completed",
+    "Emitted",
     "Event",
     "Failed",
     "NodeFinished",
@@ -57,6 +58,11 @@ class StateChanged(Event):
     version: int
     changed: tuple[str, ...]
     classes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The whole state after the change, and the normalised partial update that made it
+    #: (before reducers: what the node returned, or the gate's input as an update). Left out
+    #: of equality and repr: they are payload for streams, not the event's identity.
+    state: Any = field(default=None, compare=False, repr=False)
+    update: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def needs_update(self) -> bool:
@@ -94,6 +100,18 @@ class TokenStreamed(Event):
     node: str
     text: str
     done: bool = False
+    #: Which LLM call of the node attempt this chunk belongs to: its index among the calls
+    #: journaled for that step (0 for the first).
+    call: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Emitted(Event):
+    """Anything a node sent with ``ctx.emit(value)`` (progress, partial results; not journaled)."""
+
+    kind: ClassVar[str] = "custom"
+    node: str
+    value: Any
 
 
 Subscriber = Callable[[Event], None]

@@ -185,7 +185,7 @@ def gate_input_step(
         update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
-    runner._announce(thread_id, run_id, gate_name, after, tuple(update))
+    runner._announce(thread_id, run_id, gate_name, after, update)
     return after
 
 
@@ -227,7 +227,7 @@ def patch_step(
         actor=actor,
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
-    runner._announce(thread_id, None, "update_state", after, tuple(update))
+    runner._announce(thread_id, None, "update_state", after, update)
     return after
 
 
@@ -291,7 +291,7 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:
             runner._emit(NodeFinished(thread_id, run_id, name, latency, attempt, error))
-            runner._announce(thread_id, run_id, name, after, tuple(update))
+            runner._announce(thread_id, run_id, name, after, update)
         cursor = after
     return cursor
 
@@ -320,6 +320,7 @@ def _attempts(
             llm=runner._node_llm(thread_id, run_id, name, calls),
             clock=runner.clock,
             cancel_event=threading.Event() if node.timeout is not None else None,
+            emit=runner._emit if runner._subscribers else None,
         )
         owner = runner.store if runner.store is not None else runner
         outcome = yield CallNode(node, name, cursor.state, ctx, owner)
@@ -394,12 +395,14 @@ def announce(
     run_id: str | None,
     node: str,
     after: Cursor,
-    changed: tuple[str, ...],
+    update: Mapping[str, Any],
 ) -> None:
     """Emit the events that follow a commit: state changed, then waiting/completed/failed."""
     emit = runner._emit
+    changed = tuple(update)
     classes = classify_changes(changed, runner.flow.change_classes)
-    emit(StateChanged(thread_id, run_id, node, after.version, changed, classes))
+    version = after.version
+    emit(StateChanged(thread_id, run_id, node, version, changed, classes, after.state, update))
     if after.status == "waiting":
         emit(Waiting(thread_id, run_id, after.node, after.version))
     elif after.status == "done":

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import FlowkitError
 
 if TYPE_CHECKING:
+    from ._events import Event
     from ._logging import Logger
 
 __all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]
@@ -107,7 +108,17 @@ class Context:
     an async node is cancelled by ``asyncio`` and sees the flag set too.
     """
 
-    __slots__ = ("__dict__", "_cancel", "attempt", "clock", "llm", "node", "run_id", "thread_id")
+    __slots__ = (
+        "__dict__",
+        "_cancel",
+        "_emit",
+        "attempt",
+        "clock",
+        "llm",
+        "node",
+        "run_id",
+        "thread_id",
+    )
 
     def __init__(
         self,
@@ -119,6 +130,7 @@ class Context:
         llm: Any,
         clock: Callable[[], datetime],
         cancel_event: threading.Event | None = None,
+        emit: Callable[[Event], None] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
@@ -129,6 +141,16 @@ class Context:
         # Made up front for nodes with a timeout (the engine sets it from another thread),
         # on demand for the rest, where nothing ever sets it.
         self._cancel = cancel_event
+        self._emit = emit
+
+    def emit(self, value: Any) -> None:
+        """Send ``value`` to whoever watches the run: the ``custom`` mode of ``Runner.stream``
+        and subscribers (as an ``Emitted`` event). Not journaled; a no-op when nobody watches.
+        """
+        if self._emit is not None:
+            from ._events import Emitted
+
+            self._emit(Emitted(self.thread_id, self.run_id, self.node, value))
 
     @property
     def cancel_event(self) -> threading.Event:

@@ -36,6 +36,7 @@ class NodeLLM:
         from .llm.recording import RecordingLLM
 
         self._recording = RecordingLLM(inner, calls.append)
+        self._calls = calls
         self._announce = announce
         self._ids = (thread_id, run_id, node)
 
@@ -67,18 +68,20 @@ class NodeLLM:
     def stream(
         self, messages: Sequence[Message], *, timeout: float | None = None
     ) -> Iterator[Chunk]:
+        call = len(self._calls)  # the index this call gets in the step's journal
         for chunk in self._recording.stream(messages, timeout=timeout):
-            self._token(chunk)
+            self._token(chunk, call)
             yield chunk
 
     async def astream(
         self, messages: Sequence[Message], *, timeout: float | None = None
     ) -> AsyncIterator[Chunk]:
+        call = len(self._calls)
         async for chunk in self._recording.astream(messages, timeout=timeout):
-            self._token(chunk)
+            self._token(chunk, call)
             yield chunk
 
-    def _token(self, chunk: Chunk) -> None:
+    def _token(self, chunk: Chunk, call: int) -> None:
         if self._announce is not None:
             thread_id, run_id, node = self._ids
-            self._announce(TokenStreamed(thread_id, run_id, node, chunk.text, chunk.done))
+            self._announce(TokenStreamed(thread_id, run_id, node, chunk.text, chunk.done, call))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._conditions import Always, Condition, condition_from_data
+from ._conditions import Always, Call, Condition, condition_from_data
 from ._untrusted import check_data_depth, parse_json
 from .errors import FlowDefinitionError, RouteError, UntrustedInputError
 
@@ -21,19 +21,52 @@ __all__ = ["END", "Resolution", "Route", "RouteTable"]
 END: Final = "__end__"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Route:
-    """One rule: when ``condition`` holds for the state, go to ``target``."""
+    """One rule: when ``condition`` holds for the state, go to ``target``.
+
+    ``condition`` is a flowkit condition, or a plain named function ``fn(state) -> bool``,
+    which becomes ``when(fn.__name__, fn)``: it routes, describes and serialises by that name.
+    A lambda or a ``functools.partial`` has no usable name and is refused.
+    """
 
     condition: Condition
     target: str
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.condition, Condition):
-            raise TypeError(
-                f"Route condition must be a flowkit condition (field(...), when(...)), "
-                f"got {self.condition!r}"
-            )
+    def __init__(self, condition: Condition | Callable[[Any], bool], target: str) -> None:
+        object.__setattr__(self, "condition", _as_condition(condition, target))
+        object.__setattr__(self, "target", target)
+
+
+def _as_condition(condition: object, target: str) -> Condition:
+    if isinstance(condition, Condition):
+        return condition
+    if not callable(condition):
+        raise FlowDefinitionError(
+            "<route>",
+            [
+                f"Route to `{target}`: the condition {condition!r:.60} is not a condition; pass "
+                "field(...), when(...) or a named function fn(state) -> bool"
+            ],
+        )
+    # Only a real name survives the JSON form and reads well in diagrams and errors; a
+    # lambda is `<lambda>`, a partial or callable object has no `__name__` of its own.
+    name = getattr(condition, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier() or isinstance(condition, type):
+        raise FlowDefinitionError(
+            "<route>",
+            [
+                f"Route to `{target}`: the condition {_callable_label(condition)} has no name "
+                "to route, show and save it by; define it with `def is_ready(state): ...` or "
+                "wrap it: when('is_ready', fn)"
+            ],
+        )
+    return Call(name, condition)
+
+
+def _callable_label(fn: object) -> str:
+    name = getattr(fn, "__name__", None)
+    return f"`{name}`" if isinstance(name, str) else f"{type(fn).__name__} {fn!r:.60}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -22,6 +22,7 @@ from ._flow import UNSET, Flow
 from ._invoke import call_async, call_sync, refuse_inside_event_loop
 from ._logging import get_logger
 from ._result import Checkpoint, RunResult
+from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
 from ._threads import Threads
 from .errors import (
     CheckpointNotFoundError,
@@ -103,10 +104,10 @@ class Runner(Generic[S]):
         run_id: str | None,
         node: str,
         after: core.Cursor,
-        changed: tuple[str, ...],
+        update: Mapping[str, Any],
     ) -> None:
         if self._subscribers:
-            core.announce(self, thread_id, run_id, node, after, changed)
+            core.announce(self, thread_id, run_id, node, after, update)
 
     def _result(self, thread_id: str, cursor: core.Cursor, run_id: str | None) -> RunResult[S]:
         return RunResult(
@@ -167,7 +168,7 @@ class Runner(Generic[S]):
             core.check_invariants(self.flow, thread_id, "__start__", cursor.state, None)
         self._threads.create(thread_id, cursor)
         if cursor.status != "pending":  # a flow that starts at a gate waits at once
-            self._announce(thread_id, run_id, "__start__", cursor, ())
+            self._announce(thread_id, run_id, "__start__", cursor, {})
         return core.run_steps(self, thread_id, run_id, cursor)
 
     def _resume_steps(
@@ -310,6 +311,42 @@ class Runner(Generic[S]):
         with self._threads.lock(thread_id):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return await self._adrive(thread_id, run_id, steps)
+
+    def stream(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        mode: Mode | Sequence[Mode] = "values",
+        new: bool | None = None,
+        gate: str | None = None,
+        expected_version: int | None = None,
+    ) -> Stream[S]:
+        """``start`` a new ``thread_id`` from ``input``, or ``resume`` an existing one with it,
+        yielding items of ``mode`` (values, updates, events, tokens, custom; a list gives
+        ``(mode, item)`` pairs) until it waits, finishes or fails; then ``.result`` is set.
+        """
+        modes, single = parse_modes(thread_id, mode)
+        items = sync_items(self, thread_id, input, modes, single, new, gate, expected_version)
+        return Stream(items)
+
+    def astream(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        mode: Mode | Sequence[Mode] = "values",
+        new: bool | None = None,
+        gate: str | None = None,
+        expected_version: int | None = None,
+    ) -> AsyncStream[S]:
+        """``stream`` for asyncio: ``async for item in runner.astream(...)``."""
+        modes, single = parse_modes(thread_id, mode)
+        return AsyncStream(
+            lambda done: async_items(
+                self, thread_id, input, modes, single, new, gate, expected_version, done
+            )
+        )
 
     def get_state(self, thread_id: str) -> RunResult[S]:
         """Where the thread stands now."""

@@ -144,18 +144,21 @@ def _graph_problems(flow: Flow) -> list[str]:
         found.append(
             f"`{name}` is unreachable from start `{flow.start}`; route to it or remove it."
         )
-    finals = set(flow.finals) | {END}
+    # A run rests at END, at a final state or at a gate. A cycle through a gate (a chat
+    # session, a robot cell between operator inputs) waits there for its next input and is a
+    # legitimate shape; only a loop of nodes that never reaches a resting place spins forever.
+    resting = set(flow.finals) | {END} | set(flow.gates)
     reverse: dict[str, set[str]] = {}
     for source, targets in edges.items():
         for target in targets:
             reverse.setdefault(target, set()).add(source)
-    can_finish: set[str] = set()
-    for final in finals:
-        can_finish |= _reach(final, reverse)
-    for name in sorted((states & reachable) - can_finish):
+    can_rest: set[str] = set()
+    for place in resting:
+        can_rest |= _reach(place, reverse)
+    for name in sorted((states & reachable) - can_rest):
         found.append(
-            f"`{name}` is a dead end: no route from it ever reaches END or a final state; "
-            "add an exit to its loop."
+            f"`{name}` is a dead end: no route from it ever reaches END, a final state or a "
+            "gate; add an exit to its loop."
         )
     return found
 

@@ -36,7 +36,7 @@ def test_graph_of_a_broken_flow_exits_1_with_its_problems(
     assert main(["graph", broken]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "FAIL broken: 9 problems" in captured.err
+    assert "FAIL broken: 8 problems" in captured.err
 
 
 def test_check_reports_each_kind_of_problem_of_the_broken_sample(
@@ -63,7 +63,7 @@ def test_check_output_has_one_line_per_problem(
         load_flow(broken)
     main(["check", broken])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1 + len(raised.value.problems) == 10
+    assert len(lines) == 1 + len(raised.value.problems) == 9
 
 
 def test_check_many_targets_reports_all_and_exits_with_the_worst_code(

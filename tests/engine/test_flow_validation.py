@@ -7,7 +7,19 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel
 
-from flowkit import END, Flow, Gate, NodeError, Route, RouteTable, always, append, field, node
+from flowkit import (
+    END,
+    Flow,
+    Gate,
+    NodeError,
+    Route,
+    RouteTable,
+    Runner,
+    always,
+    append,
+    field,
+    node,
+)
 from flowkit.errors import FlowDefinitionError
 
 
@@ -191,3 +203,64 @@ def test_flow_data_lists_tables_as_data() -> None:
     data = flow.to_data()
     assert data["routes"]["g"] == table.to_data()
     assert data["gates"] == {"g": "Review"}
+
+
+class Talk(BaseModel):
+    said: str = ""
+    bye: bool = False
+    replies: Annotated[list[str], append] = []
+
+
+class Line(BaseModel):
+    said: str
+
+
+def respond(state: Talk) -> dict[str, list[str]]:
+    return {"replies": [f"you said {state.said}"]}
+
+
+def is_bye(state: Talk) -> bool:
+    return state.said == "bye"
+
+
+@pytest.mark.parametrize(
+    "routes",
+    [
+        # a chat session that never ends: user -> respond -> user -> ...
+        {"user": "respond", "respond": "user"},
+        # the same session with a way out, through a named-function condition
+        {"user": "respond", "respond": RouteTable("r", [Route(is_bye, END)], default="user")},
+        # the loop passes through the gate after several nodes
+        {"user": "respond", "respond": "log", "log": "user"},
+    ],
+    ids=["endless", "with_exit", "longer_cycle"],
+)
+def test_a_cycle_through_a_gate_is_a_conversation_not_a_dead_end(routes: dict[str, object]) -> None:
+    nodes = {name: respond for name in routes if name != "user"}
+    flow = Flow(name="chat", state=Talk, start="user", nodes=nodes, gates={"user": Line},
+                routes=routes)  # fmt: skip
+    runner = Runner(flow)
+    result = runner.start("t1")
+    for said in ["hi", "how are you", "bye"]:
+        assert result.waiting and result.node == "user"
+        result = runner.resume("t1", {"said": said})
+    assert result.state.replies[: len(nodes)] == ["you said hi"] * len(nodes)
+
+
+@pytest.mark.parametrize(
+    ("routes", "dead"),
+    [
+        # nodes looping among themselves never rest, even if a gate leads into the loop
+        ({"user": "a", "a": "b", "b": "a"}, ["a", "b"]),
+        ({"user": "a", "a": "a"}, ["a"]),
+    ],
+)
+def test_a_loop_of_nodes_that_never_reaches_a_gate_is_still_a_dead_end(
+    routes: dict[str, str], dead: list[str]
+) -> None:
+    nodes = {name: respond for name in routes if name != "user"}
+    with pytest.raises(FlowDefinitionError) as caught:
+        Flow(name="spin", state=Talk, start="user", nodes=nodes, gates={"user": Line},
+             routes=routes)  # fmt: skip
+    assert [p.split("`")[1] for p in caught.value.problems if "dead end" in p] == dead
+    assert "reaches END, a final state or a gate" in str(caught.value)

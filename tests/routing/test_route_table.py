@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import json
 from typing import Any
 
@@ -125,9 +126,69 @@ def test_problems_report_shadowed_rules_duplicates_and_missing_default() -> None
     )
 
 
-def test_route_rejects_non_conditions() -> None:
-    with pytest.raises(TypeError, match="flowkit condition"):
-        Route(lambda s: True, "a")  # type: ignore[arg-type]
+def is_error(state: Any) -> bool:
+    return bool(read(state, "intent") == "error")
+
+
+def read(state: Any, key: str) -> Any:
+    return state[key] if isinstance(state, dict) else getattr(state, key)
+
+
+class Checker:
+    def __call__(self, state: Any) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("state", "target"),
+    [
+        (State(intent="error"), END),
+        (State(intent="hi"), "reply"),
+        ({"intent": "error"}, END),
+        ({"intent": ""}, "reply"),
+    ],
+)
+def test_a_named_function_routes_like_when(state: Any, target: str) -> None:
+    plain = RouteTable("t", [Route(is_error, END)], default="reply")
+    wrapped = RouteTable("t", [Route(when("is_error", is_error), END)], default="reply")
+    assert plain.resolve(state) == wrapped.resolve(state) == target
+    assert plain == wrapped
+    assert plain.explain(state) == wrapped.explain(state)
+
+
+def test_a_named_function_serialises_by_name_like_when() -> None:
+    table = RouteTable("t", [Route(is_error, END)], default="reply")
+    assert table.to_data() == {
+        "name": "t",
+        "rules": [{"when": {"call": "is_error"}, "to": END}],
+        "default": "reply",
+    }
+    assert table.rules[0].condition.describe() == "is_error()"
+    assert RouteTable.from_json(table.to_json(), callables={"is_error": is_error}) == table
+    with pytest.raises(FlowDefinitionError, match="pass callables=\\{'is_error': fn\\}"):
+        RouteTable.from_json(table.to_json())
+
+
+@pytest.mark.parametrize(
+    ("condition", "names"),
+    [
+        (lambda s: True, "`<lambda>`"),
+        (functools.partial(read, key="ok"), "partial"),
+        (Checker(), "Checker"),
+        (bool, "`bool`"),
+        ("ok", "'ok'"),
+        (None, "None"),
+    ],
+)
+def test_a_condition_without_a_name_is_refused_with_how_to_name_it(
+    condition: Any, names: str
+) -> None:
+    with pytest.raises(FlowDefinitionError) as caught:
+        Route(condition, "a")
+    message = str(caught.value)
+    assert "Route to `a`" in message
+    assert names in message
+    assert "when(" in message
 
 
 def test_field_paths_must_be_identifiers() -> None:

@@ -1,0 +1,327 @@
+"""Streaming a run: ``Runner.stream`` / ``astream`` as iterators over what happens.
+
+A stream drives the same execution core as ``start``/``resume`` and watches it through the
+runner's event path (a subscriber filtered by its own run id), turning events into items of the
+chosen modes. Nothing runs in a helper thread: the sync stream drives the core on the caller's
+thread and hands out what each step produced between steps, so tokens and ``ctx.emit`` values
+of a sync node arrive when that node's call returns. ``astream`` runs each node call as a task
+and hands items out while it runs, so an async node's tokens arrive live.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
+
+from pydantic import BaseModel
+
+from . import _execution as core
+from ._events import Emitted, Event, StateChanged, TokenStreamed
+from ._invoke import call_async, call_sync, refuse_inside_event_loop
+from .errors import RunError, ThreadNotFoundError
+
+if TYPE_CHECKING:
+    import asyncio
+    from types import TracebackType
+
+    from ._result import RunResult
+    from ._runner import Runner
+
+__all__ = ["AsyncStream", "Mode", "Stream"]
+
+S = TypeVar("S", bound=BaseModel)
+
+Mode = Literal["values", "updates", "events", "tokens", "custom"]
+_MODES: tuple[str, ...] = get_args(Mode)
+
+
+def parse_modes(thread_id: str, mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
+    """The modes asked for, and whether items are bare (one mode named as a string)."""
+    single = isinstance(mode, str)
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    unknown = [m for m in modes if m not in _MODES]
+    if unknown or not modes:
+        raise RunError(
+            f"Cannot stream thread `{thread_id}` in mode(s) {unknown or modes!r}: choose one or "
+            f"more of {', '.join(_MODES)} (a string for bare items, a list for (mode, item) "
+            "pairs).",
+            thread_id=thread_id,
+        )
+    return frozenset(modes), single
+
+
+class _Collector:
+    """Subscribed while a stream runs: keeps its run's items, in order, until handed out."""
+
+    __slots__ = ("_wake", "items", "modes", "run_id", "single")
+
+    def __init__(self, run_id: str, modes: frozenset[str], single: bool) -> None:
+        self.run_id = run_id
+        self.modes = modes
+        self.single = single
+        # A deque: a sync node with a timeout runs in a worker thread and emits from there.
+        self.items: deque[Any] = deque()
+        self._wake: Callable[[], None] | None = None
+
+    def put(self, mode: str, item: Any) -> None:
+        self.items.append(item if self.single else (mode, item))
+        if self._wake is not None:
+            self._wake()
+
+    async def arrival(self, node: asyncio.Future[Any]) -> None:
+        """Wait until an item arrives or ``node`` is done (``astream`` between node calls)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        arrived: asyncio.Future[None] = loop.create_future()
+        home = threading.get_ident()
+
+        def settle() -> None:
+            if not arrived.done():
+                arrived.set_result(None)
+
+        def wake() -> None:
+            if threading.get_ident() == home:
+                settle()
+            else:  # a sync node with a timeout emits from its worker thread
+                loop.call_soon_threadsafe(settle)
+
+        self._wake = wake  # set before looking, so an item put in between still wakes us
+        try:
+            if not self.items:
+                await asyncio.wait({node, arrived}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._wake = None
+            arrived.cancel()
+
+    def __call__(self, event: Event) -> None:
+        if event.run_id != self.run_id:  # another thread's run on the same runner
+            return
+        modes = self.modes
+        if "events" in modes:
+            self.put("events", event)
+        if isinstance(event, StateChanged):
+            if event.node == "__start__":  # no node ran; the start state went out already
+                return
+            if "updates" in modes:
+                self.put("updates", {event.node: dict(event.update)})
+            if "values" in modes:
+                self.put("values", event.state)
+        elif isinstance(event, TokenStreamed):
+            if "tokens" in modes:
+                self.put("tokens", event)
+        elif isinstance(event, Emitted) and "custom" in modes:
+            self.put("custom", event.value)
+
+    def drain(self) -> Iterator[Any]:
+        items = self.items
+        while items:
+            yield items.popleft()
+
+
+def _steps(
+    runner: Runner[Any],
+    thread_id: str,
+    input: Any,
+    new: bool | None,
+    gate: str | None,
+    expected_version: int | None,
+    run_id: str,
+    collector: _Collector,
+) -> core.Steps:
+    """Start the thread (a new id, or ``new=True``) or resume it; under the thread's lock."""
+    if new is None:
+        try:
+            runner._threads.load(thread_id)
+            new = False
+        except ThreadNotFoundError:
+            new = True
+    if not new:
+        return runner._resume_steps(thread_id, input, gate, expected_version, run_id)
+    if gate is not None or expected_version is not None:
+        raise RunError(
+            f"Thread `{thread_id}` is new: `gate` and `expected_version` apply to resuming a "
+            "thread; drop them, or stream an existing thread.",
+            thread_id=thread_id,
+        )
+    steps = runner._start_steps(thread_id, input, run_id)
+    if "values" in collector.modes:
+        collector.put("values", runner._threads.load(thread_id).state)
+    return steps
+
+
+def sync_items(
+    runner: Runner[S],
+    thread_id: str,
+    input: Any,
+    modes: frozenset[str],
+    single: bool,
+    new: bool | None,
+    gate: str | None,
+    expected_version: int | None,
+) -> Generator[Any, None, RunResult[S]]:
+    from ._runner import _new_run_id
+
+    refuse_inside_event_loop(runner.flow, thread_id)
+    run_id = _new_run_id()
+    collector = _Collector(run_id, modes, single)
+    with runner._threads.lock(thread_id):
+        unsubscribe = runner.subscribe(collector)
+        try:
+            steps = _steps(runner, thread_id, input, new, gate, expected_version, run_id, collector)
+            try:
+                instruction = next(steps)
+                while True:
+                    yield from collector.drain()
+                    if isinstance(instruction, core.Sleep):
+                        threading.Event().wait(instruction.seconds)
+                        instruction = steps.send(None)
+                        continue
+                    try:
+                        outcome = core.Outcome(value=call_sync(instruction))
+                    except Exception as exc:
+                        outcome = core.Outcome(error=exc)
+                    instruction = steps.send(outcome)
+            except StopIteration as stop:
+                cursor: core.Cursor = stop.value
+            finally:
+                steps.close()  # abandoned mid-run: the last committed step stands
+            yield from collector.drain()
+        finally:
+            unsubscribe()
+    return runner._result(thread_id, cursor, run_id)
+
+
+async def async_items(
+    runner: Runner[S],
+    thread_id: str,
+    input: Any,
+    modes: frozenset[str],
+    single: bool,
+    new: bool | None,
+    gate: str | None,
+    expected_version: int | None,
+    done: list[RunResult[S]],
+) -> AsyncGenerator[Any, None]:
+    import asyncio
+
+    from ._runner import _new_run_id
+
+    run_id = _new_run_id()
+    collector = _Collector(run_id, modes, single)
+    with runner._threads.lock(thread_id):
+        unsubscribe = runner.subscribe(collector)
+        try:
+            steps = _steps(runner, thread_id, input, new, gate, expected_version, run_id, collector)
+            try:
+                instruction = next(steps)
+                while True:
+                    for item in collector.drain():
+                        yield item
+                    if isinstance(instruction, core.Sleep):
+                        await asyncio.sleep(instruction.seconds)
+                        instruction = steps.send(None)
+                        continue
+                    node = asyncio.ensure_future(call_async(instruction))
+                    try:
+                        # Hand out tokens and emitted values while the node still runs.
+                        while not node.done():
+                            await collector.arrival(node)
+                            for item in collector.drain():
+                                yield item
+                    finally:
+                        if not node.done():  # the caller left mid-node: stop it, save nothing
+                            node.cancel()
+                    try:
+                        outcome = core.Outcome(value=node.result())
+                    except Exception as exc:
+                        outcome = core.Outcome(error=exc)
+                    instruction = steps.send(outcome)
+            except StopIteration as stop:
+                cursor: core.Cursor = stop.value
+            finally:
+                steps.close()
+            for item in collector.drain():
+                yield item
+        finally:
+            unsubscribe()
+    done.append(runner._result(thread_id, cursor, run_id))
+
+
+class Stream(Generic[S]):
+    """What ``Runner.stream`` returns: iterate it for items; ``result`` once it is exhausted.
+
+    The run starts at the first ``next()`` and holds the thread until the iterator ends (the
+    run waits at a gate, finishes or fails) or is closed. Leaving early (``break``) leaves the
+    thread where its last committed step put it, as a crash would; ``close()`` it, or use
+    ``with``, so the thread is free for the next call at once.
+    """
+
+    def __init__(self, items: Generator[Any, None, RunResult[S]]) -> None:
+        self._items = items
+        #: Where the thread stands when the stream ended; ``None`` until then.
+        self.result: RunResult[S] | None = None
+
+    def __iter__(self) -> Stream[S]:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._items)
+        except StopIteration as stop:
+            self.result = stop.value
+            raise StopIteration from None
+
+    def close(self) -> None:
+        self._items.close()
+
+    def __enter__(self) -> Stream[S]:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncStream(Generic[S]):
+    """What ``Runner.astream`` returns: ``async for`` over it; ``result`` once it is exhausted.
+
+    As with ``Stream``; leaving early needs ``await it.aclose()`` or ``async with``, since an
+    abandoned async iterator is only closed when the event loop gets round to it.
+    """
+
+    def __init__(self, make: Callable[[list[RunResult[S]]], AsyncGenerator[Any, None]]) -> None:
+        self._done: list[RunResult[S]] = []
+        self._items: AsyncGenerator[Any, None] = make(self._done)
+        self.result: RunResult[S] | None = None
+
+    def __aiter__(self) -> AsyncStream[S]:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._items.__anext__()
+        except StopAsyncIteration:
+            if self._done:
+                self.result = self._done[0]
+            raise
+
+    async def aclose(self) -> None:
+        await self._items.aclose()
+
+    async def __aenter__(self) -> AsyncStream[S]:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
