@@ -129,16 +129,26 @@ def test_if_mutation_is_derived_from_its_branches() -> None:
     assert re.search(r'<mutation (else="1" elseif="1"|elseif="1" else="1")></mutation>', full)
 
 
-def test_stacks_get_a_layout_unless_positioned() -> None:
+def test_stacks_get_a_row_layout_when_none_is_positioned() -> None:
+    sub = Step(type="procedures_defnoreturn", fields={"NAME": "A"}, inputs={"STACK": []})
+    program = Program(stacks=[_main(), [sub]])
+    heads = [b for b in _blocks(compile_program(program)) if b.get("x") is not None]
+    assert [(b.get("x"), b.get("y")) for b in heads] == [("10", "10"), ("210", "10")]
+
+
+def test_new_stacks_go_below_the_positioned_ones_without_overlap() -> None:
     sub = Step(type="procedures_defnoreturn", fields={"NAME": "A"}, inputs={"STACK": []})
     placed = sub.model_copy(update={"x": -170, "y": 30, "fields": {"NAME": "B"}})
     program = Program(stacks=[_main(), [sub], [placed]])
     heads = [b for b in _blocks(compile_program(program)) if b.get("x") is not None]
-    assert [(b.get("x"), b.get("y")) for b in heads] == [
-        ("10", "10"),
-        ("210", "10"),
-        ("-170", "30"),
-    ]
+    places = [(int(b.get("x")), int(b.get("y"))) for b in heads]
+    # The positioned stack keeps its place; the others share its column, one under the other,
+    # each starting below the stack above by at least 48 px per block it holds.
+    assert places[2] == (-170, 30)
+    assert [x for x, _y in places] == [-170, -170, -170]
+    main_blocks = sum(len(list(s.walk())) for s in _main())
+    assert places[0][1] >= 30 + 48
+    assert places[1][1] >= places[0][1] + 48 * main_blocks
 
 
 def test_task_list_compiles_to_main_then_sub_programs() -> None:

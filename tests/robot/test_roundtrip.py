@@ -64,8 +64,20 @@ def _round_trip_result(path: Path) -> str:
 def _survives_json_and_text(path: Path) -> None:
     program = decompile(path)
     assert Program.from_json(program.to_json()) == program
+    # The text form keeps the editor layout in its annotations, so the text gives the program
+    # back exactly, and compiles to the very document the program compiles to.
+    text = render_program(program)
+    assert parse_program(text) == program
+    assert compile_program(parse_program(text), validate=False) == compile_program(
+        program, validate=False
+    )
     stripped = Program(stacks=[without_editor_attributes(s) for s in program.stacks])
-    assert parse_program(render_program(program)) == stripped
+    assert parse_program(render_program(program, annotations=False)) == stripped
+
+
+def _text_compiles_to_the_document(path: Path) -> None:
+    xml = compile_program(parse_program(render_program(decompile(path))))
+    assert canonical_equal(path, xml), canonical_diff(path, xml, names=(str(path), "via text"))
 
 
 # --- our own programs: always -------------------------------------------------------------
@@ -92,6 +104,11 @@ def test_own_generator_style_file_round_trip_is_reported(relative: str) -> None:
 @pytest.mark.parametrize("relative", OWN_PROGRAMS + sorted(OWN_GENERATED))
 def test_own_program_survives_json_and_text(relative: str) -> None:
     _survives_json_and_text(own_program(relative))
+
+
+@pytest.mark.parametrize("relative", OWN_PROGRAMS)
+def test_own_program_through_the_text_form_compiles_to_the_same_document(relative: str) -> None:
+    _text_compiles_to_the_document(own_program(relative))
 
 
 def test_a_changed_document_is_not_called_equal() -> None:
@@ -123,6 +140,13 @@ def test_hand_written_program_compiles_back_to_the_same_document(relative: str) 
     program = decompile(path)
     xml = compile_program(program)  # validates too: a hand-written program has no errors
     assert canonical_equal(path, xml), canonical_diff(path, xml, names=(relative, "compiled"))
+
+
+@pytest.mark.parametrize("relative", reference_params(HAND_WRITTEN))
+def test_hand_written_program_through_the_text_form_compiles_to_the_same_document(
+    relative: str,
+) -> None:
+    _text_compiles_to_the_document(reference_file(relative))
 
 
 @pytest.mark.parametrize("relative", OTHERS)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from ._specs import BlockSpec
+from ._text_annotate import render_annotation
 from ._text_lex import COMPARE, FLAG, NUMBER, RESERVED, VARIABLE, json_string, quote
 from ._text_syntax import compact_fields
 from .catalog import Catalog
@@ -23,27 +24,50 @@ _OR, _AND, _NOT, _COMPARE, _ATOM = 1, 2, 3, 4, 5
 
 
 def render_chain(
-    steps: Sequence[Step], catalog: Catalog, *, indent: int = 0, prefix: str = "", start: int = 1
+    steps: Sequence[Step],
+    catalog: Catalog,
+    *,
+    indent: int = 0,
+    prefix: str = "",
+    start: int = 1,
+    annotate: bool = False,
+    head_position: bool = True,
 ) -> list[str]:
-    """The lines of a chain: ``1.``, ``2.`` at the top level, ``4.1``, ``4.2`` inside step 4."""
+    """The lines of a chain: ``1.``, ``2.`` at the top level, ``4.1``, ``4.2`` inside step 4.
+
+    ``annotate`` ends each line in its layout annotation (``_text_annotate``);
+    ``head_position`` False leaves the first step's x/y to the ``## stack`` line.
+    """
     lines: list[str] = []
+    renderer = _Renderer(catalog, annotate)
     for number, step in enumerate(steps, start=start):
         marker = f"{prefix}{number}" + ("" if prefix else ".")
-        lines.extend(_Renderer(catalog).step(step, marker, indent))
+        position = head_position or number != start or bool(prefix)
+        lines.extend(renderer.step(step, marker, indent, position=position))
     return lines
 
 
 class _Renderer:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, annotate: bool = False) -> None:
         self.catalog = catalog
+        self.annotate = annotate
+
+    def _chain(
+        self, steps: Sequence[Step], *, indent: int, prefix: str, start: int = 1
+    ) -> list[str]:
+        return render_chain(
+            steps, self.catalog, indent=indent, prefix=prefix, start=start, annotate=self.annotate
+        )
 
     # -- statement lines ------------------------------------------------------------------
-    def step(self, step: Step, marker: str, indent: int) -> list[str]:
+    def step(self, step: Step, marker: str, indent: int, *, position: bool = True) -> list[str]:
         spec = self.catalog.get(step.type)
         column = indent + len(marker) + 1
         pad = " " * indent
         lead = f"{pad}{marker} {_disabled(step)}"
         tail = self._source(step)
+        if self.annotate:
+            tail += render_annotation(step, position=position)
         statements = [n for n, v in step.inputs.items() if isinstance(v, list)]
         child = marker.rstrip(".") + "."
         if _if_form(step):
@@ -56,7 +80,7 @@ class _Renderer:
             line = lead + self._head(step, spec, names[:-1]) + ":" + tail
             return [
                 line,
-                *render_chain(step.body(body_name), self.catalog, indent=column, prefix=child),
+                *self._chain(step.body(body_name), indent=column, prefix=child),
             ]
         lines = [lead + self._head(step, spec, []) + ":" + tail]
         seen = 0
@@ -65,11 +89,7 @@ class _Renderer:
                 lines.append(" " * column + f"{name} = {self.expression(item)}")
             else:
                 lines.append(" " * column + f"{name}:")
-                lines.extend(
-                    render_chain(
-                        item, self.catalog, indent=column + 2, prefix=child, start=seen + 1
-                    )
-                )
+                lines.extend(self._chain(item, indent=column + 2, prefix=child, start=seen + 1))
                 seen += len(item)
         return lines
 
@@ -85,9 +105,7 @@ class _Renderer:
                 continue
             if name == "ELSE":
                 lines.append(" " * column + "else:")
-            lines.extend(
-                render_chain(item, self.catalog, indent=column + 2, prefix=child, start=seen + 1)
-            )
+            lines.extend(self._chain(item, indent=column + 2, prefix=child, start=seen + 1))
             seen += len(item)
         return lines
 

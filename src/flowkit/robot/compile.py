@@ -27,6 +27,38 @@ ID_ALPHABET = (
 )
 _ID_LENGTH = 20
 _DEFAULT_SEED = "flowkit"
+# Room a statement block takes in the editor, generously: a new stack placed below the others
+# by this estimate does not overlap them.
+_BLOCK_HEIGHT = 48
+_STACK_GAP = 40
+
+
+def _places(program: Program) -> list[tuple[int, int]]:
+    """Where each stack goes when its first step has no position.
+
+    With no positioned stack, the editor's row for generated programs: ``x = 10 + 200·k``,
+    ``y = 10``. Otherwise a new stack goes under everything already placed, at the leftmost
+    column, so that blocks a person adds in the text form do not cover the existing layout.
+    """
+    heads = [stack[0] for stack in program.stacks]
+    placed = [(h.x, h.y, stack) for h, stack in zip(heads, program.stacks, strict=True)]
+    known = [(x, y, stack) for x, y, stack in placed if x is not None and y is not None]
+    if not known:
+        return [(10 + 200 * k, 10) for k in range(len(heads))]
+    left = min(x for x, _y, _s in known)
+    bottom = max(y + _height(stack) for _x, y, stack in known) + _STACK_GAP
+    places: list[tuple[int, int]] = []
+    for head, stack in zip(heads, program.stacks, strict=True):
+        if head.x is not None and head.y is not None:
+            places.append((head.x, head.y))
+            continue
+        places.append((left, bottom))
+        bottom += _height(stack) + _STACK_GAP
+    return places
+
+
+def _height(stack: Sequence[Step]) -> int:
+    return sum(len(list(step.walk())) for step in stack) * _BLOCK_HEIGHT
 
 
 def to_program(steps: Program | Sequence[TaskSteps] | Sequence[Step]) -> Program:
@@ -96,6 +128,7 @@ class _Writer:
         for stack in self.program.stacks:
             for step in stack:
                 self._reserve(step, in_value=False)
+        self.places = _places(self.program)
 
     def _reserve(self, step: Step, *, in_value: bool) -> None:
         if step.id is not None:
@@ -147,10 +180,14 @@ class _Writer:
         editable = step.editable
         if editable is False or (editable is None and step.type == "select_robot"):
             element.set("editable", "false")
+        elif editable is True and step.type != "select_robot":
+            # Only an explicit editable="true" reads back as True on other blocks.
+            element.set("editable", "true")
         x, y = step.x, step.y
         if layout is not None:
-            x = 10 + 200 * layout if x is None else x
-            y = 10 if y is None else y
+            default_x, default_y = self.places[layout]
+            x = default_x if x is None else x
+            y = default_y if y is None else y
         if x is not None:
             element.set("x", str(x))
         if y is not None:
@@ -166,7 +203,9 @@ class _Writer:
             new_element("mutation", element, mutation).text = ""
         for name, value in self._fields(step):
             new_element("field", element, {"name": name}).text = value
-        if self.comments and step.source:
+        if step.source is not None and step.comment is not None:
+            new_element("comment", element, step.comment).text = step.source
+        elif self.comments and step.source:
             new_element("comment", element, {"pinned": "false"}).text = step.source
         for name, item in step.inputs.items():
             if isinstance(item, Step):

@@ -21,7 +21,7 @@ from .steps import Program, Step
 __all__ = ["decompile", "decompile_with_lines"]
 
 _BLOCK_ATTRIBUTES = {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons"}
-# Attributes the model keeps per child element (a comment's size and pin state are dropped).
+# Attributes the model keeps per child element (a comment's go to ``Step.comment``).
 _CHILD_ATTRIBUTES = {
     "field": {"name"},
     "value": {"name"},
@@ -126,7 +126,7 @@ class _Reader:
         fields: dict[str, str] = {}
         inputs: dict[str, Step | list[Step]] = {}
         mutation: dict[str, str] | None = None
-        source: str | None = None
+        comment: Element | None = None
         following: Element | None = None
         for child in self.children(element):
             kind = local_name(child)
@@ -148,7 +148,7 @@ class _Reader:
                     raise _ReadError(child, "a <field> holds text only")
                 fields[name] = child.text or ""
             elif kind == "comment":
-                source = child.text or ""
+                comment = child
             elif kind == "value":
                 blocks = self.children(child)
                 if len(blocks) != 1 or local_name(blocks[0]) != "block":
@@ -169,7 +169,7 @@ class _Reader:
                 following = blocks[0]
             else:
                 raise _ReadError(child, f"<{kind}> inside <block> is not supported")
-        step = self._step(element, block_type, fields, mutation, inputs, source)
+        step = self._step(element, block_type, fields, mutation, inputs, comment)
         self.lines[id(step)] = element.sourceline
         return step, following
 
@@ -180,7 +180,7 @@ class _Reader:
         fields: dict[str, str],
         mutation: dict[str, str] | None,
         inputs: dict[str, Step | list[Step]],
-        source: str | None,
+        comment: Element | None,
     ) -> Step:
         spec = self.catalog.get(block_type)
         default = spec.default_mutation(list(inputs)) if spec else None
@@ -205,7 +205,8 @@ class _Reader:
                 inputs=inputs,
                 disabled=element.get("disabled") == "true" or reasons is not None,
                 disabled_reasons=reasons.split(",") if reasons else [],
-                source=source,
+                source=None if comment is None else comment.text or "",
+                comment=None if comment is None else dict(comment.attrib),
                 id=element.get("id"),
                 block_no=_integer(element, "data-blockNo"),
                 x=_integer(element, "x"),

@@ -35,7 +35,7 @@ _MODELLED = frozenset(
     {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons", "editable"}
 )
 #: Step fields that only describe the editor's bookkeeping, not the program's behaviour.
-EDITOR_ATTRIBUTES = ("id", "block_no", "x", "y", "editable", "attributes")
+EDITOR_ATTRIBUTES = ("id", "block_no", "x", "y", "editable", "attributes", "comment")
 
 
 def _xml_text(value: str, what: str) -> str:
@@ -62,7 +62,10 @@ class Step(BaseModel):
     attributes (``{}`` = an empty ``<mutation>``). ``inputs`` maps an input name to one
     reporter ``Step`` (a value input) or a list of ``Step`` (a statement body, possibly
     empty), in document order. ``id``, ``block_no``, ``x``, ``y``, ``editable`` and
-    ``attributes`` are the editor's bookkeeping; None lets the compiler choose.
+    ``attributes`` are the editor's bookkeeping; None lets the compiler choose. ``comment``:
+    the attributes of the ``<comment>`` element (``pinned``, ``h``, ``w``) when ``source``
+    came from a block comment, which the compiler then always writes back; None = write
+    ``source`` as a comment only when asked (``source_comments``).
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
@@ -80,6 +83,7 @@ class Step(BaseModel):
     y: int | None = None
     editable: bool | None = None
     attributes: dict[str, str] = {}
+    comment: dict[str, str] | None = None
 
     @field_validator("type")
     @classmethod
@@ -111,6 +115,10 @@ class Step(BaseModel):
             raise ValueError("a step with disabled_reasons must also have disabled=true")
         if self.source is not None:
             _xml_text(self.source, "source")
+        if self.comment is not None:
+            _names(self.comment, _ATTRIBUTE, "comment attribute")
+            for name, value in self.comment.items():
+                _xml_text(value, f"comment attribute {name}")
         if self.id is not None:
             if not self.id:
                 raise ValueError("id must not be empty; leave it out to get a generated one")
@@ -275,6 +283,7 @@ def _strip(step: Step) -> Step:
             "y": None,
             "editable": None,
             "attributes": {},
+            "comment": None,
         }
     )
 

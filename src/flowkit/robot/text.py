@@ -4,7 +4,9 @@ programs by hand; ``parse(render(steps))`` gives the steps back.
 One step per line, numbered (``1.``, ``2.``; ``4.1`` inside step 4); a block with a body
 ends in ``:`` and its body is indented below it. The syntax is described in
 ``docs/robot-steps.md``. Editor bookkeeping (ids, block numbers, positions, ``editable``,
-other ``<block>`` attributes) is not part of the text form.
+other ``<block>`` attributes, comment pin and size) is written by ``render_program`` as a
+layout annotation at the end of a line (``@ id=... no=3``; a stack's position on its
+``## stack`` line); every reader takes annotations, and a missing one lets the compiler choose.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import ValidationError
 
 from flowkit.errors import StepTextError
 
+from ._text_annotate import Annotation, annotate, parse_annotation, split_annotation
 from ._text_lex import TextSyntaxError, lex, quote
 from ._text_render import render_chain
 from ._text_syntax import Parts, Tokens, step_data
@@ -30,9 +33,12 @@ _MARKER = re.compile(r"(\d+(?:\.\d+)*\.?|-)\s+(\S.*)")
 _HEADER = re.compile(r"##\s+(main|sub|setup|stack)\b\s*(.*)")
 
 
-def render(steps: Sequence[Step], catalog: Catalog | None = None) -> str:
-    """One chain of steps as text (the steps of one task)."""
-    return "\n".join(render_chain(steps, catalog or default_catalog())) + "\n"
+def render(
+    steps: Sequence[Step], catalog: Catalog | None = None, *, annotations: bool = False
+) -> str:
+    """One chain of steps as text (the steps of one task); ``annotations`` adds the layout."""
+    lines = render_chain(steps, catalog or default_catalog(), annotate=annotations)
+    return "\n".join(lines) + "\n"
 
 
 def render_tasks(tasks: Sequence[TaskSteps], catalog: Catalog | None = None) -> str:
@@ -44,10 +50,25 @@ def render_tasks(tasks: Sequence[TaskSteps], catalog: Catalog | None = None) -> 
     return "\n\n".join(blocks) + "\n"
 
 
-def render_program(program: Program, catalog: Catalog | None = None) -> str:
-    """A whole program: each top-level stack under a ``## stack`` line."""
+def render_program(
+    program: Program, catalog: Catalog | None = None, *, annotations: bool = True
+) -> str:
+    """A whole program: each top-level stack under a ``## stack`` line.
+
+    With ``annotations`` (the default) the editor layout comes along: ``## stack @ x=-170
+    y=40`` and ``@ id=... no=3`` at the end of each step line, so that ``parse_program``
+    gives back the very program; without, only what the program does.
+    """
     catalog = catalog or default_catalog()
-    blocks = ["\n".join(["## stack", *render_chain(s, catalog)]) for s in program.stacks]
+    blocks = []
+    for stack in program.stacks:
+        head = stack[0]
+        header = "## stack"
+        if annotations and (head.x is not None or head.y is not None):
+            at = [f"{k}={v}" for k, v in (("x", head.x), ("y", head.y)) if v is not None]
+            header += " @ " + " ".join(at)
+        lines = render_chain(stack, catalog, annotate=annotations, head_position=False)
+        blocks.append("\n".join([header, *lines]))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -86,11 +107,15 @@ def parse_tasks(text: str, catalog: Catalog | None = None) -> list[TaskSteps]:
 def parse_program(text: str, catalog: Catalog | None = None) -> Program:
     """Read a program written by ``render_program``."""
     stacks: list[list[Step]] = []
-    for kind, _name, line, steps in _Parser(text, catalog or default_catalog()).sections():
+    parser = _Parser(text, catalog or default_catalog())
+    for kind, _name, line, steps in parser.sections():
         if kind != "stack":
             raise StepTextError("expected `## stack` before each top-level stack", line=line)
         if not steps:
             raise StepTextError("this stack has no steps; add some or remove `## stack`", line=line)
+        position = parser.positions.get(line)
+        if position:
+            steps[0] = steps[0].model_copy(update=position)
         stacks.append(steps)
     return Program(stacks=stacks)
 
@@ -113,6 +138,8 @@ class _Parser:
         raw_lines = text.replace("\r\n", "\n").split("\n")
         self.lines = [line for n, raw in enumerate(raw_lines, 1) if (line := _read(n, raw))]
         self.pos = 0
+        #: ``## stack @ x=.. y=..``: header line number -> the position it gives.
+        self.positions: dict[int, dict[str, object]] = {}
         _check_depth(self.lines)
 
     def fail(self, message: str, line: _Line | None = None) -> StepTextError:
@@ -128,6 +155,9 @@ class _Parser:
             start = line.number if line else 1
             if line is not None and line.kind == "header":
                 match = _HEADER.fullmatch(line.text)
+                if match is not None and match.group(1) == "stack" and match.group(2).strip():
+                    self._stack_position(match.group(2), line)
+                    match = _HEADER.fullmatch("## stack")
                 if match is None:
                     raise self.fail(
                         "expected `## main NAME`, `## sub NAME`, `## setup NAME` or `## stack`",
@@ -140,6 +170,21 @@ class _Parser:
                 raise self.fail(self._stray(self.lines[self.pos]))
             found.append((kind, name, start, steps))
         return found
+
+    def _stack_position(self, text: str, line: _Line) -> None:
+        try:
+            head, rest = split_annotation(lex(" " + text))
+            if head or rest is None:
+                raise TextSyntaxError(
+                    "after `## stack` only a position like `@ x=10 y=40` may follow"
+                )
+            groups = parse_annotation(rest)
+        except TextSyntaxError as exc:
+            raise self.fail(str(exc), line) from None
+        data = groups[0].data
+        if len(groups) > 1 or set(data) - {"x", "y"}:
+            raise self.fail("a `## stack` line holds only the position: `@ x=10 y=40`", line)
+        self.positions[line.number] = data
 
     def _name(self, text: str, line: _Line) -> str:
         text = text.strip()
@@ -174,7 +219,9 @@ class _Parser:
         line = self.lines[self.pos]
         self.pos += 1
         try:
-            tokens = Tokens(lex(line.text), self.catalog)
+            items, annotation = split_annotation(lex(line.text))
+            groups = parse_annotation(annotation) if annotation is not None else None
+            tokens = Tokens(items, self.catalog)
             block_type, parts, has_body, is_if = self._header(tokens)
         except TextSyntaxError as exc:
             raise self.fail(str(exc), line) from None
@@ -184,7 +231,7 @@ class _Parser:
                     f"this line is indented under line {line.number}, which has "
                     "no body; end that line with `:` or unindent this one"
                 )
-            return self._build(block_type, parts, line)
+            return self._build(block_type, parts, line, groups)
         first = self._body(line.indent)
         entries = self._entries(line, is_if)
         if is_if:
@@ -201,7 +248,7 @@ class _Parser:
             self._add(parts, name, first, line)
         for name, item, where in entries:
             self._add(parts, name, item, where)
-        return self._build(block_type, parts, line)
+        return self._build(block_type, parts, line, groups)
 
     def _header(self, tokens: Tokens) -> tuple[str, Parts, bool, bool]:
         parts = Parts()
@@ -279,9 +326,12 @@ class _Parser:
             raise self.fail(f"input `{name}` is given twice", line)
         parts.inputs[name] = item
 
-    def _build(self, block_type: str, parts: Parts, line: _Line) -> Step:
+    def _build(
+        self, block_type: str, parts: Parts, line: _Line, groups: list[Annotation] | None
+    ) -> Step:
         try:
-            return Step.model_validate(step_data(block_type, parts))
+            step = Step.model_validate(step_data(block_type, parts))
+            return annotate(step, groups) if groups else step
         except TextSyntaxError as exc:
             raise self.fail(str(exc), line) from None
         except ValidationError as exc:
