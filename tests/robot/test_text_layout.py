@@ -8,7 +8,15 @@ from __future__ import annotations
 import pytest
 
 from flowkit.errors import StepTextError
-from flowkit.robot import Program, Step, canonical_diff, canonical_equal, compile_program, decompile
+from flowkit.robot import (
+    Program,
+    Step,
+    canonical_diff,
+    canonical_equal,
+    compile_program,
+    decompile,
+    default_catalog,
+)
 from flowkit.robot.text import parse, parse_program, render, render_program
 
 from .conftest import own_program
@@ -178,3 +186,23 @@ def test_a_stack_line_holds_only_a_position() -> None:
     with pytest.raises(StepTextError, match="only the position") as caught:
         parse_program("## stack @ id=a\n1. set_motor on\n")
     assert caught.value.line == 1
+
+
+def test_a_block_with_every_field_keeps_their_order_as_written() -> None:
+    spec = default_catalog().get("moveL")
+    assert spec is not None
+    names = [f.name for f in spec.fields]
+    assert names.index("control_rz") < names.index("control_rx")  # the catalog's order
+    order = sorted(names, key=lambda n: n != "point_name_list")
+    order = [n for n in order if n not in ("control_rz", "control_ry", "control_rx")]
+    order[1:1] = ["control_rx", "control_ry", "control_rz"]
+    assert sorted(order) == sorted(names)
+    step = Step(type="moveL", fields={n: "P1" if n == "point_name_list" else "none" for n in order})
+    compiled = compile_program([step], validate=False)
+    written = [compiled.index(f'name="{n}"') for n in order]
+    assert written == sorted(written)
+    assert parse(render([step])) == [step]
+    # A partial list (an LLM's parameters) is written in the catalog's order.
+    partial = Step(type="moveL", fields={"control_rx": "enable", "point_name_list": "P1"})
+    compiled = compile_program([partial], validate=False)
+    assert compiled.index('"point_name_list"') < compiled.index('"control_rx"')

@@ -221,11 +221,16 @@ class _Writer:
         spec = self.catalog.get(step.type)
         if spec is None:
             return list(step.fields.items())
+        known = [f.name for f in spec.fields]
+        if all(name in step.fields for name in known):
+            # Every field given, as in a document the editor or a generator wrote: keep its
+            # order (``rx, ry, rz`` stays so), so decompile -> compile changes nothing.
+            return list(step.fields.items())
+        # A partial parameter list (an LLM's): catalog order, defaults for the rest.
         ordered: list[tuple[str, str]] = []
         for field_spec in spec.fields:
             value = step.fields.get(field_spec.name, field_spec.default)
             if value is not None:
                 ordered.append((field_spec.name, value))
-        known = {f.name for f in spec.fields}
         ordered.extend((k, v) for k, v in step.fields.items() if k not in known)
         return ordered
