@@ -6,6 +6,8 @@ would show."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flowkit.errors import StepTextError
 from flowkit.robot import (
@@ -17,9 +19,11 @@ from flowkit.robot import (
     decompile,
     default_catalog,
 )
+from flowkit.robot.compile import ID_ALPHABET
 from flowkit.robot.text import parse, parse_program, render, render_program
 
 from .conftest import own_program
+from .strategies import chains
 
 GUARDED = "guarded_cycle/flow.xml"
 
@@ -206,3 +210,48 @@ def test_a_block_with_every_field_keeps_their_order_as_written() -> None:
     partial = Step(type="moveL", fields={"control_rx": "enable", "point_name_list": "P1"})
     compiled = compile_program([partial], validate=False)
     assert compiled.index('"point_name_list"') < compiled.index('"control_rx"')
+
+
+_ID = st.text(
+    st.sampled_from([*ID_ALPHABET, "@", "|", '"', " ", "—", "\\"]), min_size=1, max_size=6
+)
+_NUMBER = st.integers(min_value=-5000, max_value=5000)
+_ATTRIBUTE_NAME = st.sampled_from(["collapsed", "deletable", "movable", "data-x", "inline"])
+
+
+@st.composite
+def _bookkeeping(draw: st.DrawFn, step: Step) -> Step:
+    """``step`` and everything in it with random ids, numbers, positions and attributes."""
+    inputs: dict[str, Step | list[Step]] = {}
+    for name, item in step.inputs.items():
+        if isinstance(item, Step):
+            inputs[name] = draw(_bookkeeping(item))
+        else:
+            inputs[name] = [draw(_bookkeeping(s)) for s in item]
+    comment = draw(st.none() | st.dictionaries(st.sampled_from(["pinned", "h", "w"]), _ID))
+    return step.model_copy(
+        update={
+            "inputs": inputs,
+            "id": draw(st.none() | _ID),
+            "block_no": draw(st.none() | _NUMBER),
+            "x": draw(st.none() | _NUMBER),
+            "y": draw(st.none() | _NUMBER),
+            "editable": draw(st.none() | st.booleans()),
+            "attributes": draw(st.dictionaries(_ATTRIBUTE_NAME, _ID, max_size=2)),
+            "comment": comment,
+            "source": step.source if comment is None or step.source is not None else "note",
+        }
+    )
+
+
+@pytest.mark.slow
+@settings(max_examples=200, suppress_health_check=list(HealthCheck), deadline=None)
+@given(st.data())
+def test_parse_of_an_annotated_program_is_the_identity(data: st.DataObject) -> None:
+    chain = data.draw(chains())
+    steps = [data.draw(_bookkeeping(s)) for s in chain]
+    if not steps:
+        return
+    program = Program(stacks=[steps])
+    assert parse_program(render_program(program)) == program
+    assert parse(render(steps, annotations=True)) == steps
