@@ -178,6 +178,9 @@ def test_value_annotations_follow_their_blocks_when_the_condition_changes() -> N
         ("1. set_motor on  @ id=a | id=b", "starts with its block type"),
         ("1. set_motor on  @ id=", "expected a value"),
         ("1. set_motor on  @ type=moveP", "attributes must not hold"),
+        ("1. set_motor on  @ x=1 x=2", "given twice"),
+        ("1. set_motor on  @ collapsed=true @collapsed=false", "given twice"),
+        ("1. set_motor on  @ comment=yes", "comment"),
     ],
 )
 def test_a_bad_annotation_is_a_step_text_error_with_its_line(line: str, message: str) -> None:
@@ -216,7 +219,9 @@ _ID = st.text(
     st.sampled_from([*ID_ALPHABET, "@", "|", '"', " ", "—", "\\"]), min_size=1, max_size=6
 )
 _NUMBER = st.integers(min_value=-5000, max_value=5000)
-_ATTRIBUTE_NAME = st.sampled_from(["collapsed", "deletable", "movable", "data-x", "inline"])
+_ATTRIBUTE_NAME = st.sampled_from(
+    ["collapsed", "deletable", "movable", "data-x", "no", "comment", "comment.h"]
+)
 
 
 @st.composite

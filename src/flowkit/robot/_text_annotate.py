@@ -52,13 +52,19 @@ def _group(step: Step, *, position: bool) -> list[str]:
         words.append(f"y={step.y}")
     if step.editable is not None:
         words.append(f"editable={'true' if step.editable else 'false'}")
-    words.extend(f"{k}={quote(v, _QUOTED)}" for k, v in step.attributes.items())
+    words.extend(f"{_attribute_key(k)}={quote(v, _QUOTED)}" for k, v in step.attributes.items())
     if step.comment is not None:
         if step.comment:
             words.extend(f"{_COMMENT}{k}={quote(v, _QUOTED)}" for k, v in step.comment.items())
         else:
             words.append("comment")
     return words
+
+
+def _attribute_key(name: str) -> str:
+    # An attribute named like an annotation key is written `@no=...` so it reads back as one.
+    clash = name in _MODEL_KEYS or name.startswith(_COMMENT)
+    return "@" + name if clash else name
 
 
 def render_annotation(step: Step, *, position: bool = True) -> str:
@@ -120,27 +126,31 @@ def parse_annotation(tokens: list[Token]) -> list[Annotation]:
 
 def _set(group: Annotation, key: str, value: str) -> None:
     data = group.data
-    if key in data or key in data.get("attributes", {}):  # type: ignore[operator]
+    if key.startswith("@") or not (key in _MODEL_KEYS or key.startswith(_COMMENT)):
+        _put(data, "attributes", key.removeprefix("@"), value)
+    elif key.startswith(_COMMENT):
+        _put(data, "comment", key[len(_COMMENT) :], value)
+    elif key in data:
         raise TextSyntaxError(f"`{key}` is given twice in the annotation")
-    if key in ("no", "x", "y"):
+    elif key in ("no", "x", "y"):
         try:
             data[key] = int(value)
         except ValueError:
             raise TextSyntaxError(f"annotation `{key}={value}` must be a whole number") from None
-    elif key == "id":
-        data["id"] = value
     elif key == "editable":
         if value not in ("true", "false"):
             raise TextSyntaxError("annotation `editable` is true or false")
         data["editable"] = value == "true"
-    elif key.startswith(_COMMENT):
-        comment = data.setdefault("comment", {})
-        assert isinstance(comment, dict)
-        comment[key[len(_COMMENT) :]] = value
     else:
-        attributes = data.setdefault("attributes", {})
-        assert isinstance(attributes, dict)
-        attributes[key] = value
+        data[key] = value  # id; a bare `comment=` is refused by Step (not a mapping)
+
+
+def _put(data: dict[str, object], where: str, name: str, value: str) -> None:
+    mapping = data.setdefault(where, {})
+    assert isinstance(mapping, dict)
+    if name in mapping:
+        raise TextSyntaxError(f"`{name}` is given twice in the annotation")
+    mapping[name] = value
 
 
 def _update(group: Annotation) -> dict[str, object]:
@@ -170,6 +180,7 @@ def annotate(step: Step, groups: list[Annotation]) -> Step:
                 inputs[name] = [take(s) for s in item]
             else:
                 inputs[name] = item
-        return block.model_copy(update={**_update(group), "inputs": inputs})
+        fields = block.model_dump(exclude={"inputs"})
+        return Step.model_validate({**fields, **_update(group), "inputs": inputs})
 
-    return Step.model_validate(_with(step, groups[0], nested=False).model_dump())
+    return _with(step, groups[0], nested=False)
