@@ -10,6 +10,7 @@ import pytest
 
 from flowkit.robot import (
     Program,
+    Step,
     canonical_diff,
     canonical_equal,
     compile_program,
@@ -62,16 +63,49 @@ def _round_trip_result(path: Path) -> str:
     return f"differs: {changed[0].strip()}"
 
 
+# Generator outputs the JSON form does not yet give back byte for byte, and why: a top-level
+# block without x/y or a block without data-blockNo gets them; attributes are written in the
+# editor's order; `blockly:`/`ns0` prefixes, ` />` and XML comments inside the root are not
+# kept; a partial field list is written in catalog order.
+OWN_JSON_NOT_EXACT = {
+    "generated/block_moveL.xml",  # x/y added
+    "generated/flow_fields_reordered.xml",  # partial field list
+    "generated/relation.xml",  # comment inside the root, no data-blockNo, no x/y
+}
+OTHERS_JSON_EXACT = OTHERS_EQUAL
+
+
+def _json_bytes(path: Path) -> str:
+    """The program read into steps, through JSON and back, compiled as it was."""
+    program = Program.from_json(decompile(path).to_json())
+    return compile_program(program, validate=False)
+
+
+def _unformatted(program: Program) -> Program:
+    """``program`` without what the text form normalises: the text around the root and the
+    inside of empty blocks (``<block ...></block>`` becomes ``<block .../>``)."""
+
+    def plain(step: Step) -> Step:
+        inputs = {
+            name: plain(item) if isinstance(item, Step) else [plain(s) for s in item]
+            for name, item in step.inputs.items()
+        }
+        return step.model_copy(update={"inputs": inputs, "empty_text": None})
+
+    stacks = [[plain(step) for step in stack] for stack in program.stacks]
+    return Program(stacks=stacks)
+
+
 def _survives_json_and_text(path: Path) -> None:
     program = decompile(path)
     assert Program.from_json(program.to_json()) == program
     # The text form keeps the editor layout in its annotations, so the text gives the program
-    # back exactly, and compiles to the very document the program compiles to.
+    # back up to the whitespace normalisation, and compiles to the same document up to it.
     text = render_program(program)
-    assert parse_program(text) == program
-    assert compile_program(parse_program(text), validate=False) == compile_program(
-        program, validate=False
-    )
+    assert parse_program(text) == _unformatted(program)
+    via_text = compile_program(parse_program(text), validate=False)
+    assert via_text == compile_program(_unformatted(program), validate=False)
+    assert canonical_equal(via_text, compile_program(program, validate=False))
     stripped = Program(stacks=[without_editor_attributes(s) for s in program.stacks])
     assert parse_program(render_program(program, annotations=False)) == stripped
 
@@ -105,6 +139,13 @@ def test_own_generator_style_file_round_trip_is_reported(relative: str) -> None:
 @pytest.mark.parametrize("relative", OWN_PROGRAMS + sorted(OWN_GENERATED))
 def test_own_program_survives_json_and_text(relative: str) -> None:
     _survives_json_and_text(own_program(relative))
+
+
+@pytest.mark.parametrize("relative", OWN_PROGRAMS + sorted(OWN_GENERATED))
+def test_own_program_round_trips_byte_exact_through_json(relative: str) -> None:
+    path = own_program(relative)
+    exact = _json_bytes(path) == path.read_text(encoding="utf-8")
+    assert exact != (relative in OWN_JSON_NOT_EXACT)
 
 
 @pytest.mark.parametrize("relative", OWN_PROGRAMS)
@@ -148,6 +189,22 @@ def test_hand_written_program_through_the_text_form_compiles_to_the_same_documen
     relative: str,
 ) -> None:
     _text_compiles_to_the_document(reference_file(relative))
+
+
+@pytest.mark.parametrize("relative", reference_params(HAND_WRITTEN))
+def test_hand_written_program_round_trips_byte_exact_through_json(relative: str) -> None:
+    path = reference_file(relative)
+    assert _json_bytes(path) == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("relative", OTHERS)
+def test_other_reference_file_json_round_trip_is_byte_exact_where_listed(
+    relative: str, record_property: pytest.RecordProperty
+) -> None:
+    path = reference_file(relative)
+    exact = _json_bytes(path) == path.read_text(encoding="utf-8")
+    record_property("json_byte_exact", exact)
+    assert exact == (relative in OTHERS_JSON_EXACT)
 
 
 @pytest.mark.parametrize("relative", OTHERS)

@@ -28,6 +28,7 @@ __all__ = [
     "Element",
     "local_name",
     "new_element",
+    "parse_document",
     "parse_xml",
     "read_program_file",
     "read_source",
@@ -125,6 +126,18 @@ def parse_xml(
     """
     data, where = read_source(source, path=path)
     return _parse_bytes(data, where)
+
+
+def parse_document(
+    source: str | bytes | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+) -> tuple[Element, str | None, str]:
+    """Like ``parse_xml``; also returns the document as text (for what the tree forgets:
+    the prolog, ``<a></a>`` against ``<a/>``)."""
+    data, where = read_source(source, path=path)
+    root, where = _parse_bytes(data, where)
+    return root, where, data.decode("utf-8", errors="replace")
 
 
 def _parse_bytes(data: bytes, path: str | None) -> tuple[Element, str | None]:

@@ -110,7 +110,12 @@ def compile_program(
     root = new_element("xml")
     for index, stack in enumerate(program.stacks):
         writer.chain(root, stack, top_level=index)
-    return serialize(root, xml_declaration=xml_declaration)
+    document = program.document
+    if document is None:
+        return serialize(root, xml_declaration=xml_declaration)
+    # The file's own text around the root: its declaration (or none), comments, final newline.
+    declared = xml_declaration and not document.prolog.lstrip().startswith("<?xml")
+    return document.prolog + serialize(root, xml_declaration=declared) + document.epilogue
 
 
 @dataclass
@@ -207,6 +212,8 @@ class _Writer:
             new_element("comment", element, step.comment).text = step.source
         elif self.comments and step.source:
             new_element("comment", element, {"pinned": "false"}).text = step.source
+        if step.empty_text is not None and len(element) == 0:
+            element.text = step.empty_text
         for name, item in step.inputs.items():
             if isinstance(item, Step):
                 holder = new_element("value", element, {"name": name})

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from flowkit.errors import InvalidProgramError
 
-from ._xml import Element, local_name, parse_xml
+from ._document import empty_blocks, outside_root
+from ._xml import Element, local_name, parse_document, parse_xml
 from .catalog import Catalog, default_catalog
 from .problems import Problem
 from .steps import Program, Step
@@ -53,8 +54,8 @@ def decompile(
         RobotProgramError: the file cannot be read (see ``read_source``).
     """
     if path is not None:
-        root, where = parse_xml(source, path=path)
-        return _decompile_root(root, where, catalog)[0]
+        root, where, text = parse_document(source, path=path)
+        return _decompile_root(root, where, catalog, text)[0]
     if source is None:
         parse_xml()  # raises: neither given
     assert source is not None
@@ -67,19 +68,21 @@ def decompile_with_lines(
 ) -> tuple[Program, dict[int, int]]:
     """Like ``decompile``; also maps ``id(step)`` of every step to its line in the XML."""
     if isinstance(source, str | bytes | os.PathLike):
-        root, path = parse_xml(source)
-    else:
-        root, path = source, None
-    return _decompile_root(root, path, catalog)
+        root, path, text = parse_document(source)
+        return _decompile_root(root, path, catalog, text)
+    return _decompile_root(source, None, catalog, None)
 
 
 def _decompile_root(
-    root: Element, path: str | None, catalog: Catalog | None
+    root: Element, path: str | None, catalog: Catalog | None, text: str | None
 ) -> tuple[Program, dict[int, int]]:
     reader = _Reader(catalog or default_catalog())
+    if text is not None:
+        reader.empty = empty_blocks(root, text)
     try:
         stacks = [reader.chain(child) for child in reader.children(root)]
-        return Program(stacks=stacks), reader.lines
+        document = outside_root(text) if text is not None else None
+        return Program(stacks=stacks, document=document), reader.lines
     except _ReadError as exc:
         problem = Problem(
             severity="error",
@@ -96,6 +99,8 @@ class _Reader:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.lines: dict[int, int] = {}
+        #: Childless blocks written with an end tag -> the text between the tags.
+        self.empty: dict[Element, str] = {}
 
     @staticmethod
     def children(element: Element) -> list[Element]:
@@ -207,6 +212,7 @@ class _Reader:
                 disabled_reasons=reasons.split(",") if reasons else [],
                 source=None if comment is None else comment.text or "",
                 comment=None if comment is None else dict(comment.attrib),
+                empty_text=self.empty.get(element),
                 id=element.get("id"),
                 block_no=_integer(element, "data-blockNo"),
                 x=_integer(element, "x"),

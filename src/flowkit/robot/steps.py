@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 __all__ = [
     "EDITOR_ATTRIBUTES",
+    "Document",
     "Program",
     "Step",
     "TaskSteps",
@@ -35,7 +36,12 @@ _MODELLED = frozenset(
     {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons", "editable"}
 )
 #: Step fields that only describe the editor's bookkeeping, not the program's behaviour.
-EDITOR_ATTRIBUTES = ("id", "block_no", "x", "y", "editable", "attributes", "comment")
+EDITOR_ATTRIBUTES = ("id", "block_no", "x", "y", "editable", "attributes", "comment", "empty_text")
+_SPACE = re.compile(r"[ \t\r\n]*")
+#: Text a file may have around its root: the XML declaration first, then space and comments.
+OUTSIDE_COMMENTS = r"(?:[ \t\r\n]|<!--(?:(?!--).)*-->)*"
+PROLOG = re.compile(r"(?:<\?xml[ \t\r\n][^<>?]*\?>)?" + OUTSIDE_COMMENTS, re.DOTALL)
+EPILOGUE = re.compile(OUTSIDE_COMMENTS, re.DOTALL)
 
 
 def _xml_text(value: str, what: str) -> str:
@@ -65,7 +71,9 @@ class Step(BaseModel):
     ``attributes`` are the editor's bookkeeping; None lets the compiler choose. ``comment``:
     the attributes of the ``<comment>`` element (``pinned``, ``h``, ``w``) when ``source``
     came from a block comment, which the compiler then always writes back; None = write
-    ``source`` as a comment only when asked (``source_comments``).
+    ``source`` as a comment only when asked (``source_comments``). ``empty_text``: formatting
+    only, for a block with nothing inside: ``""`` writes ``<block ...></block>``, whitespace
+    is written between the tags; None writes ``<block .../>``.
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
@@ -84,6 +92,7 @@ class Step(BaseModel):
     editable: bool | None = None
     attributes: dict[str, str] = {}
     comment: dict[str, str] | None = None
+    empty_text: str | None = None
 
     @field_validator("type")
     @classmethod
@@ -115,6 +124,8 @@ class Step(BaseModel):
             raise ValueError("a step with disabled_reasons must also have disabled=true")
         if self.source is not None:
             _xml_text(self.source, "source")
+        if self.empty_text is not None and not _SPACE.fullmatch(self.empty_text):
+            raise ValueError("empty_text holds spaces and line breaks only")
         if self.comment is not None:
             _names(self.comment, _ATTRIBUTE, "comment attribute")
             for name, value in self.comment.items():
@@ -167,11 +178,37 @@ class Step(BaseModel):
             pending.extend(reversed(nested))
 
 
+class Document(BaseModel):
+    """How a program file looked around its root element, for a byte-exact round trip:
+    ``prolog`` is the text before it (XML declaration, comments), ``epilogue`` the text
+    after it (usually the final newline)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prolog: str = ""
+    epilogue: str = ""
+
+    @model_validator(mode="after")
+    def _outside_text(self) -> Document:
+        for name, value, pattern in (
+            ("prolog", self.prolog, PROLOG),
+            ("epilogue", self.epilogue, EPILOGUE),
+        ):
+            _xml_text(value, name)
+            if not pattern.fullmatch(value):
+                raise ValueError(
+                    f"{name} holds only space and <!-- comments -->"
+                    + (" after an optional <?xml ...?> declaration" if name == "prolog" else "")
+                )
+        return self
+
+
 class Program(BaseModel):
     """A robot program: its top-level stacks in document order, each a chain of steps.
 
-    The first step of a stack carries the workspace position (``x``/``y``); the compiler lays
-    out stacks without one at ``x = 10 + 200·k, y = 10``.
+    The first step of a stack carries the workspace position (``x``/``y``); the compiler
+    places stacks without one. ``document``: the file's text around the root (None: the
+    compiler's own, no declaration and no final newline).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -179,6 +216,7 @@ class Program(BaseModel):
     format_version: Literal[1] = 1
     kind: Literal["robot-program"] = "robot-program"
     stacks: list[list[Step]] = []
+    document: Document | None = None
 
     @field_validator("stacks")
     @classmethod
@@ -284,6 +322,7 @@ def _strip(step: Step) -> Step:
             "editable": None,
             "attributes": {},
             "comment": None,
+            "empty_text": None,
         }
     )
 
