@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from flowkit.robot import Program, Step, compile_program, decompile
 from flowkit.robot.steps import Document
+from flowkit.robot.text import parse_program, render_program
 
 EDITOR_FILE = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- saved by the editor; <block type="moveP"> in a comment is not a block -->
@@ -78,3 +79,30 @@ def test_a_block_with_inputs_ignores_empty_text() -> None:
     step = Step(type="loop", inputs={"DO": [Step(type="return")]}, empty_text="")
     assert '<block type="loop"' in compile_program([step], validate=False)
     assert "></block>" not in compile_program([step], validate=False).split("return")[0]
+
+
+GENERATED = """<xml xmlns="https://developers.google.com/blockly/xml">
+  <block type="loop">
+    <statement name="DO">
+      <block type="return" id="r"/>
+    </statement>
+  </block>
+</xml>"""
+
+
+def test_bookkeeping_a_generator_left_out_stays_out() -> None:
+    program = decompile(GENERATED)
+    head = program.stacks[0][0]
+    assert head.absent == ["id", "data-blockNo", "x", "y"]
+    assert head.body("DO")[0].absent == ["data-blockNo"]
+    assert _json_round_trip(GENERATED) == GENERATED
+    text = render_program(program)
+    assert "1. loop:  @ -id -no -x -y\n" in text
+    assert parse_program(text) == program
+
+
+def test_a_deleted_absence_lets_the_compiler_fill_in() -> None:
+    text = render_program(decompile(GENERATED)).replace("  @ -id -no -x -y", "")
+    xml = compile_program(parse_program(text), validate=False, deterministic=True)
+    head = xml.splitlines()[1]
+    assert ' id="' in head and 'x="10" y="10" data-blockNo="1"' in head

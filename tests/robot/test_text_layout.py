@@ -244,6 +244,9 @@ def _bookkeeping(draw: st.DrawFn, step: Step) -> Step:
             "editable": draw(st.none() | st.booleans()),
             "attributes": draw(st.dictionaries(_ATTRIBUTE_NAME, _ID, max_size=2)),
             "comment": comment,
+            "absent": draw(
+                st.lists(st.sampled_from(["id", "x", "y", "data-blockNo"]), unique=True)
+            ),
             "source": step.source if comment is None or step.source is not None else "note",
         }
     )

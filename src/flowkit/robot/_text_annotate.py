@@ -22,6 +22,9 @@ __all__ = ["Annotation", "annotate", "parse_annotation", "render_annotation", "s
 _MODEL_KEYS = frozenset({"id", "no", "x", "y", "editable", "comment"})
 _COMMENT = "comment."
 _QUOTED = RESERVED | {"|", "@"}
+#: ``-id -x -y -no``: bookkeeping the block was written without (``Step.absent``).
+_ABSENT_KEYS = {"data-blockNo": "no"}
+_ABSENT_NAMES = {"-id": "id", "-x": "x", "-y": "y", "-no": "data-blockNo"}
 
 
 @dataclass
@@ -53,6 +56,7 @@ def _group(step: Step, *, position: bool) -> list[str]:
     if step.editable is not None:
         words.append(f"editable={'true' if step.editable else 'false'}")
     words.extend(f"{_attribute_key(k)}={quote(v, _QUOTED)}" for k, v in step.attributes.items())
+    words.extend("-" + _ABSENT_KEYS.get(name, name) for name in step.absent)
     if step.comment is not None:
         if step.comment:
             words.extend(f"{_COMMENT}{k}={quote(v, _QUOTED)}" for k, v in step.comment.items())
@@ -105,6 +109,12 @@ def parse_annotation(tokens: list[Token]) -> list[Annotation]:
         if not is_key:
             if token.kind == "word" and token.text == "comment":
                 groups[-1].data["comment"] = {}
+            elif token.kind == "word" and token.text in _ABSENT_NAMES:
+                absent = groups[-1].data.setdefault("absent", [])
+                assert isinstance(absent, list)
+                if _ABSENT_NAMES[token.text] in absent:
+                    raise TextSyntaxError(f"`{token.text}` is given twice in the annotation")
+                absent.append(_ABSENT_NAMES[token.text])
             elif first_in_group and len(groups) > 1:
                 groups[-1].block_type = token.value
             else:

@@ -177,7 +177,9 @@ class _Writer:
 
     def block(self, parent: Element, step: Step, *, in_value: bool, layout: int | None) -> Element:
         spec = self.catalog.get(step.type)
-        element = new_element("block", parent, {"type": step.type, "id": step.id or self.new_id()})
+        element = new_element("block", parent, {"type": step.type})
+        if step.id is not None or "id" not in step.absent:
+            element.set("id", step.id or self.new_id())
         if step.disabled_reasons:
             element.set("disabled-reasons", ",".join(step.disabled_reasons))
         elif step.disabled:
@@ -189,7 +191,7 @@ class _Writer:
             # Only an explicit editable="true" reads back as True on other blocks.
             element.set("editable", "true")
         x, y = step.x, step.y
-        if layout is not None:
+        if layout is not None and not {"x", "y"}.intersection(step.absent):
             default_x, default_y = self.places[layout]
             x = default_x if x is None else x
             y = default_y if y is None else y
@@ -197,7 +199,8 @@ class _Writer:
             element.set("x", str(x))
         if y is not None:
             element.set("y", str(y))
-        element.set("data-blockNo", str(self.block_no(step, in_value)))
+        if step.block_no is not None or "data-blockNo" not in step.absent:
+            element.set("data-blockNo", str(self.block_no(step, in_value)))
         for name, value in step.attributes.items():
             element.set(name, value)
         mutation = step.mutation

@@ -8,6 +8,7 @@ the step says None, so compiling the steps gives the same document back.
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -21,6 +22,8 @@ from .steps import Program, Step
 
 __all__ = ["decompile", "decompile_with_lines"]
 
+# Bookkeeping a block may lack (as generator outputs do); x/y are noted for stack heads only.
+_ABSENT: tuple[Literal["id", "data-blockNo"], ...] = ("id", "data-blockNo")
 _BLOCK_ATTRIBUTES = {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons"}
 # Attributes the model keeps per child element (a comment's go to ``Step.comment``).
 _CHILD_ATTRIBUTES = {
@@ -80,7 +83,7 @@ def _decompile_root(
     if text is not None:
         reader.empty = empty_blocks(root, text)
     try:
-        stacks = [reader.chain(child) for child in reader.children(root)]
+        stacks = [_unplaced(reader.chain(child)) for child in reader.children(root)]
         document = outside_root(text) if text is not None else None
         return Program(stacks=stacks, document=document), reader.lines
     except _ReadError as exc:
@@ -213,6 +216,7 @@ class _Reader:
                 source=None if comment is None else comment.text or "",
                 comment=None if comment is None else dict(comment.attrib),
                 empty_text=self.empty.get(element),
+                absent=[a for a in _ABSENT if element.get(a) is None],
                 id=element.get("id"),
                 block_no=_integer(element, "data-blockNo"),
                 x=_integer(element, "x"),
@@ -223,6 +227,13 @@ class _Reader:
         except ValidationError as exc:
             detail = "; ".join(e["msg"] for e in exc.errors())
             raise _ReadError(element, f"block cannot be read: {detail}") from None
+
+
+def _unplaced(stack: list[Step]) -> list[Step]:
+    head = stack[0]
+    if head.x is None and head.y is None:
+        stack[0] = head.model_copy(update={"absent": [*head.absent, "x", "y"]})
+    return stack
 
 
 def _integer(element: Element, name: str) -> int | None:

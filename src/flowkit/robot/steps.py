@@ -36,7 +36,17 @@ _MODELLED = frozenset(
     {"type", "id", "x", "y", "data-blockNo", "disabled", "disabled-reasons", "editable"}
 )
 #: Step fields that only describe the editor's bookkeeping, not the program's behaviour.
-EDITOR_ATTRIBUTES = ("id", "block_no", "x", "y", "editable", "attributes", "comment", "empty_text")
+EDITOR_ATTRIBUTES = (
+    "id",
+    "block_no",
+    "x",
+    "y",
+    "editable",
+    "attributes",
+    "comment",
+    "empty_text",
+    "absent",
+)
 _SPACE = re.compile(r"[ \t\r\n]*")
 #: Text a file may have around its root: the XML declaration first, then space and comments.
 OUTSIDE_COMMENTS = r"(?:[ \t\r\n]|<!--(?:(?!--).)*-->)*"
@@ -73,7 +83,9 @@ class Step(BaseModel):
     came from a block comment, which the compiler then always writes back; None = write
     ``source`` as a comment only when asked (``source_comments``). ``empty_text``: formatting
     only, for a block with nothing inside: ``""`` writes ``<block ...></block>``, whitespace
-    is written between the tags; None writes ``<block .../>``.
+    is written between the tags; None writes ``<block .../>``. ``absent``: bookkeeping the
+    block was written without (``id``, ``x``/``y`` of a stack's first block, ``data-blockNo``,
+    as generator outputs are), which the compiler then leaves out instead of generating.
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
@@ -93,6 +105,7 @@ class Step(BaseModel):
     attributes: dict[str, str] = {}
     comment: dict[str, str] | None = None
     empty_text: str | None = None
+    absent: list[Literal["id", "x", "y", "data-blockNo"]] = []
 
     @field_validator("type")
     @classmethod
@@ -323,6 +336,7 @@ def _strip(step: Step) -> Step:
             "attributes": {},
             "comment": None,
             "empty_text": None,
+            "absent": [],
         }
     )
 
