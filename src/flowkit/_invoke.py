@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
-from ._execution import CallNode
+from ._execution import CallNode, Instruction, Outcome, Sleep, Steps
 from .errors import NodeStillRunningError, NodeTimeoutError, RunError
 
 if TYPE_CHECKING:
@@ -67,6 +67,22 @@ def _still_running(call: CallNode, earlier: _Attempt) -> NodeStillRunningError:
     return NodeStillRunningError(
         call.name, thread_id=call.ctx.thread_id, timeout=earlier.timeout, grace=earlier.timeout
     )
+
+
+def advance_sync(steps: Steps, instruction: Instruction) -> Instruction:
+    """Carry out one instruction of the execution core in this thread; the core's next one.
+
+    The one sync driver step, shared by ``Runner`` and ``Runner.stream``; the core's
+    ``StopIteration`` (the run waits, finishes or fails) passes through to the caller.
+    """
+    if isinstance(instruction, Sleep):
+        threading.Event().wait(instruction.seconds)
+        return steps.send(None)
+    try:
+        outcome = Outcome(value=call_sync(instruction))
+    except Exception as exc:
+        outcome = Outcome(error=exc)
+    return steps.send(outcome)
 
 
 def call_sync(call: CallNode) -> Any:

@@ -7,7 +7,6 @@ store before the next one starts, so a crash loses at most the step that was run
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from . import _execution as core
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
-from ._invoke import call_async, call_sync, refuse_inside_event_loop
+from ._invoke import advance_sync, call_async, refuse_inside_event_loop
 from ._logging import get_logger
 from ._result import Checkpoint, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
@@ -229,15 +228,7 @@ class Runner(Generic[S]):
         try:
             instruction = next(steps)
             while True:
-                if isinstance(instruction, core.Sleep):
-                    threading.Event().wait(instruction.seconds)
-                    instruction = steps.send(None)
-                    continue
-                try:
-                    outcome = core.Outcome(value=call_sync(instruction))
-                except Exception as exc:
-                    outcome = core.Outcome(error=exc)
-                instruction = steps.send(outcome)
+                instruction = advance_sync(steps, instruction)
         except StopIteration as stop:
             return self._finish(thread_id, run_id, stop.value)
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from . import _execution as core
 from ._events import Emitted, Event, StateChanged, TokenStreamed
-from ._invoke import call_async, call_sync, refuse_inside_event_loop
+from ._invoke import advance_sync, call_async, refuse_inside_event_loop
 from .errors import RunError, ThreadNotFoundError
 
 if TYPE_CHECKING:
@@ -175,15 +175,7 @@ def sync_items(
                 instruction = next(steps)
                 while True:
                     yield from collector.drain()
-                    if isinstance(instruction, core.Sleep):
-                        threading.Event().wait(instruction.seconds)
-                        instruction = steps.send(None)
-                        continue
-                    try:
-                        outcome = core.Outcome(value=call_sync(instruction))
-                    except Exception as exc:
-                        outcome = core.Outcome(error=exc)
-                    instruction = steps.send(outcome)
+                    instruction = advance_sync(steps, instruction)
             except StopIteration as stop:
                 cursor: core.Cursor = stop.value
             finally:
