@@ -40,8 +40,6 @@ SUCCEEDS = {
     # `../../etc` from the cwd is a new folder inside the test's tmp_path: a fine place.
     ("sas demo-files", "../../etc"),
 }
-#: Failures found in command code owned by other parts of issue 9; strict, so a fix shows.
-KNOWN: dict[str, str] = {}
 #: Commands that must never create, change or remove a file.
 READ_ONLY = {
     "threads", "show", "history", "stats", "graph", "check", "workflows",
@@ -204,14 +202,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 
 def _params() -> list[object]:
-    return [
-        pytest.param(
-            c,
-            id=c.name,
-            marks=[pytest.mark.xfail(reason=KNOWN[c.name], strict=True)] if c.name in KNOWN else [],
-        )
-        for c in COMMANDS
-    ]
+    return [pytest.param(c, id=c.name) for c in COMMANDS]
 
 
 @pytest.mark.parametrize("command", _params())
