@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._gate import Gate
     from ._logging import mask_pii
     from ._node import Context, Node, NodeError, RetryPolicy, node
+    from ._parallel import Map, Parallel
     from ._reducers import Reducer, append, reducer
     from ._result import Checkpoint, RunResult
     from ._route_table import END, Resolution, Route, RouteTable
@@ -45,10 +46,12 @@ __all__ = [
     "Failed",
     "Flow",
     "Gate",
+    "Map",
     "Node",
     "NodeError",
     "NodeFinished",
     "NodeStarted",
+    "Parallel",
     "Reducer",
     "Resolution",
     "RetryPolicy",
@@ -87,10 +90,12 @@ _LAZY = {
     "Failed": "._events",
     "Flow": "._flow",
     "Gate": "._gate",
+    "Map": "._parallel",
     "Node": "._node",
     "NodeError": "._node",
     "NodeFinished": "._events",
     "NodeStarted": "._events",
+    "Parallel": "._parallel",
     "Reducer": "._reducers",
     "Resolution": "._route_table",
     "RetryPolicy": "._node",

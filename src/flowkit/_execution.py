@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from ._events import (
 from ._invariants import check_invariants
 from ._jsonform import dump_state
 from ._node import Context, Node, NodeError, check_update
+from ._parallel import BatchNode
 from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
 from ._route_table import END
 from .errors import (
@@ -42,8 +43,13 @@ if TYPE_CHECKING:
     from ._runner import Runner
 
 __all__ = [
+    "AttemptSteps",
+    "Batch",
     "CallNode",
     "Cursor",
+    "Finished",
+    "ItemDone",
+    "Job",
     "Outcome",
     "Sleep",
     "check_invariants",
@@ -53,14 +59,34 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class ItemDone:
+    """A finished call of the ``Map``/``Parallel`` node a cursor stands at, not yet merged.
+
+    ``update`` is what merging applies (the normalised update in a live run, its JSON form
+    when read back); ``stored`` is the JSON form a snapshot keeps.
+    """
+
+    update: Mapping[str, Any]
+    stored: Mapping[str, Any]
+    error: NodeError | None
+    of: int
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Cursor:
-    """A thread's committed position: its state, the machine state, status and version."""
+    """A thread's committed position: its state, the machine state, status and version.
+
+    ``items`` holds the finished calls of a ``Map``/``Parallel`` node still running at
+    ``node`` (by index); ``None`` everywhere else.
+    """
 
     state: BaseModel
     node: str
     status: Status
     version: int
     error: NodeError | None = None
+    items: Mapping[int, ItemDone] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +111,52 @@ class Outcome:
     error: Exception | None = None
 
 
-Instruction = CallNode | Sleep
-Steps = Generator[Instruction, Outcome | None, Cursor]
+#: One call's own steps: ``CallNode``/``Sleep`` instructions, returning the last outcome, the
+#: attempt number and the LLM calls of that attempt.
+AttemptSteps = Generator[
+    "CallNode | Sleep", Outcome | None, tuple[Outcome, int, list[dict[str, Any]]]
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One call of a batch: its index and a maker of its own steps (run by the driver)."""
+
+    index: int
+    make: Callable[[], AttemptSteps]
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """What the driver sends back for a batch: one job that finished, with its result."""
+
+    index: int
+    outcome: Outcome
+    attempts: int
+    llm_calls: list[dict[str, Any]]
+    latency_s: float
+
+
+@dataclass(eq=False, slots=True)
+class Batch:
+    """Run these jobs, at most ``limit`` at once; send back each ``Finished`` as it comes.
+
+    The core yields the same ``Batch`` again for every next finished job, and the driver keeps
+    its running state in ``driver`` between sends; ``close`` stops whatever still runs.
+    """
+
+    node: str
+    jobs: list[Job]
+    limit: int
+    driver: Any = None
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.close()
+
+
+Instruction = CallNode | Sleep | Batch
+Steps = Generator[Instruction, Any, Cursor]
 
 
 def status_of(flow: Flow, target: str) -> Status:
@@ -122,6 +192,11 @@ def check_writes(name: str, writes: frozenset[str] | None, update: Mapping[str, 
 
 def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     """The cursor after one journal record (the same rules the live run used)."""
+    if record.kind in ("item", "join"):
+        from ._batch import replay_batch_record
+
+        assert cursor is not None, "a journal starts with a start record"
+        return replay_batch_record(flow, cursor, record)
     error = NodeError.model_validate(record.error) if getattr(record, "error", None) else None
     if isinstance(record, StartRecord):
         state = flow.schema.load_state(record.state)
@@ -242,6 +317,11 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         steps += 1
         if steps > runner.step_limit:
             raise StepLimitError(thread_id, runner.step_limit, name)
+        if isinstance(node, BatchNode):
+            from ._batch import run_batch  # loaded by the flows that have one
+
+            cursor = yield from run_batch(runner, thread_id, run_id, cursor, name, node)
+            continue
         started = time.perf_counter()
         outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
         latency = time.perf_counter() - started
@@ -297,13 +377,20 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
 
 
 def _attempts(
-    runner: Runner[Any], thread_id: str, run_id: str, name: str, cursor: Cursor
-) -> Generator[Instruction, Outcome | None, tuple[Outcome, int, list[dict[str, Any]]]]:
-    """Call node ``name`` until it succeeds or its retry policy gives up.
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    name: str,
+    cursor: Cursor,
+    node: Node | None = None,
+) -> AttemptSteps:
+    """Call node ``name`` (or ``node``, one call of a batch) until it succeeds or its retry
+    policy gives up.
 
     Returns the last outcome, the attempt number and the LLM calls of that attempt.
     """
-    node = runner.flow.nodes[name]
+    if node is None:
+        node = runner.flow.nodes[name]
     attempt = 0
     while True:
         attempt += 1

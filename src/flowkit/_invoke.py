@@ -15,13 +15,19 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
-from ._execution import CallNode, Instruction, Outcome, Sleep, Steps
+from ._execution import Batch, CallNode, Finished, Instruction, Outcome, Sleep, Steps
 from .errors import NodeStillRunningError, NodeTimeoutError, RunError
 
 if TYPE_CHECKING:
     from ._flow import Flow
 
-__all__ = ["call_async", "call_sync", "refuse_inside_event_loop"]
+__all__ = [
+    "advance_sync",
+    "call_async",
+    "call_sync",
+    "perform_async",
+    "refuse_inside_event_loop",
+]
 
 
 class _Attempt:
@@ -78,11 +84,38 @@ def advance_sync(steps: Steps, instruction: Instruction) -> Instruction:
     if isinstance(instruction, Sleep):
         threading.Event().wait(instruction.seconds)
         return steps.send(None)
+    if isinstance(instruction, Batch):
+        if instruction.driver is None:
+            from ._batch_drive import SyncBatchDriver
+
+            instruction.driver = SyncBatchDriver(instruction)
+        return steps.send(instruction.driver.next_finished())
     try:
         outcome = Outcome(value=call_sync(instruction))
     except Exception as exc:
         outcome = Outcome(error=exc)
     return steps.send(outcome)
+
+
+async def perform_async(instruction: Instruction) -> Outcome | Finished | None:
+    """Carry out one instruction of the execution core on the running event loop; what to
+    send back to the core. The one async driver step, shared by ``Runner`` and ``astream``."""
+    import asyncio
+
+    if isinstance(instruction, Sleep):
+        await asyncio.sleep(instruction.seconds)
+        return None
+    if isinstance(instruction, Batch):
+        if instruction.driver is None:
+            from ._batch_drive import AsyncBatchDriver
+
+            instruction.driver = AsyncBatchDriver(instruction)
+        finished: Finished = await instruction.driver.next_finished()
+        return finished
+    try:
+        return Outcome(value=await call_async(instruction))
+    except Exception as exc:
+        return Outcome(error=exc)
 
 
 def call_sync(call: CallNode) -> Any:

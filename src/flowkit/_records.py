@@ -18,7 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 __all__ = [
     "FORMAT_VERSION",
     "UNSEALED_VERSION",
+    "AnyRecord",
     "InputRecord",
+    "ItemRecord",
+    "JoinRecord",
     "PatchRecord",
     "Record",
     "RecordAdapter",
@@ -83,6 +86,42 @@ class InputRecord(_Record):
     update: dict[str, Any]
 
 
+class ItemRecord(_Record):
+    """One call of a ``Map`` or ``Parallel`` node finished: its update (or error), not yet merged.
+
+    The state does not change until every call has finished and a ``join`` record merges them;
+    until then a crashed run resumes with only the calls that have no item record.
+    """
+
+    kind: Literal["item"] = "item"
+    node: str
+    index: int = Field(ge=0)
+    of: int = Field(ge=1)
+    label: str = ""
+    update: dict[str, Any]
+    attempts: int = 1
+    latency_s: float = 0.0
+    error: dict[str, Any] | None = None
+    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class JoinRecord(_Record):
+    """Every call of a ``Map`` or ``Parallel`` node finished: their updates merge, in index
+    order, then ``update`` (the error summary, when some failed) applies on top.
+
+    ``merged`` lists the indexes merged; a failed join (``status="failed"``) merges nothing and
+    forgets the failed calls, so resuming runs only those again.
+    """
+
+    kind: Literal["join"] = "join"
+    node: str
+    merged: list[int] = Field(default_factory=list)
+    failed: list[int] = Field(default_factory=list)
+    update: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float = 0.0
+    error: dict[str, Any] | None = None
+
+
 class PatchRecord(_Record):
     """A manual change (``update_state``, recovery): who and why are kept for audit."""
 
@@ -92,12 +131,9 @@ class PatchRecord(_Record):
     actor: str = "user"
 
 
-Record = Annotated[
-    StartRecord | StepRecord | InputRecord | PatchRecord, Field(discriminator="kind")
-]
-RecordAdapter: TypeAdapter[StartRecord | StepRecord | InputRecord | PatchRecord] = TypeAdapter(
-    Record
-)
+AnyRecord = StartRecord | StepRecord | InputRecord | PatchRecord | ItemRecord | JoinRecord
+Record = Annotated[AnyRecord, Field(discriminator="kind")]
+RecordAdapter: TypeAdapter[AnyRecord] = TypeAdapter(Record)
 
 
 class Snapshot(BaseModel):
@@ -113,3 +149,5 @@ class Snapshot(BaseModel):
     flow: str
     state: dict[str, Any]
     error: dict[str, Any] | None = None
+    #: Finished, not yet merged calls of the ``Map``/``Parallel`` node at ``next``, by index.
+    items: dict[int, dict[str, Any]] | None = None

@@ -41,7 +41,7 @@ class RunResult(Generic[S]):
         return self.status == "done"
 
 
-CheckpointKind = Literal["start", "step", "input", "patch"]
+CheckpointKind = Literal["start", "step", "input", "patch", "item", "join"]
 
 
 @dataclass(frozen=True, slots=True)

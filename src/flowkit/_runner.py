@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from . import _execution as core
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
-from ._invoke import advance_sync, call_async, refuse_inside_event_loop
+from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ._logging import get_logger
 from ._result import Checkpoint, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
@@ -195,7 +196,8 @@ class Runner(Generic[S]):
             model = core.validate_gate_input(self.flow, thread_id, cursor.node, value)
             cursor = core.gate_input_step(self, thread_id, run_id, cursor, model)
         elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
-            cursor = core.Cursor(cursor.state, cursor.node, "pending", cursor.version, None)
+            # Calls of a Map/Parallel node that had finished stay finished.
+            cursor = replace(cursor, status="pending", error=None)
         elif cursor.status != "pending" or value is not None or gate is not None:
             raise NotWaitingError(
                 f"Thread `{thread_id}` is {cursor.status} at `{cursor.node}`, not waiting at a "
@@ -231,24 +233,18 @@ class Runner(Generic[S]):
                 instruction = advance_sync(steps, instruction)
         except StopIteration as stop:
             return self._finish(thread_id, run_id, stop.value)
+        finally:
+            steps.close()  # on an error mid-batch, stop the batch's calls now, not at GC
 
     async def _adrive(self, thread_id: str, run_id: str, steps: core.Steps) -> RunResult[S]:
-        import asyncio  # only async users pay for importing it
-
         try:
             instruction = next(steps)
             while True:
-                if isinstance(instruction, core.Sleep):
-                    await asyncio.sleep(instruction.seconds)
-                    instruction = steps.send(None)
-                    continue
-                try:
-                    outcome = core.Outcome(value=await call_async(instruction))
-                except Exception as exc:
-                    outcome = core.Outcome(error=exc)
-                instruction = steps.send(outcome)
+                instruction = steps.send(await perform_async(instruction))
         except StopIteration as stop:
             return self._finish(thread_id, run_id, stop.value)
+        finally:
+            steps.close()
 
     def _finish(self, thread_id: str, run_id: str, cursor: core.Cursor) -> RunResult[S]:
         return self._result(thread_id, cursor, run_id)

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from . import _execution as core
 from ._events import Emitted, Event, StateChanged, TokenStreamed
-from ._invoke import advance_sync, call_async, refuse_inside_event_loop
+from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from .errors import RunError, ThreadNotFoundError
 
 if TYPE_CHECKING:
@@ -212,11 +212,7 @@ async def async_items(
                 while True:
                     for item in collector.drain():
                         yield item
-                    if isinstance(instruction, core.Sleep):
-                        await asyncio.sleep(instruction.seconds)
-                        instruction = steps.send(None)
-                        continue
-                    node = asyncio.ensure_future(call_async(instruction))
+                    node = asyncio.ensure_future(perform_async(instruction))
                     try:
                         # Hand out tokens and emitted values while the node still runs.
                         while not node.done():
@@ -226,11 +222,7 @@ async def async_items(
                     finally:
                         if not node.done():  # the caller left mid-node: stop it, save nothing
                             node.cancel()
-                    try:
-                        outcome = core.Outcome(value=node.result())
-                    except Exception as exc:
-                        outcome = core.Outcome(error=exc)
-                    instruction = steps.send(outcome)
+                    instruction = steps.send(node.result())
             except StopIteration as stop:
                 cursor: core.Cursor = stop.value
             finally:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ._batch import items_from_snapshot, snapshot_items
 from ._execution import Cursor, replay_record
 from ._flow import Flow
 from ._jsonform import dump_state, dump_update
@@ -90,6 +91,7 @@ class Threads:
             flow=self.flow.name,
             state=self.dump_state(thread_id, cursor.state, "snapshot"),
             error=cursor.error.model_dump() if cursor.error else None,
+            items=snapshot_items(cursor),
         )
 
     def remember(self, thread_id: str, cursor: Cursor) -> None:
@@ -133,7 +135,8 @@ class Threads:
             self._check_flow(thread_id, snap.flow)
             state = self.flow.schema.load_state(snap.state)
             error = NodeError.model_validate(snap.error) if snap.error else None
-            cursor = Cursor(state, snap.next, snap.status, snap.version, error)
+            items = items_from_snapshot(snap.items)
+            cursor = Cursor(state, snap.next, snap.status, snap.version, error, items)
         else:
             first = log.records[0]
             if isinstance(first, StartRecord):

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ._node import NodeError
+from ._parallel import Parallel
 from ._route_table import END, RouteTable, targets_of
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ def flow_problems(flow: Flow) -> list[str]:
     problems += _route_problems(flow)
     problems += _field_problems(flow)
     problems += _graph_problems(flow)
+    problems += _parallel_problems(flow)
     return problems
 
 
@@ -172,3 +174,28 @@ def _reach(start: str, edges: Mapping[str, set[str]]) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def _parallel_problems(flow: Flow) -> list[str]:
+    """Branches of one ``Parallel`` that overwrite the same plain field.
+
+    Their updates merge in declaration order, so the last branch would silently win; a field
+    several branches write needs a reducer (``append``, or one of your own) to combine them.
+    """
+    found: list[str] = []
+    for name, node in flow.nodes.items():
+        if not isinstance(node, Parallel):
+            continue
+        writers: dict[str, list[str]] = {}
+        for branch, each in node.branches.items():
+            for key in sorted(each.writes or ()):
+                writers.setdefault(key, []).append(branch)
+        for key, branches in writers.items():
+            if len(branches) > 1 and key not in flow.schema.reducer_fields:
+                found.append(
+                    f"Branches {', '.join(f'`{b}`' for b in branches)} of `{name}` all write "
+                    f"`{key}`, which has no reducer, so the last one would silently win; give "
+                    f"`{key}` a reducer (e.g. Annotated[list[...], append]) or let one branch "
+                    "write it."
+                )
+    return found

@@ -1,7 +1,9 @@
 """Diagrams of a Flow: Mermaid (``to_mermaid``) and Graphviz DOT (``to_dot``) text.
 
-Nodes are rounded boxes, gates hexagons, final states stadiums; a route table draws one
-edge per rule, labelled with its condition (``default`` for the default). Every label is
+Nodes are rounded boxes, gates hexagons, final states stadiums; a ``Map`` node is a double
+box labelled ``map``; a ``Parallel`` node is a fan-out to its branches, which meet at a join
+from which its routes leave. A route table draws one edge per rule, labelled with its
+condition (``default`` for the default). Every label is
 escaped, so condition values like ``"a|b"`` or ``"</script>"`` cannot break the output.
 """
 
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ._flow import Flow
+from ._parallel import Map, Parallel
 from ._route_table import END, RouteTable
 
 __all__ = ["Edge", "edges", "to_dot", "to_mermaid"]
@@ -94,8 +97,21 @@ def to_mermaid(flow: Flow) -> str:
     ids = _mermaid_ids(flow)
     lines = [f"%% flow {_mermaid_text(flow.name)}", "flowchart TD"]
     lines.append(f'    {_START_ID}(("start"))')
-    for name in flow.nodes:
-        lines.append(f'    {ids[name]}("{_mermaid_text(name)}")')
+    joins: dict[str, str] = {}
+    for index, (name, node) in enumerate(flow.nodes.items()):
+        text = _mermaid_text(name)
+        if isinstance(node, Map):
+            lines.append(f'    {ids[name]}[["{text} (map)"]]')
+        elif isinstance(node, Parallel):
+            joins[name] = f"_j{index}"
+            lines.append(f'    {ids[name]}[/"{text} (fan-out)"\\]')
+            lines.append(f'    {joins[name]}[\\"{text} (join)"/]')
+            for number, branch in enumerate(node.branches):
+                branch_id = f"_b{index}_{number}"
+                lines.append(f'    {branch_id}("{_mermaid_text(branch)}")')
+                lines.append(f"    {ids[name]} -.-> {branch_id} -.-> {joins[name]}")
+        else:
+            lines.append(f'    {ids[name]}("{text}")')
     for name in flow.gates:
         lines.append(f'    {ids[name]}{{{{"{_mermaid_text(name)}"}}}}')
     for name in flow.finals:
@@ -104,7 +120,8 @@ def to_mermaid(flow: Flow) -> str:
     lines.append(f"    {_START_ID} --> {ids[flow.start]}")
     for edge in edges(flow):
         arrow = f' -->|"{_mermaid_text(edge.label)}"| ' if edge.label else " --> "
-        lines.append(f"    {ids[edge.source]}{arrow}{ids[edge.target]}")
+        source = joins.get(edge.source, ids[edge.source])  # a Parallel's routes leave its join
+        lines.append(f"    {source}{arrow}{ids[edge.target]}")
     lines += [
         "    classDef gate fill:#fff4d6,stroke:#c98a00,stroke-width:2px",
         "    classDef done fill:#e3f4e1,stroke:#3a7d34",
@@ -134,8 +151,21 @@ def to_dot(flow: Flow) -> str:
         '    edge [fontname="Helvetica", fontsize=10];',
         f'    {q(start)} [shape=circle, style=filled, fillcolor=black, label="", width=0.2];',
     ]
-    for name in flow.nodes:
-        lines.append(f"    {q(name)} [label={q(name)}];")
+    joins: dict[str, str] = {}
+    for name, node in flow.nodes.items():
+        if isinstance(node, Map):
+            lines.append(f"    {q(name)} [shape=box3d, label={q(name + ' (map)')}];")
+        elif isinstance(node, Parallel):
+            joins[name] = f"{name} (join)"
+            lines.append(f"    {q(name)} [shape=invtrapezium, label={q(name + ' (fan-out)')}];")
+            lines.append(f"    {q(joins[name])} [shape=trapezium, label={q(joins[name])}];")
+            for branch in node.branches:
+                branch_id = q(f"{name}/{branch}")
+                lines.append(f"    {branch_id} [label={q(branch)}];")
+                lines.append(f"    {q(name)} -> {branch_id} [style=dashed];")
+                lines.append(f"    {branch_id} -> {q(joins[name])} [style=dashed];")
+        else:
+            lines.append(f"    {q(name)} [label={q(name)}];")
     for name in flow.gates:
         lines.append(
             f'    {q(name)} [shape=hexagon, style=filled, fillcolor="#fff4d6", label={q(name)}];'
@@ -150,6 +180,7 @@ def to_dot(flow: Flow) -> str:
     lines.append(f"    {q(start)} -> {q(flow.start)};")
     for edge in edges(flow):
         label = f" [label={q(edge.label)}]" if edge.label else ""
-        lines.append(f"    {q(edge.source)} -> {q(edge.target)}{label};")
+        source = joins.get(edge.source, edge.source)
+        lines.append(f"    {q(source)} -> {q(edge.target)}{label};")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from .._records import (
     FORMAT_VERSION,
     InputRecord,
+    ItemRecord,
+    JoinRecord,
     PatchRecord,
     Snapshot,
     StartRecord,
@@ -27,6 +29,8 @@ __all__ = [
     "AttemptMarker",
     "AttemptMarks",
     "InputRecord",
+    "ItemRecord",
+    "JoinRecord",
     "JsonFileStore",
     "MemoryStore",
     "PatchRecord",

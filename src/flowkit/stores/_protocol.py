@@ -16,15 +16,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .._records import InputRecord, PatchRecord, Snapshot, StartRecord, StepRecord
+from .._records import AnyRecord, Snapshot, StartRecord
 from ..errors import StoreError
 
 if TYPE_CHECKING:
     from .._marker import AttemptMarker
 
 __all__ = ["AnyRecord", "AttemptMarks", "Store", "ThreadLog", "attempt_marks", "check_versions"]
-
-AnyRecord = StartRecord | StepRecord | InputRecord | PatchRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,341 @@
+"""The execution core's part for ``Map`` and ``Parallel`` nodes: fan out, checkpoint, join.
+
+The node's calls all see the state as it was when the run reached the node. Each finished call
+is committed as an ``item`` record (its update, not yet applied) so a crash loses only the
+calls still running; once every call has finished, a ``join`` record merges their updates in
+index order. Live runs and journal replay merge through the same function, so a resumed or
+replayed thread has exactly the state an uninterrupted run would have had.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Mapping
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ._events import Failed, NodeFinished
+from ._execution import (
+    Batch,
+    Cursor,
+    Finished,
+    Instruction,
+    ItemDone,
+    Job,
+    _attempts,
+    check_invariants,
+    check_writes,
+    mirror,
+    status_of,
+)
+from ._node import NodeError, check_update
+from ._parallel import BatchNode, Call
+from ._records import ItemRecord, JoinRecord
+from ._state import StateSchema
+from .errors import RunError
+
+if TYPE_CHECKING:
+    from ._flow import Flow
+    from ._runner import Runner
+
+__all__ = ["merge_items", "replay_batch_record", "run_batch"]
+
+#: ``NodeError.type`` of a join where some calls failed; the message lists which and why.
+ITEMS_FAILED = "ItemsFailed"
+
+
+def run_batch(
+    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, node: BatchNode
+) -> Generator[Instruction, Any, Cursor]:
+    """Run the calls of batch node ``name`` that have not finished yet, then join them."""
+    started = time.perf_counter()
+    calls = _calls(thread_id, name, node, cursor)
+    todo = [call for call in calls if cursor.items is None or call.index not in cursor.items]
+    if todo:
+        by_index = {call.index: call for call in todo}
+        jobs = [
+            Job(
+                call.index,
+                partial(
+                    _attempts,
+                    runner,
+                    thread_id,
+                    run_id,
+                    _label(name, call),
+                    cursor,
+                    call.node,
+                ),
+            )
+            for call in todo
+        ]
+        batch = Batch(name, jobs, node.concurrency)
+        try:
+            for _ in todo:
+                finished: Finished = yield batch
+                call = by_index[finished.index]
+                cursor = _commit_item(
+                    runner, thread_id, run_id, cursor, name, call, finished, calls
+                )
+        finally:
+            batch.close()
+    return _join(runner, thread_id, run_id, cursor, name, len(calls), time.perf_counter() - started)
+
+
+def _label(name: str, call: Call) -> str:
+    return f"{name}[{call.label}]"
+
+
+def _calls(thread_id: str, name: str, node: BatchNode, cursor: Cursor) -> list[Call]:
+    calls = node.calls(cursor.state)
+    if cursor.items:
+        known = {done.of for done in cursor.items.values()}
+        if known != {len(calls)}:
+            raise RunError(
+                f"`{name}` now has {len(calls)} calls, but {len(cursor.items)} of "
+                f"{', '.join(map(str, sorted(known)))} had finished before: a Map's `over` must "
+                "give the same items for the same state. Fix it and resume, or patch the "
+                "thread with update_state to start the map again.",
+                thread_id=thread_id,
+            )
+    return calls
+
+
+def _commit_item(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    call: Call,
+    finished: Finished,
+    calls: list[Call],
+) -> Cursor:
+    """Checkpoint one finished call: its update is kept aside, the state does not change."""
+    label = _label(name, call)
+    outcome = finished.outcome
+    error: NodeError | None = None
+    update: Mapping[str, Any] = {}
+    if outcome.error is None:
+        raw = check_update(outcome.value, label)
+        check_writes(label, call.node.writes, raw)
+        # Validated against the state the call saw; applied only at the join.
+        _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    else:
+        error = NodeError.from_exception(outcome.error, node=label, attempts=finished.attempts)
+        runner._log.warning(
+            "node_failed",
+            thread_id=thread_id,
+            run_id=run_id,
+            node=label,
+            error_type=error.type,
+            attempts=finished.attempts,
+        )
+    stored = runner._threads.dump(update, thread_id=thread_id, who=label)
+    done = ItemDone(update, stored, error, len(calls), call.label)
+    items = {**(cursor.items or {}), call.index: done}
+    after = Cursor(cursor.state, name, "pending", cursor.version + 1, None, items)
+    record = None
+    if runner.store is not None:
+        record = ItemRecord.model_construct(
+            version=after.version,
+            ts=round(time.time(), 3),
+            run_id=run_id,
+            next=name,
+            status="pending",
+            node=name,
+            index=call.index,
+            of=len(calls),
+            label=call.label,
+            update=stored,
+            attempts=finished.attempts,
+            latency_s=round(finished.latency_s, 6),
+            error=error.model_dump() if error else None,
+            llm_calls=finished.llm_calls,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(
+            NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts, error)
+        )
+    return after
+
+
+def _join(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    count: int,
+    latency: float,
+) -> Cursor:
+    """Merge the finished calls in index order and route on, or stop where calls failed."""
+    flow = runner.flow
+    items = cursor.items or {}
+    failed = sorted(i for i, done in items.items() if done.error is not None)
+    merged = sorted(i for i in items if i not in failed)
+    error = _summary(name, count, items, failed) if failed else None
+    if error is not None and (flow.error_field is None or flow.route_table(name) is None):
+        return _fail(runner, thread_id, run_id, cursor, name, failed, merged, error, latency)
+    state = merge_items(flow.schema, cursor.state, items, merged, name)
+    extra: dict[str, Any] = {}
+    if error is not None:
+        assert flow.error_field is not None
+        state, extra = flow.schema.apply(state, {flow.error_field: error}, node=name)
+    target = flow.next_state(name, state)
+    runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
+    flow.machine.advance(name, target)
+    state = mirror(flow, state, extra, target)
+    if flow.invariants:
+        check_invariants(flow, thread_id, name, state, cursor.version)
+    after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+    record = None
+    if runner.store is not None:
+        record = JoinRecord.model_construct(
+            version=after.version,
+            ts=round(time.time(), 3),
+            run_id=run_id,
+            next=target,
+            status=after.status,
+            node=name,
+            merged=merged,
+            failed=failed,
+            update=runner._threads.dump(extra, thread_id=thread_id, who=name),
+            latency_s=round(latency, 6),
+            error=error.model_dump() if error else None,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
+        changed = {key for i in merged for key in items[i].update} | set(extra)
+        runner._announce(
+            thread_id, run_id, name, after, {key: getattr(state, key) for key in sorted(changed)}
+        )
+    return after
+
+
+def _fail(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    failed: list[int],
+    merged: list[int],
+    error: NodeError,
+    latency: float,
+) -> Cursor:
+    """Some calls failed with nowhere to route: the thread stops at the node, keeping the calls
+    that succeeded, so resuming it (once fixed) runs only the failed ones again."""
+    items = {i: done for i, done in (cursor.items or {}).items() if i not in failed}
+    after = Cursor(cursor.state, name, "failed", cursor.version + 1, error, items or None)
+    record = JoinRecord.model_construct(
+        version=after.version,
+        ts=round(time.time(), 3),
+        run_id=run_id,
+        next=name,
+        status="failed",
+        node=name,
+        merged=[],
+        failed=failed,
+        update={},
+        latency_s=round(latency, 6),
+        error=error.model_dump(),
+    )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
+        runner._emit(Failed(thread_id, run_id, name, error, after.version))
+    return after
+
+
+def _summary(name: str, count: int, items: Mapping[int, ItemDone], failed: list[int]) -> NodeError:
+    errors = [items[i].error for i in failed]
+    shown = ", ".join(
+        f"{name}[{items[i].label or i}] ({e.type})"
+        for i, e in zip(failed, errors, strict=True)
+        if e is not None
+    )
+    return NodeError(
+        type=ITEMS_FAILED,
+        message=f"{len(failed)} of {count} calls of `{name}` failed: {shown}",
+        node=name,
+        retryable=all(e is not None and e.retryable for e in errors),
+        attempts=max(e.attempts for e in errors if e is not None),
+    )
+
+
+def merge_items(
+    schema: StateSchema,
+    state: BaseModel,
+    items: Mapping[int, ItemDone],
+    order: list[int],
+    node: str,
+) -> BaseModel:
+    """Apply the calls' updates to ``state`` through the reducers, in ``order``.
+
+    Live runs hold normalised values and replay holds their JSON form; validating leniently
+    accepts both, so the two give the same state.
+    """
+    for index in order:
+        state, _ = schema.apply(state, items[index].update, node=node, strict_json=True)
+    return state
+
+
+def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
+    """The cursor after an ``item`` or ``join`` record."""
+    error = NodeError.model_validate(record.error) if record.error else None
+    if isinstance(record, ItemRecord):
+        done = ItemDone(record.update, record.update, error, record.of, record.label)
+        items = {**(cursor.items or {}), record.index: done}
+        return Cursor(cursor.state, record.next, record.status, record.version, None, items)
+    assert isinstance(record, JoinRecord)
+    items = dict(cursor.items or {})
+    if record.status == "failed" and record.next == record.node:
+        kept = {i: done for i, done in items.items() if i not in record.failed}
+        return replace(
+            cursor, status="failed", version=record.version, error=error, items=kept or None
+        )
+    missing = [i for i in record.merged if i not in items]
+    if missing:
+        raise RunError(
+            f"The journal joins calls {missing} of `{record.node}` at version {record.version} "
+            "but has no item records for them; the thread's journal is damaged.",
+            thread_id="",
+        )
+    state = merge_items(flow.schema, cursor.state, items, record.merged, record.node)
+    state = flow.schema.replay(state, record.update, node=record.node)
+    return Cursor(state, record.next, record.status, record.version, error)
+
+
+def snapshot_items(cursor: Cursor) -> dict[int, dict[str, Any]] | None:
+    """The finished calls a snapshot keeps (JSON form)."""
+    if not cursor.items:
+        return None
+    return {
+        index: {
+            "update": dict(done.stored),
+            "error": done.error.model_dump() if done.error else None,
+            "of": done.of,
+            "label": done.label,
+        }
+        for index, done in cursor.items.items()
+    }
+
+
+def items_from_snapshot(data: Mapping[int, Mapping[str, Any]] | None) -> dict[int, ItemDone] | None:
+    if not data:
+        return None
+    return {
+        int(index): ItemDone(
+            each["update"],
+            each["update"],
+            NodeError.model_validate(each["error"]) if each.get("error") else None,
+            int(each["of"]),
+            str(each.get("label", "")),
+        )
+        for index, each in data.items()
+    }

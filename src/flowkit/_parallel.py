@@ -1,0 +1,205 @@
+"""Nodes that run several calls at once: ``Map`` (one call per item) and ``Parallel`` (branches).
+
+Both are fan-out and join in one node. Every call sees the state as it was when the node was
+reached, never a sibling's writes; each finished call is checkpointed on its own, so a crash
+re-runs only the calls that had not finished; when all have finished their updates merge
+through the fields' reducers in a fixed order (item index, or branch declaration order), so
+the result does not depend on which call finished first. The node's route is the join: it
+decides where the run goes next, and, through the flow's error field, what to do when some
+calls failed.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ._node import Node, NodeFn, RetryPolicy, as_node
+
+__all__ = ["BatchNode", "Call", "Map", "Parallel"]
+
+#: ``over(state)`` -> the items a ``Map`` runs its function on, one call per item.
+Items = Callable[[Any], Sequence[Any] | Iterable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call of a batch: its index in the merge order, a label and the node to call."""
+
+    index: int
+    label: str
+    node: Node
+
+
+def _not_callable_directly(*_: Any) -> Any:
+    raise TypeError("A Map or Parallel node runs its calls through a Runner; call `.fn` instead.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchNode(Node):
+    """What ``Map`` and ``Parallel`` share: bounded concurrency and a list of calls."""
+
+    concurrency: int = 8
+
+    def calls(self, state: Any) -> list[Call]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _check_concurrency(self) -> None:
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
+            raise TypeError("concurrency is a whole number of calls running at once")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Map(BatchNode):
+    """Run ``fn(state, item)`` (or ``fn(state, item, ctx)``) once per item of ``over(state)``.
+
+    ``over`` must give the same items for the same state (it runs again when a crashed map
+    resumes). At most ``concurrency`` calls run at once: async functions on the event loop,
+    sync ones in worker threads. ``reads``/``writes``/``timeout``/``retry`` apply to each call.
+
+    >>> from flowkit import Map
+    >>> def summarise(state, section):
+    ...     return {"summaries": [section.upper()]}
+    >>> summarise_all = Map(summarise, over=lambda state: state.sections, concurrency=4)
+    """
+
+    over: Items | None = None
+    item_takes_context: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        Node.__post_init__(self)
+        if self.over is None or not callable(self.over):
+            raise TypeError("Map needs over=, a function state -> the items to map over")
+        self._check_concurrency()
+        object.__setattr__(self, "item_takes_context", _arity(self.fn) >= 3)
+        # The engine calls each item through a plain node: (state) or (state, ctx).
+        object.__setattr__(self, "takes_context", self.item_takes_context)
+
+    def items(self, state: Any) -> list[Any]:
+        assert self.over is not None
+        return list(self.over(state))
+
+    def calls(self, state: Any) -> list[Call]:
+        items = self.items(state)
+        return [Call(index, f"{index}", self._bound(item)) for index, item in enumerate(items)]
+
+    def _bound(self, item: Any) -> Node:
+        fn = self.fn
+        if self.is_async:
+            if self.item_takes_context:
+
+                async def call_ctx_async(state: Any, ctx: Any) -> Any:
+                    return await fn(state, item, ctx)
+
+                bound: NodeFn = call_ctx_async
+            else:
+
+                async def call_async(state: Any) -> Any:
+                    return await fn(state, item)
+
+                bound = call_async
+        elif self.item_takes_context:
+
+            def call_ctx(state: Any, ctx: Any) -> Any:
+                return fn(state, item, ctx)
+
+            bound = call_ctx
+        else:
+
+            def call(state: Any) -> Any:
+                return fn(state, item)
+
+            bound = call
+        return Node(
+            bound, reads=self.reads, writes=self.writes, timeout=self.timeout, retry=self.retry
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+class Parallel(BatchNode):
+    """Run named branches concurrently, each a node ``(state)`` or ``(state, ctx)``.
+
+    Every branch sees the state as it was when this node was reached; their updates merge in
+    the order the branches are declared. A branch keeps its own ``reads``/``writes``/
+    ``timeout``/``retry`` (declare them with ``@node``). For a branch of several steps, make it
+    a function that does them, or a flow of its own.
+
+    >>> from flowkit import Parallel
+    >>> def web(state):
+    ...     return {"notes": ["web"]}
+    >>> def docs(state):
+    ...     return {"notes": ["docs"]}
+    >>> research = Parallel({"web": web, "docs": docs})
+    """
+
+    branches: Mapping[str, Node] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        branches: Mapping[str, Node | NodeFn],
+        *,
+        concurrency: int = 8,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not isinstance(branches, Mapping) or not branches:
+            raise TypeError("Parallel needs a mapping of branch name -> node function")
+        nodes = {str(name): as_node(fn) for name, fn in branches.items()}
+        writes = _union(n.writes for n in nodes.values())
+        reads = _union(n.reads for n in nodes.values())
+        object.__setattr__(self, "fn", _not_callable_directly)
+        object.__setattr__(self, "reads", reads)
+        object.__setattr__(self, "writes", writes)
+        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "retry", retry)
+        object.__setattr__(self, "concurrency", concurrency)
+        object.__setattr__(self, "branches", MappingProxyType(nodes))
+        object.__setattr__(self, "is_async", any(n.is_async for n in nodes.values()))
+        object.__setattr__(self, "takes_context", False)
+        self._check_concurrency()
+
+    def calls(self, state: Any) -> list[Call]:
+        return [
+            Call(index, name, self._with_defaults(branch))
+            for index, (name, branch) in enumerate(self.branches.items())
+        ]
+
+    def _with_defaults(self, branch: Node) -> Node:
+        """A branch without its own timeout or retry takes the ``Parallel``'s."""
+        if (branch.timeout is not None or self.timeout is None) and (
+            branch.retry is not None or self.retry is None
+        ):
+            return branch
+        return Node(
+            branch.fn,
+            reads=branch.reads,
+            writes=branch.writes,
+            timeout=branch.timeout if branch.timeout is not None else self.timeout,
+            retry=branch.retry if branch.retry is not None else self.retry,
+        )
+
+
+def _union(sets: Iterable[frozenset[str] | None]) -> frozenset[str] | None:
+    """The union of declared field sets; ``None`` (undeclared) if any branch declares none."""
+    found: set[str] = set()
+    for each in sets:
+        if each is None:
+            return None
+        found |= each
+    return frozenset(found)
+
+
+def _arity(fn: NodeFn) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 3
+    return sum(1 for p in params if p.kind in kinds)
