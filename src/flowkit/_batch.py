@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._events import Failed, NodeFinished
+from ._events import Failed, NodeFinished, NodeStarted
 from ._execution import (
     Batch,
     Cursor,
@@ -52,6 +52,8 @@ def run_batch(
 ) -> Generator[Instruction, Any, Cursor]:
     """Run the calls of batch node ``name`` that have not finished yet, then join them."""
     started = time.perf_counter()
+    if runner._subscribers:  # the map as a whole; each call then reports its own start
+        runner._emit(NodeStarted(thread_id, run_id, name, 1))
     calls = _calls(thread_id, name, node, cursor)
     todo = [call for call in calls if cursor.items is None or call.index not in cursor.items]
     if todo:
@@ -71,7 +73,7 @@ def run_batch(
             )
             for call in todo
         ]
-        batch = Batch(name, jobs, node.concurrency)
+        batch = Batch(name, jobs, node.limit(cursor.state))
         try:
             for _ in todo:
                 finished: Finished = yield batch
@@ -81,7 +83,8 @@ def run_batch(
                 )
         finally:
             batch.close()
-    return _join(runner, thread_id, run_id, cursor, name, len(calls), time.perf_counter() - started)
+    latency = time.perf_counter() - started
+    return _join(runner, thread_id, run_id, cursor, name, node, len(calls), latency)
 
 
 def _label(name: str, call: Call) -> str:
@@ -169,6 +172,7 @@ def _join(
     run_id: str,
     cursor: Cursor,
     name: str,
+    node: BatchNode,
     count: int,
     latency: float,
 ) -> Cursor:
@@ -180,11 +184,18 @@ def _join(
     error = _summary(name, count, items, failed) if failed else None
     if error is not None and (flow.error_field is None or flow.route_table(name) is None):
         return _fail(runner, thread_id, run_id, cursor, name, failed, merged, error, latency)
-    state = merge_items(flow.schema, cursor.state, items, merged, name)
     extra: dict[str, Any] = {}
+    if node.merge is None:
+        state = merge_items(flow.schema, cursor.state, items, merged, name)
+    else:
+        updates = [_values(flow.schema, items[i].update) for i in merged]
+        raw = dict(check_update(node.merge(cursor.state, updates), name))
+        check_writes(name, node.writes, raw)
+        state, extra = flow.schema.apply(cursor.state, raw, node=name)
     if error is not None:
         assert flow.error_field is not None
-        state, extra = flow.schema.apply(state, {flow.error_field: error}, node=name)
+        state, more = flow.schema.apply(state, {flow.error_field: error}, node=name)
+        extra.update(more)
     target = flow.next_state(name, state)
     runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
     flow.machine.advance(name, target)
@@ -202,6 +213,7 @@ def _join(
             status=after.status,
             node=name,
             merged=merged,
+            folded=node.merge is None,
             failed=failed,
             update=runner._threads.dump(extra, thread_id=thread_id, who=name),
             latency_s=round(latency, 6),
@@ -210,7 +222,9 @@ def _join(
     runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:
         runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
-        changed = {key for i in merged for key in items[i].update} | set(extra)
+        changed = set(extra)
+        if node.merge is None:
+            changed |= {key for i in merged for key in items[i].update}
         runner._announce(
             thread_id, run_id, name, after, {key: getattr(state, key) for key in sorted(changed)}
         )
@@ -285,6 +299,11 @@ def merge_items(
     return state
 
 
+def _values(schema: StateSchema, update: Mapping[str, Any]) -> dict[str, Any]:
+    """An update as field values (models, not dicts), whether live or read back as JSON."""
+    return {key: schema.fields[key].adapter.validate_python(value) for key, value in update.items()}
+
+
 def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     """The cursor after an ``item`` or ``join`` record."""
     error = NodeError.model_validate(record.error) if record.error else None
@@ -306,7 +325,9 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
             "but has no item records for them; the thread's journal is damaged.",
             thread_id="",
         )
-    state = merge_items(flow.schema, cursor.state, items, record.merged, record.node)
+    state = cursor.state
+    if record.folded:
+        state = merge_items(flow.schema, state, items, record.merged, record.node)
     state = flow.schema.replay(state, record.update, node=record.node)
     return Cursor(state, record.next, record.status, record.version, error)
 

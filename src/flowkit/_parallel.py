@@ -23,6 +23,10 @@ __all__ = ["BatchNode", "Call", "Map", "Parallel"]
 
 #: ``over(state)`` -> the items a ``Map`` runs its function on, one call per item.
 Items = Callable[[Any], Sequence[Any] | Iterable[Any]]
+#: ``merge(state, updates)`` -> the one update a ``Map``'s join applies (updates in item order).
+Merge = Callable[[Any, list[dict[str, Any]]], Mapping[str, Any] | None]
+#: A fixed number of calls at once, or ``limit(state)`` read when the node starts.
+Concurrency = int | Callable[[Any], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +46,30 @@ def _not_callable_directly(*_: Any) -> Any:
 class BatchNode(Node):
     """What ``Map`` and ``Parallel`` share: bounded concurrency and a list of calls."""
 
-    concurrency: int = 8
+    concurrency: Concurrency = 8
+    merge: Merge | None = None
 
     def calls(self, state: Any) -> list[Call]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def limit(self, state: Any) -> int:
+        """How many calls may run at once for this state."""
+        limit = self.concurrency(state) if callable(self.concurrency) else self.concurrency
+        _check_limit(limit)
+        return limit
+
     def _check_concurrency(self) -> None:
-        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
-            raise TypeError("concurrency is a whole number of calls running at once")
-        if self.concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+        if not callable(self.concurrency):
+            _check_limit(self.concurrency)
+        if self.merge is not None and not callable(self.merge):
+            raise TypeError("merge is a function (state, updates) -> the update to apply")
+
+
+def _check_limit(limit: Any) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError("concurrency is a whole number of calls running at once")
+    if limit < 1:
+        raise ValueError("concurrency must be at least 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,8 +77,12 @@ class Map(BatchNode):
     """Run ``fn(state, item)`` (or ``fn(state, item, ctx)``) once per item of ``over(state)``.
 
     ``over`` must give the same items for the same state (it runs again when a crashed map
-    resumes). At most ``concurrency`` calls run at once: async functions on the event loop,
-    sync ones in worker threads. ``reads``/``writes``/``timeout``/``retry`` apply to each call.
+    resumes). At most ``concurrency`` calls run at once (a number, or a function of the
+    state): async functions on the event loop, sync ones in worker threads.
+    ``reads``/``writes``/``timeout``/``retry`` apply to each call. ``key(item)`` names a call
+    in events and logs (``"node[key]"``; default: the item's index). The calls' updates merge
+    through the fields' reducers in item order; or ``merge(state, updates)`` receives them (in
+    item order, failed calls left out) and returns the one update to apply.
 
     >>> from flowkit import Map
     >>> def summarise(state, section):
@@ -69,6 +91,7 @@ class Map(BatchNode):
     """
 
     over: Items | None = None
+    key: Callable[[Any], str] | None = None
     item_takes_context: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
@@ -86,7 +109,11 @@ class Map(BatchNode):
 
     def calls(self, state: Any) -> list[Call]:
         items = self.items(state)
-        return [Call(index, f"{index}", self._bound(item)) for index, item in enumerate(items)]
+        key = self.key
+        return [
+            Call(index, str(key(item)) if key else str(index), self._bound(item))
+            for index, item in enumerate(items)
+        ]
 
     def _bound(self, item: Any) -> Node:
         fn = self.fn
@@ -143,7 +170,7 @@ class Parallel(BatchNode):
         self,
         branches: Mapping[str, Node | NodeFn],
         *,
-        concurrency: int = 8,
+        concurrency: Concurrency = 8,
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
     ) -> None:
@@ -158,6 +185,7 @@ class Parallel(BatchNode):
         object.__setattr__(self, "timeout", timeout)
         object.__setattr__(self, "retry", retry)
         object.__setattr__(self, "concurrency", concurrency)
+        object.__setattr__(self, "merge", None)
         object.__setattr__(self, "branches", MappingProxyType(nodes))
         object.__setattr__(self, "is_async", any(n.is_async for n in nodes.values()))
         object.__setattr__(self, "takes_context", False)

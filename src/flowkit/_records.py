@@ -116,6 +116,8 @@ class JoinRecord(_Record):
     kind: Literal["join"] = "join"
     node: str
     merged: list[int] = Field(default_factory=list)
+    #: False when a ``merge`` function combined the calls: ``update`` is its whole result.
+    folded: bool = True
     failed: list[int] = Field(default_factory=list)
     update: dict[str, Any] = Field(default_factory=dict)
     latency_s: float = 0.0

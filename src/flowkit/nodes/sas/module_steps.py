@@ -1,18 +1,19 @@
-"""``task_list_to_module_steps`` (step 2): one LLM call per task, in parallel, bounded.
+"""``task_list_to_module_steps`` (step 2): a ``Map`` with one LLM call per task, bounded.
 
 Each answer is structured steps, validated against the block catalog; a task whose answer is
 invalid is asked again with the problems, then reported on its own at the review. One task
 failing never discards the others (SAS_FACTS §11.14). Feedback on one task regenerates only
-that task.
+that task. Every finished task is checkpointed on its own, so a process killed half-way
+through resumes by asking the model only for the tasks that had not finished.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..._node import Context, node
+from ..._node import Context
+from ..._parallel import Map
 from ...errors import LLMError
 from ...robot.catalog import Catalog
 from ...robot.steps import Step, TaskSteps
@@ -49,7 +50,6 @@ async def _one_task(
     task: TaskDefinition,
     plan: TaskList,
     catalog: Catalog,
-    gate: asyncio.Semaphore,
 ) -> TaskSteps | str:
     """The task's validated steps, or a message saying why it could not be generated."""
     current: Sequence[Step] = ()
@@ -62,8 +62,7 @@ async def _one_task(
             state.current_user_request, task, plan, current, state.feedback, catalog, problems
         )
         try:
-            async with gate:
-                answer = await ctx.llm.acomplete(messages, schema=ModuleStepsAnswer)
+            answer = await ctx.llm.acomplete(messages, schema=ModuleStepsAnswer)
         except LLMError as exc:
             problems = [f"the model call failed: {type(exc).__name__}: {exc}"]
             ctx.log.warning(
@@ -83,31 +82,8 @@ async def _one_task(
     )
 
 
-@node(
-    reads=[
-        "sas_step1_generated_tasks",
-        "sas_step2_module_steps",
-        "module_step_failures",
-        "regenerate_tasks",
-        "current_user_request",
-        "feedback",
-        "config",
-    ],
-    writes=[
-        "sas_step2_module_steps",
-        "module_step_failures",
-        "regenerate_tasks",
-        "module_steps_accepted",
-        "task_list_accepted",
-        "dialog_state",
-        "is_error",
-        "error_message",
-        "failed_step",
-        "messages",
-        "current_step_description",
-    ],
-)
-async def task_list_to_module_steps(state: SasState, ctx: Context) -> dict[str, Any]:
+async def _one_task_update(state: SasState, task: TaskDefinition, ctx: Context) -> dict[str, Any]:
+    """One call of the map: the task's steps, or why they could not be generated."""
     if ctx.llm is None:
         return {
             "is_error": True,
@@ -116,25 +92,30 @@ async def task_list_to_module_steps(state: SasState, ctx: Context) -> dict[str, 
             "failed_step": TASK_LIST_TO_MODULE_STEPS,
         }
     plan = TaskList(tasks=state.sas_step1_generated_tasks)
-    catalog = catalog_for(state.config)
+    result = await _one_task(ctx, state, task, plan, catalog_for(state.config))
+    if isinstance(result, TaskSteps):
+        return {"sas_step2_module_steps": {task.name: result}}
+    return {"module_step_failures": {task.name: result}}
+
+
+def merge_module_steps(state: SasState, updates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The join: every task's steps or failure into the state, in the plan's order."""
+    for update in updates:
+        if update.get("is_error"):
+            return update
     todo = tasks_to_generate(state)
-    gate = asyncio.Semaphore(state.config.max_parallel)
-    results = await asyncio.gather(
-        *(_one_task(ctx, state, task, plan, catalog, gate) for task in todo)
-    )
     steps = dict(state.sas_step2_module_steps)
     failures = {
         k: v for k, v in state.module_step_failures.items() if k not in {t.name for t in todo}
     }
-    for task, result in zip(todo, results, strict=True):
-        if isinstance(result, TaskSteps):
-            steps[task.name] = result
-        else:
-            failures[task.name] = result
+    for update in updates:
+        steps.update(update.get("sas_step2_module_steps", {}))
+        failures.update(update.get("module_step_failures", {}))
+    plan = TaskList(tasks=state.sas_step1_generated_tasks)
     # Keep the plan's order, so reviewers and the compiler see tasks as planned.
     ordered = {t.name: steps[t.name] for t in plan.tasks if t.name in steps}
-    done = len(todo) - sum(1 for r in results if not isinstance(r, TaskSteps))
-    note = f"module steps for {done} of {len(todo)} task(s) generated"
+    failed_now = sum(1 for t in todo if t.name in failures)
+    note = f"module steps for {len(todo) - failed_now} of {len(todo)} task(s) generated"
     if failures:
         note += f"; failed: {', '.join(sorted(failures))} (approve to retry them)"
     return {
@@ -147,3 +128,41 @@ async def task_list_to_module_steps(state: SasState, ctx: Context) -> dict[str, 
         "messages": [f"assistant: {note}"],
         "current_step_description": note,
     }
+
+
+#: Step 2 as a map over the tasks to generate: one checkpointed LLM call per task (named by
+#: the task in events and logs), at most ``config.max_parallel`` at once, joined by
+#: ``merge_module_steps``.
+task_list_to_module_steps = Map(
+    _one_task_update,
+    over=tasks_to_generate,
+    key=lambda task: task.name,
+    concurrency=lambda state: state.config.max_parallel,
+    merge=merge_module_steps,
+    reads=frozenset(
+        {
+            "sas_step1_generated_tasks",
+            "sas_step2_module_steps",
+            "module_step_failures",
+            "regenerate_tasks",
+            "current_user_request",
+            "feedback",
+            "config",
+        }
+    ),
+    writes=frozenset(
+        {
+            "sas_step2_module_steps",
+            "module_step_failures",
+            "regenerate_tasks",
+            "module_steps_accepted",
+            "task_list_accepted",
+            "dialog_state",
+            "is_error",
+            "error_message",
+            "failed_step",
+            "messages",
+            "current_step_description",
+        }
+    ),
+)
