@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._events import Failed, NodeFinished, NodeStarted
+from ._events import Failed, NodeFinished, NodeStarted, Waiting
 from ._execution import (
     Batch,
     Cursor,
@@ -28,14 +28,16 @@ from ._execution import (
     _attempts,
     check_invariants,
     check_writes,
+    dump_input,
     mirror,
     status_of,
+    validate_gate_input,
 )
 from ._node import NodeError, check_update
-from ._parallel import BatchNode, Call
-from ._records import ItemRecord, JoinRecord
+from ._parallel import BatchNode, Call, Parallel
+from ._records import ItemRecord, JoinRecord, PauseRecord
 from ._state import StateSchema
-from .errors import RunError
+from .errors import InvalidResumeInputError, NotWaitingError, RunError
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -55,7 +57,11 @@ def run_batch(
     if runner._subscribers:  # the map as a whole; each call then reports its own start
         runner._emit(NodeStarted(thread_id, run_id, name, 1))
     calls = _calls(thread_id, name, node, cursor)
-    todo = [call for call in calls if cursor.items is None or call.index not in cursor.items]
+    todo = [
+        call
+        for call in calls
+        if call.gate is None and (cursor.items is None or call.index not in cursor.items)
+    ]
     if todo:
         by_index = {call.index: call for call in todo}
         jobs = [
@@ -84,7 +90,153 @@ def run_batch(
         finally:
             batch.close()
     latency = time.perf_counter() - started
+    waiting = [c.label for c in calls if c.gate is not None and c.index not in (cursor.items or {})]
+    if waiting:
+        return _pause(runner, thread_id, run_id, cursor, name, waiting)
     return _join(runner, thread_id, run_id, cursor, name, node, len(calls), latency)
+
+
+def _pause(
+    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, gates: list[str]
+) -> Cursor:
+    """Every call has finished; the gate branches wait for their input."""
+    after = replace(cursor, status="waiting", version=cursor.version + 1)
+    record = None
+    if runner.store is not None:
+        record = PauseRecord.model_construct(
+            version=after.version,
+            ts=round(time.time(), 3),
+            run_id=run_id,
+            next=name,
+            status="waiting",
+            node=name,
+            gates=gates,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        for gate in gates:
+            runner._emit(Waiting(thread_id, run_id, gate, after.version))
+    return after
+
+
+def open_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
+    """The gates a waiting cursor waits at: its gate, or a ``Parallel``'s open gate branches."""
+    if cursor.status != "waiting":
+        return ()
+    if cursor.node in flow.gates:
+        return (cursor.node,)
+    node = flow.nodes.get(cursor.node)
+    if not isinstance(node, Parallel):
+        return ()
+    done = cursor.items or {}
+    return tuple(c.label for c in node.calls(cursor.state) if c.gate and c.index not in done)
+
+
+def answer_gates(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    value: Any,
+    gate: str | None,
+) -> Cursor:
+    """Input for the open gate branches of a ``Parallel``: ``gate=`` names one; otherwise
+    ``value`` maps gate names to their inputs. Each answer is checkpointed like a finished call;
+    once none is open, the thread is pending and the run goes on to the join."""
+    flow = runner.flow
+    node = flow.nodes[cursor.node]
+    assert isinstance(node, Parallel)
+    waiting = open_gates(flow, cursor)
+    answers = _answers(thread_id, cursor.node, waiting, value, gate)
+    calls = node.calls(cursor.state)
+    by_label = {call.label: call for call in calls}
+    validated = {
+        name: validate_gate_input(flow, thread_id, name, answer, by_label[name].gate)
+        for name, answer in answers.items()
+    }  # every input is checked before any is saved
+    for name, model in validated.items():
+        cursor = _commit_answer(runner, thread_id, run_id, cursor, by_label[name], model, calls)
+    return cursor
+
+
+def _answers(
+    thread_id: str, node: str, waiting: tuple[str, ...], value: Any, gate: str | None
+) -> dict[str, Any]:
+    if gate is not None:
+        if gate not in waiting:
+            raise NotWaitingError(
+                f"Thread `{thread_id}` waits at {_names(waiting)} of `{node}`, not at `{gate}`; "
+                "resume with one of those.",
+                thread_id=thread_id,
+                status="waiting",
+                node=node,
+            )
+        return {gate: value}
+    if isinstance(value, Mapping) and value and set(value) <= set(waiting):
+        return dict(value)
+    raise NotWaitingError(
+        f"Thread `{thread_id}` waits at {len(waiting)} gates of `{node}` ({_names(waiting)}); "
+        "pass gate='<name>' with its input, or a mapping {gate name: input} to answer several.",
+        thread_id=thread_id,
+        status="waiting",
+        node=node,
+    )
+
+
+def _names(gates: tuple[str, ...]) -> str:
+    return ", ".join(f"`{g}`" for g in gates)
+
+
+def _commit_answer(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    call: Call,
+    model: BaseModel,
+    calls: list[Call],
+) -> Cursor:
+    assert call.gate is not None
+    name = cursor.node
+    label = _label(name, call)
+    try:
+        raw = call.gate.to_update(cursor.state, model, thread_id=thread_id)
+    except (ValueError, TypeError, LookupError) as exc:
+        raise InvalidResumeInputError(
+            call.label, thread_id=thread_id, errors=[{"msg": str(exc)}], detail=f"  {exc}"
+        ) from exc
+    check_writes(label, call.gate.writes, raw)
+    _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    stored = runner._threads.dump(update, thread_id=thread_id, who=label)
+    items = {
+        **(cursor.items or {}),
+        call.index: ItemDone(update, stored, None, len(calls), call.label),
+    }
+    still = [c for c in calls if c.gate is not None and c.index not in items]
+    after = Cursor(
+        cursor.state, name, "waiting" if still else "pending", cursor.version + 1, None, items
+    )
+    record = None
+    if runner.store is not None:
+        record = ItemRecord.model_construct(
+            version=after.version,
+            ts=round(time.time(), 3),
+            run_id=run_id,
+            next=name,
+            status=after.status,
+            node=name,
+            index=call.index,
+            of=len(calls),
+            label=call.label,
+            update=stored,
+            attempts=1,
+            latency_s=0.0,
+            error=None,
+            llm_calls=[],
+            input=dump_input(thread_id, label, model),
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    return after
 
 
 def _label(name: str, call: Call) -> str:
@@ -306,6 +458,8 @@ def _values(schema: StateSchema, update: Mapping[str, Any]) -> dict[str, Any]:
 
 def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     """The cursor after an ``item`` or ``join`` record."""
+    if isinstance(record, PauseRecord):
+        return replace(cursor, status="waiting", version=record.version, error=None)
     error = NodeError.model_validate(record.error) if record.error else None
     if isinstance(record, ItemRecord):
         done = ItemDone(record.update, record.update, error, record.of, record.label)

@@ -25,6 +25,7 @@ from ._events import (
     Waiting,
     classify_changes,
 )
+from ._gate import Gate
 from ._invariants import check_invariants
 from ._jsonform import dump_state
 from ._node import Context, Node, NodeError, check_update
@@ -192,7 +193,7 @@ def check_writes(name: str, writes: frozenset[str] | None, update: Mapping[str, 
 
 def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     """The cursor after one journal record (the same rules the live run used)."""
-    if record.kind in ("item", "join"):
+    if record.kind in ("item", "pause", "join"):
         from ._batch import replay_batch_record
 
         assert cursor is not None, "a journal starts with a start record"
@@ -207,9 +208,14 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     return Cursor(state, record.next, record.status, record.version, error)
 
 
-def validate_gate_input(flow: Flow, thread_id: str, gate: str, value: Any) -> BaseModel:
-    """The resume input as the gate's model; ``InvalidResumeInputError`` lists what is wrong."""
-    model = flow.gates[gate].input
+def validate_gate_input(
+    flow: Flow, thread_id: str, gate: str, value: Any, spec: Gate | None = None
+) -> BaseModel:
+    """The resume input as the gate's model; ``InvalidResumeInputError`` lists what is wrong.
+
+    ``spec`` is the gate when it is not one of the flow's own (a ``Parallel``'s gate branch).
+    """
+    model = (spec or flow.gates[gate]).input
     try:
         if isinstance(value, model):
             return value
@@ -256,7 +262,7 @@ def gate_input_step(
         next=target,
         status=after.status,
         gate=gate_name,
-        input=_dump_input(thread_id, gate_name, value),
+        input=dump_input(thread_id, gate_name, value),
         update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
@@ -264,7 +270,7 @@ def gate_input_step(
     return after
 
 
-def _dump_input(thread_id: str, gate: str, value: BaseModel) -> dict[str, Any]:
+def dump_input(thread_id: str, gate: str, value: BaseModel) -> dict[str, Any]:
     """The gate input's JSON form as the input record keeps it, refused if JSON cannot."""
     return dump_state(
         value, thread_id=thread_id, who=gate, dump=lambda: value.model_dump(mode="json")

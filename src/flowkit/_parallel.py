@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ._gate import Gate
 from ._node import Node, NodeFn, RetryPolicy, as_node
 
 __all__ = ["BatchNode", "Call", "Map", "Parallel"]
@@ -31,11 +32,13 @@ Concurrency = int | Callable[[Any], int]
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One call of a batch: its index in the merge order, a label and the node to call."""
+    """One call of a batch: its index in the merge order, a label and the node to call, or the
+    gate whose input stands for the call (a ``Parallel`` branch that waits for a person)."""
 
     index: int
     label: str
     node: Node
+    gate: Gate | None = None
 
 
 def _not_callable_directly(*_: Any) -> Any:
@@ -149,7 +152,8 @@ class Map(BatchNode):
 
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class Parallel(BatchNode):
-    """Run named branches concurrently, each a node ``(state)`` or ``(state, ctx)``.
+    """Run named branches concurrently, each a node ``(state)`` or ``(state, ctx)``, or a
+    ``Gate`` that waits for its own input (several gates then wait at once).
 
     Every branch sees the state as it was when this node was reached; their updates merge in
     the order the branches are declared. A branch keeps its own ``reads``/``writes``/
@@ -165,10 +169,12 @@ class Parallel(BatchNode):
     """
 
     branches: Mapping[str, Node] = field(default_factory=dict)
+    gates: Mapping[str, Gate] = field(default_factory=dict)
+    _order: tuple[str, ...] = field(default=(), repr=False)
 
     def __init__(
         self,
-        branches: Mapping[str, Node | NodeFn],
+        branches: Mapping[str, Node | NodeFn | Gate],
         *,
         concurrency: Concurrency = 8,
         timeout: float | None = None,
@@ -176,8 +182,11 @@ class Parallel(BatchNode):
     ) -> None:
         if not isinstance(branches, Mapping) or not branches:
             raise TypeError("Parallel needs a mapping of branch name -> node function")
-        nodes = {str(name): as_node(fn) for name, fn in branches.items()}
-        writes = _union(n.writes for n in nodes.values())
+        gates = {str(k): v for k, v in branches.items() if isinstance(v, Gate)}
+        nodes = {str(k): as_node(v) for k, v in branches.items() if not isinstance(v, Gate)}
+        writes = _union(
+            [*(n.writes for n in nodes.values()), *(_gate_writes(g) for g in gates.values())]
+        )
         reads = _union(n.reads for n in nodes.values())
         object.__setattr__(self, "fn", _not_callable_directly)
         object.__setattr__(self, "reads", reads)
@@ -187,15 +196,20 @@ class Parallel(BatchNode):
         object.__setattr__(self, "concurrency", concurrency)
         object.__setattr__(self, "merge", None)
         object.__setattr__(self, "branches", MappingProxyType(nodes))
+        object.__setattr__(self, "gates", MappingProxyType(gates))
+        object.__setattr__(self, "_order", tuple(str(k) for k in branches))
         object.__setattr__(self, "is_async", any(n.is_async for n in nodes.values()))
         object.__setattr__(self, "takes_context", False)
         self._check_concurrency()
 
     def calls(self, state: Any) -> list[Call]:
-        return [
-            Call(index, name, self._with_defaults(branch))
-            for index, (name, branch) in enumerate(self.branches.items())
-        ]
+        calls = []
+        for index, name in enumerate(self._order):
+            if name in self.gates:
+                calls.append(Call(index, name, _waits, self.gates[name]))
+            else:
+                calls.append(Call(index, name, self._with_defaults(self.branches[name])))
+        return calls
 
     def _with_defaults(self, branch: Node) -> Node:
         """A branch without its own timeout or retry takes the ``Parallel``'s."""
@@ -210,6 +224,14 @@ class Parallel(BatchNode):
             timeout=branch.timeout if branch.timeout is not None else self.timeout,
             retry=branch.retry if branch.retry is not None else self.retry,
         )
+
+
+def _gate_writes(gate: Gate) -> frozenset[str] | None:
+    return gate.default_writes if gate.apply is None else gate.writes
+
+
+#: Stands in for the node of a gate branch, which is answered, never called.
+_waits = Node(_not_callable_directly)
 
 
 def _union(sets: Iterable[frozenset[str] | None]) -> frozenset[str] | None:

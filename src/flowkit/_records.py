@@ -23,6 +23,7 @@ __all__ = [
     "ItemRecord",
     "JoinRecord",
     "PatchRecord",
+    "PauseRecord",
     "Record",
     "RecordAdapter",
     "Snapshot",
@@ -103,6 +104,16 @@ class ItemRecord(_Record):
     latency_s: float = 0.0
     error: dict[str, Any] | None = None
     llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+    #: For a gate branch of a ``Parallel``: the validated input that became ``update``.
+    input: dict[str, Any] | None = None
+
+
+class PauseRecord(_Record):
+    """A ``Parallel`` node's calls have finished and its gate branches wait for input."""
+
+    kind: Literal["pause"] = "pause"
+    node: str
+    gates: list[str]
 
 
 class JoinRecord(_Record):
@@ -133,7 +144,9 @@ class PatchRecord(_Record):
     actor: str = "user"
 
 
-AnyRecord = StartRecord | StepRecord | InputRecord | PatchRecord | ItemRecord | JoinRecord
+AnyRecord = (
+    StartRecord | StepRecord | InputRecord | PatchRecord | ItemRecord | PauseRecord | JoinRecord
+)
 Record = Annotated[AnyRecord, Field(discriminator="kind")]
 RecordAdapter: TypeAdapter[AnyRecord] = TypeAdapter(Record)
 

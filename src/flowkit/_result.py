@@ -19,9 +19,12 @@ S = TypeVar("S", bound=BaseModel)
 class RunResult(Generic[S]):
     """A thread's position after a call.
 
-    ``status`` is ``"waiting"`` (paused at gate ``node``), ``"done"`` (reached ``node``, END or a
-    final state), ``"failed"`` (``node`` raised; see ``error``) or ``"pending"`` (a node is next,
-    e.g. after a crash: ``resume`` continues it).
+    ``status`` is ``"waiting"`` (paused at gate ``node``, or at the ``Parallel`` node ``node``
+    whose gate branches wait), ``"done"`` (reached ``node``, END or a final state),
+    ``"failed"`` (``node`` raised; see ``error``) or ``"pending"`` (a node is next, e.g. after a
+    crash: ``resume`` continues it). ``gates`` names every gate waiting for input: the gate
+    itself, or the open gate branches of a ``Parallel`` (answer each with ``resume(...,
+    gate=name)``, or several at once with a mapping name -> input).
     """
 
     thread_id: str
@@ -31,6 +34,7 @@ class RunResult(Generic[S]):
     version: int
     run_id: str | None = None
     error: NodeError | None = None
+    gates: tuple[str, ...] = ()
 
     @property
     def waiting(self) -> bool:
@@ -41,7 +45,7 @@ class RunResult(Generic[S]):
         return self.status == "done"
 
 
-CheckpointKind = Literal["start", "step", "input", "patch", "item", "join"]
+CheckpointKind = Literal["start", "step", "input", "patch", "item", "pause", "join"]
 
 
 @dataclass(frozen=True, slots=True)

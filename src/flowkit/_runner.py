@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import _execution as core
+from ._batch import answer_gates, open_gates
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
 from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
@@ -118,6 +119,7 @@ class Runner(Generic[S]):
             cursor.version,
             run_id,
             cursor.error,
+            open_gates(self.flow, cursor) if cursor.status == "waiting" else (),
         )
 
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
@@ -182,9 +184,13 @@ class Runner(Generic[S]):
         cursor = self._threads.load(thread_id)
         if expected_version is not None:
             self._check_version(thread_id, cursor.version, expected_version)
-        if gate is not None and gate not in self.flow.gates:
-            raise UnknownGateError(gate, thread_id=thread_id, gates=list(self.flow.gates))
-        if cursor.status == "waiting":
+        waiting_at = open_gates(self.flow, cursor)
+        if gate is not None and gate not in self.flow.gates and gate not in waiting_at:
+            raise UnknownGateError(gate, thread_id=thread_id, gates=[*self.flow.gates, *waiting_at])
+        if cursor.status == "waiting" and cursor.node in self.flow.nodes:
+            # Gate branches of a Parallel wait: answer them; the join runs once none is open.
+            cursor = answer_gates(self, thread_id, run_id, cursor, value, gate)
+        elif cursor.status == "waiting":
             if gate is not None and gate != cursor.node:
                 raise NotWaitingError(
                     f"Thread `{thread_id}` waits at gate `{cursor.node}`, not `{gate}`; resume "

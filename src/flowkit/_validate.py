@@ -187,8 +187,11 @@ def _parallel_problems(flow: Flow) -> list[str]:
         if not isinstance(node, Parallel):
             continue
         writers: dict[str, list[str]] = {}
-        for branch, each in node.branches.items():
-            for key in sorted(each.writes or ()):
+        declared = {branch: each.writes for branch, each in node.branches.items()}
+        for branch, gate in node.gates.items():
+            declared[branch] = gate.default_writes if gate.apply is None else gate.writes
+        for branch, writes in declared.items():
+            for key in sorted(writes or ()):
                 writers.setdefault(key, []).append(branch)
         for key, branches in writers.items():
             if len(branches) > 1 and key not in flow.schema.reducer_fields:

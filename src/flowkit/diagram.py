@@ -106,9 +106,11 @@ def to_mermaid(flow: Flow) -> str:
             joins[name] = f"_j{index}"
             lines.append(f'    {ids[name]}[/"{text} (fan-out)"\\]')
             lines.append(f'    {joins[name]}[\\"{text} (join)"/]')
-            for number, branch in enumerate(node.branches):
+            for number, branch in enumerate([*node.branches, *node.gates]):
                 branch_id = f"_b{index}_{number}"
-                lines.append(f'    {branch_id}("{_mermaid_text(branch)}")')
+                label = _mermaid_text(branch)
+                shape = f'{{{{"{label}"}}}}' if branch in node.gates else f'("{label}")'
+                lines.append(f"    {branch_id}{shape}")
                 lines.append(f"    {ids[name]} -.-> {branch_id} -.-> {joins[name]}")
         else:
             lines.append(f'    {ids[name]}("{text}")')
@@ -159,9 +161,12 @@ def to_dot(flow: Flow) -> str:
             joins[name] = f"{name} (join)"
             lines.append(f"    {q(name)} [shape=invtrapezium, label={q(name + ' (fan-out)')}];")
             lines.append(f"    {q(joins[name])} [shape=trapezium, label={q(joins[name])}];")
-            for branch in node.branches:
+            for branch in [*node.branches, *node.gates]:
                 branch_id = q(f"{name}/{branch}")
-                lines.append(f"    {branch_id} [label={q(branch)}];")
+                shape = ', shape=hexagon, style=filled, fillcolor="#fff4d6"'
+                lines.append(
+                    f"    {branch_id} [label={q(branch)}{shape if branch in node.gates else ''}];"
+                )
                 lines.append(f"    {q(name)} -> {branch_id} [style=dashed];")
                 lines.append(f"    {branch_id} -> {q(joins[name])} [style=dashed];")
         else:

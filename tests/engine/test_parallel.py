@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from flowkit import (
     END,
     Flow,
+    Gate,
     Map,
     NodeError,
     Parallel,
@@ -29,7 +30,13 @@ from flowkit import (
     node,
 )
 from flowkit.diagram import to_dot, to_mermaid
-from flowkit.errors import FlowDefinitionError, RunError
+from flowkit.errors import (
+    FlowDefinitionError,
+    InvalidResumeInputError,
+    NotWaitingError,
+    RunError,
+    UnknownGateError,
+)
 from flowkit.stores import ItemRecord, JoinRecord, JsonFileStore, MemoryStore, Store
 from flowkit.testing import capture_events
 
@@ -380,3 +387,82 @@ def test_any_order_of_finishing_gives_the_same_state(order: list[int]) -> None:
 
     state = asyncio.run(scenario())
     assert state.seen == [0, 10, 20, 30, 40, 50] and state.last == 5
+
+
+# -- several gates open at once --------------------------------------------------------------
+
+
+class Review(BaseModel):
+    legal_ok: bool | None = None
+    tech_ok: bool | None = None
+    notes: Annotated[list[str], append] = []
+
+
+class Legal(BaseModel):
+    legal_ok: bool
+
+
+class Tech(BaseModel):
+    tech_ok: bool
+
+
+@node(writes=["notes"])
+def lint(state: Review) -> dict[str, Any]:
+    return {"notes": ["linted"]}
+
+
+def publish(state: Review) -> dict[str, Any]:
+    return {"notes": [f"published legal={state.legal_ok} tech={state.tech_ok}"]}
+
+
+REVIEWS = Flow(
+    name="reviews",
+    state=Review,
+    start="review",
+    nodes={
+        "review": Parallel({"legal": Gate(Legal), "tech": Gate(Tech), "lint": lint}),
+        "publish": publish,
+    },
+    routes={"review": "publish", "publish": END},
+)
+
+
+def test_parallel_gates_wait_together_and_each_is_answered_on_its_own(store: Store) -> None:
+    runner = Runner(REVIEWS, store=store)
+    first = runner.start("t")
+    assert (first.status, first.node, first.gates) == ("waiting", "review", ("legal", "tech"))
+    assert first.state.notes == []  # the lint branch merges at the join, with the answers
+    second = runner.resume("t", {"legal_ok": True}, gate="legal")
+    assert (second.status, second.gates) == ("waiting", ("tech",))
+    # A new runner (another process) sees the same open gate and answers it.
+    again = Runner(REVIEWS, store=store)
+    assert again.get_state("t").gates == ("tech",)
+    done = again.resume("t", {"tech_ok": False}, gate="tech")
+    assert done.done and done.gates == ()
+    assert done.state.notes == ["linted", "published legal=True tech=False"]
+    kinds = [c.kind for c in again.history("t")]
+    assert kinds == ["start", "item", "pause", "item", "item", "join", "step"]
+
+
+def test_one_mapping_answers_every_open_gate(store: Store) -> None:
+    runner = Runner(REVIEWS, store=store)
+    runner.start("t")
+    done = runner.resume("t", {"legal": {"legal_ok": False}, "tech": {"tech_ok": True}})
+    assert done.done and (done.state.legal_ok, done.state.tech_ok) == (False, True)
+
+
+def test_a_bad_answer_saves_nothing_and_the_gates_stay_open(store: Store) -> None:
+    runner = Runner(REVIEWS, store=store)
+    runner.start("t")
+    with pytest.raises(InvalidResumeInputError):
+        runner.resume("t", {"legal": {"legal_ok": True}, "tech": {"tech_ok": "maybe"}})
+    assert runner.get_state("t").gates == ("legal", "tech")
+    with pytest.raises(NotWaitingError, match="pass gate='<name>'"):
+        runner.resume("t", {"legal_ok": True})
+    with pytest.raises(UnknownGateError):
+        runner.resume("t", {"legal_ok": True}, gate="finance")
+
+
+def test_diagrams_draw_gate_branches_as_gates() -> None:
+    assert '_b0_1{{"legal"}}' in to_mermaid(REVIEWS)
+    assert '"review/legal" [label="legal", shape=hexagon' in to_dot(REVIEWS)

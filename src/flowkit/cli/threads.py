@@ -125,12 +125,18 @@ def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _changed(record: AnyRecord) -> list[str]:
-    return sorted(record.state) if record.kind == "start" else sorted(record.update)
+    if record.kind == "start":
+        return sorted(record.state)
+    if record.kind == "pause":
+        return []
+    return sorted(record.update)
 
 
 def _actor(record: AnyRecord) -> str:
-    if record.kind == "step":
+    if record.kind in ("step", "pause", "join"):
         return record.node
+    if record.kind == "item":
+        return f"{record.node}[{record.label or record.index}]"
     if record.kind == "input":
         return record.gate
     if record.kind == "patch":
