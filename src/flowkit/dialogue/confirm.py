@@ -39,7 +39,7 @@ _PHRASES: Final[list[tuple[str, Answer]]] = sorted(
     [*((p, "yes") for p in YES), *((p, "no") for p in NO)], key=lambda item: -len(item[0])
 )
 _ASCII_WORD = re.compile(r"[a-z0-9']")
-_TRAILING = " \t.,!?。、！？…~〜ー"
+_TRAILING = " \t.,!?。、！？…~〜"
 
 
 def _normalize(text: str) -> str:
