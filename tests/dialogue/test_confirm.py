@@ -137,6 +137,19 @@ def test_no_with_a_new_value_changes_it_and_confirms_again() -> None:
     assert changed.slots["time"] == "15:00" and bot.state("c").tool_calls == []
 
 
+def test_a_question_in_between_is_answered_and_the_confirmation_asked_again() -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    bot.send("d", "robot 2 is broken")
+    answered = bot.send("d", "what is the maximum payload?")
+    assert answered.intent_type == "QUESTION" and "7 kg" in answered.text
+    assert answered.text.endswith(
+        "Back to the fault report: Shall I go ahead with the fault report (machine: robot 2)? "
+        "(yes / no)"
+    )
+    assert bot.send("d", "thanks").text.endswith("(yes / no)")
+    assert bot.send("d", "yes").response_id == "fault_reported", "still read as yes or no"
+
+
 def test_cancel_during_confirmation_drops_the_goal() -> None:
     bot = Dialogue(_domain(), clock=monday)
     for text in (BOOK, "Sato"):

@@ -11,7 +11,12 @@ import re
 import unicodedata
 from typing import Final, Literal
 
-__all__ = ["CHANGE_RESPONSES", "CONFIRM_RESPONSES", "NO", "YES", "yes_no"]
+__all__ = ["CHANGE_RESPONSES", "CONFIRM", "CONFIRM_RESPONSES", "NO", "YES", "yes_no"]
+
+#: What a confirmation question "asks for" (``ResponsePlan.slot`` / ``ChatMessage.expects``,
+#: never a slot name: those are identifiers). A question or small talk in between carries it
+#: forward like a pending slot question, so the reply after the digression is still a yes/no.
+CONFIRM: Final = "@confirm"
 
 #: Responses that ask the user to confirm a goal: the next message is read as yes or no.
 CONFIRM_RESPONSES: Final = ("confirm_goal", "confirm_repeat")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._node import Node, node
+from ...dialogue.confirm import CONFIRM
 from ...dialogue.state import DialogueState, GoalState, NextAction, ResponsePlan
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def make_gp(services: Services) -> Node:
         elif goal.active and goal.confirm and goal.command == "deny":
             response, action = "confirm_declined", "clarify"
         elif goal.active and goal.confirm and goal.command == "unclear":
-            response, action = "confirm_repeat", "clarify"
+            response, action, ask = "confirm_repeat", "clarify", CONFIRM
         elif goal.active and goal.refusal is not None and not _reconfirm(goal):
             response, outcome, error_type = goal.refusal.response, "failure", "ActionRefused"
             params.update(goal.refusal.params)
@@ -54,7 +55,7 @@ def make_gp(services: Services) -> Node:
                 params["question"] = domain.text(domain.slots[ask].question, state.lang())
         elif _reconfirm(goal) and spec is not None and spec.mode == "SLOT_FILLING":
             # SE found nothing missing (this turn's values included): confirm before GE runs.
-            response, action = "confirm_goal", "clarify"
+            response, action, ask = "confirm_goal", "clarify", CONFIRM
         elif goal.status == "completed" and spec is not None:
             response = spec.done
         elif goal.active and spec is not None and spec.mode == "STEP_BY_STEP":

@@ -8,7 +8,8 @@ After a confirmation question (a goal with ``confirm: true``) the reply is read 
 yes (``affirm``) or no (``deny``); a reply carrying slot values is a change (``inform``, and
 the goal is confirmed again with them), also after "what would you like to change?";
 anything else understood as nothing is ``unclear`` (the question is asked again). Questions
-and small talk are answered as usual.
+and small talk are answered as usual; their reply repeats the confirmation question and
+carries its marker (``expects == CONFIRM``), so the next message is still read as yes or no.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..._node import Context, Node, node
-from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM_RESPONSES, yes_no
+from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
 from ...dialogue.domain import AFFIRM, DENY, INFORM, UNCLEAR
 from ...dialogue.nlu import TurnContext, Understanding
 from ...dialogue.state import DialogueState
@@ -31,15 +32,17 @@ def make_ir(services: Services) -> Node:
     @node(reads=["user_text", "messages", "slots"], writes=["intent_type", "entities"])
     def intent_recognition(state: DialogueState, ctx: Context) -> dict[str, Any]:
         asked = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
+        expects = asked.expects if asked is not None else None
         context = TurnContext(
-            expects=asked.expects if asked is not None else None,
+            expects=None if expects == CONFIRM else expects,
             lang=state.lang(),
             today=services.today(ctx),
             history=tuple(state.messages[-7:-1]),
             slots=dict(state.slots),
         )
-        if asked is not None and asked.response_id in CHANGE_RESPONSES:
-            yes_or_no = asked.response_id in CONFIRM_RESPONSES
+        if asked is not None and (expects == CONFIRM or asked.response_id in CHANGE_RESPONSES):
+            # A confirmation question, also one repeated after a question in between.
+            yes_or_no = expects == CONFIRM or asked.response_id in CONFIRM_RESPONSES
             understood = _confirmation(services, state.user_text, context, ctx, yes_or_no)
         else:
             understood = services.recognizer.understand(state.user_text, context, ctx.llm)
