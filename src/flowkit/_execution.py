@@ -351,8 +351,19 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
                 return cursor
             state, update = schema.apply(cursor.state, {flow.error_field: error}, node=name)
         target = flow.next_state(name, state)
-        # Which route won, never the state it read: enough to follow a thread, nothing private.
-        runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
+        # One line per finished node (its route, latency and outcome), never the state it
+        # read: enough to follow and time a thread, nothing private. One call: hot path.
+        runner._log.debug(
+            "node_finished",
+            thread_id=thread_id,
+            run_id=run_id,
+            node=name,
+            target=target,
+            latency_ms=round(latency * 1000, 3),
+            attempts=attempt,
+            success=error is None,
+            error_type=None if error is None else error.type,
+        )
         flow.machine.advance(name, target)
         state = mirror(flow, state, update, target)
         if flow.invariants:

@@ -84,7 +84,7 @@ def test_the_cli_runs_conversation_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["dialogue", "test", "robot_cell", "robot_cell"]) == 0
-    assert "6 conversations: 6 passed, 0 failed" in capsys.readouterr().out
+    assert "8 conversations: 8 passed, 0 failed" in capsys.readouterr().out
     failing = tmp_path / "fail.yaml"
     failing.write_text(
         yaml.safe_dump(

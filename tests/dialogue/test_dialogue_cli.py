@@ -69,7 +69,7 @@ def test_check_of_a_good_domain(
     code, out, _ = run(["dialogue", "check", "robot_cell", "--json"], capsys, monkeypatch)
     data = json.loads(out)
     assert code == 0 and data["ok"] and data["problems"] == []
-    assert data["counts"]["goals"] == 2 and data["name"] == "robot_cell"
+    assert data["counts"]["goals"] == 3 and data["name"] == "robot_cell"
 
 
 def test_check_reports_handlers_that_cannot_be_imported(

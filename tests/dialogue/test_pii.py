@@ -40,7 +40,7 @@ def test_logs_of_the_whole_example_suite_hold_no_personal_value() -> None:
     assert all(r.passed for r in results)
     turns = [e for e in logs if e["event"] == "dialogue_turn"]
     assert len(turns) >= sum(r.turns for r in results)
-    assert {"dialogue_node", "dialogue_ir", "dialogue_turn"} <= {e["event"] for e in logs}
+    assert {"node_finished", "dialogue_ir", "dialogue_turn"} <= {e["event"] for e in logs}
     text = repr(logs)
     for name in names:
         assert name not in text, f"{name!r} leaked into a log line"
@@ -56,7 +56,7 @@ def test_the_turn_log_has_the_seed_fields(caplog: pytest.LogCaptureFixture) -> N
     assert turn["current_step"] is None and turn["outcome"] == "success"
     assert turn["error_type"] is None and turn["latency_ms"] >= 0
     assert turn["thread_id"] == "x" and turn["node"] == "EG"
-    nodes = [e for e in logs if e["event"] == "dialogue_node"]
+    nodes = [e for e in logs if e["event"] == "node_finished"]
     assert {e["node"] for e in nodes} >= {"IR", "GST", "SST", "SE", "SFP", "RP", "EG"}
     assert all("latency_ms" in e and e["success"] for e in nodes)
 

@@ -36,6 +36,42 @@ def test_after_gst_an_active_goal_continues_in_its_mode() -> None:
     )
 
 
+def test_after_gst_the_answer_to_a_confirmation_question_comes_first() -> None:
+    def goal(command: str, status: str = "active") -> dict[str, object]:
+        return {"status": status, "confirm": True, "command": command}
+
+    filling = "SLOT_FILLING"
+    assert_routes(
+        r.route_after_gst,
+        [
+            ({"goal_state": goal("confirm"), "dialogue_mode": filling}, r.GE, "yes: the action"),
+            ({"goal_state": goal("deny"), "dialogue_mode": filling}, r.GP, "no: what to change"),
+            ({"goal_state": goal("unclear"), "dialogue_mode": filling}, r.GP, "asked again"),
+            ({"goal_state": goal("continue"), "dialogue_mode": filling}, r.SST, "new values"),
+            ({"goal_state": goal("start"), "dialogue_mode": filling}, r.SST),
+            ({"goal_state": goal("cancel", "cancelled"), "dialogue_mode": None}, r.GP),
+            ({"goal_state": goal("confirm", "idle"), "dialogue_mode": None}, r.GP, "no goal"),
+            (
+                {"goal_state": goal("confirm"), "error": {"node": r.GST}},
+                r.EP,
+                "a failure of GST wins over everything",
+            ),
+        ],
+    )
+
+
+def test_after_se_a_goal_that_confirms_first_goes_to_gp_not_ge() -> None:
+    assert_routes(
+        r.route_after_se,
+        [
+            ({"missing_slots": [], "goal_state": {"confirm": True}}, r.GP, "ask to confirm"),
+            ({"missing_slots": [], "goal_state": {"confirm": False}}, r.GE),
+            ({"missing_slots": ["time"], "goal_state": {"confirm": True}}, r.SFP, "ask first"),
+            ({"missing_slots": [], "error": {"node": r.SE}}, r.EP),
+        ],
+    )
+
+
 def test_after_se_ask_while_something_is_missing_else_execute() -> None:
     assert_routes(
         r.route_after_se,

@@ -106,3 +106,34 @@ def test_a_deleted_absence_lets_the_compiler_fill_in() -> None:
     xml = compile_program(parse_program(text), validate=False, deterministic=True)
     head = xml.splitlines()[1]
     assert ' id="' in head and 'x="10" y="10" data-blockNo="1"' in head
+
+
+PREFIXED = """<?xml version='1.0' encoding='utf-8'?>
+<blockly:xml xmlns:blockly="https://developers.google.com/blockly/xml">
+  <blockly:block type="loop" id="a" data-blockNo="1" x="10" y="10">
+    <blockly:statement name="DO">
+      <!-- filled in by relation.xml -->
+    </blockly:statement>
+  </blockly:block>
+</blockly:xml>"""
+
+
+def test_prefix_comments_and_attribute_order_come_back_byte_for_byte() -> None:
+    program = decompile(PREFIXED)
+    assert program.document is not None and program.document.prefix == "blockly"
+    markup = program.stacks[0][0].markup
+    assert markup is not None
+    assert markup.attributes == ["type", "id", "data-blockNo", "x", "y"]
+    assert "<!-- filled in by relation.xml -->" in markup.space["statement:DO.text"]
+    assert _json_round_trip(PREFIXED) == PREFIXED
+
+
+def test_an_edit_in_text_keeps_prefix_comment_and_order() -> None:
+    text = render_program(decompile(PREFIXED)).replace("x=10", "x=400")
+    xml = compile_program(parse_program(text), validate=False)
+    assert xml == PREFIXED.replace('x="10"', 'x="400"')
+
+
+def test_markup_space_holds_only_space_and_comments() -> None:
+    with pytest.raises(ValidationError, match="only space"):
+        Step(type="return", markup={"space": {"tail": "<x/>"}})

@@ -70,7 +70,8 @@ def test_annotations_keep_ids_numbers_positions_comments_and_editor_attributes()
         '1. select_robot robot_name=fairino_FR [timeout=600000] — "the main program"  @ id=head '
         "no=3 editable=true collapsed=true comment.pinned=true comment.h=80 comment.w=160",
         '2. (disabled) set_motor on [timeout=600000] — "switch on"  @ id=motor no=7 '
-        "editable=false deletable=false comment.pinned=false",
+        'editable=false deletable=false attrs="type id data-blockNo deletable editable disabled" '
+        "comment.pinned=false",
     ]
     assert parse_program(text) == program
     xml = _via_text(text)

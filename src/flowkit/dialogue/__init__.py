@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .domain import Domain, domain_json_schema, load_domain
     from .nlu import LLMRecognizer, OfflineRecognizer, TurnContext, Understanding
     from .state import DialogueState
+    from .threads import opaque_thread_id
     from .workflow import build_flow, example_flow
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "example_flow",
     "load_conversations",
     "load_domain",
+    "opaque_thread_id",
     "run_conversations",
 ]
 
@@ -61,6 +63,7 @@ _LAZY = {
     "TurnContext": "nlu",
     "Understanding": "nlu",
     "DialogueState": "state",
+    "opaque_thread_id": "threads",
     "build_flow": "workflow",
     "example_flow": "workflow",
 }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .._safe_regex import compile_pattern
 from ..errors import UnsafePatternError
 from ._defaults import BUILTIN_RESPONSES, REASONS
-from .domain import CONTROL_INTENTS, INFORM, NON_TASK_INTENTS
+from .domain import AFFIRM, CONTROL_INTENTS, DENY, INFORM, NON_TASK_INTENTS, UNCLEAR
 
 if TYPE_CHECKING:
     from .domain import Domain
@@ -96,7 +96,7 @@ def _language_problems(domain: Domain) -> list[str]:
 def _intent_problems(domain: Domain, broken: Broken) -> list[str]:
     found: list[str] = []
     langs = domain.languages
-    reserved = {*NON_TASK_INTENTS, INFORM}
+    reserved = {*NON_TASK_INTENTS, INFORM, AFFIRM, DENY, UNCLEAR}
     for name, intent in domain.intents.items():
         where = f"intents.{name}"
         if name in reserved:
@@ -225,6 +225,16 @@ def _goal_problems(domain: Domain, broken: Broken) -> list[str]:
             and not _gone(broken, "actions", goal.action)
         ):
             found.append(f"{where}.action: action `{goal.action}` is not declared under actions")
+        if goal.confirm and goal.mode != "SLOT_FILLING":
+            found.append(
+                f"{where}.confirm: only SLOT_FILLING goals ask for confirmation; remove "
+                "`confirm` or make the goal SLOT_FILLING"
+            )
+        elif goal.confirm and goal.action is None:
+            found.append(
+                f"{where}.confirm: the goal has no action, so there is nothing to confirm; add "
+                "`action:` or remove `confirm`"
+            )
         if goal.done not in response_ids(domain) and not _gone(broken, "responses", goal.done):
             found.append(f"{where}.done: response `{goal.done}` is not defined under responses")
     return found

@@ -38,6 +38,21 @@ BUILTIN_RESPONSES: Final[dict[str, dict[str, str]]] = {
         "ja": "何をしましょうか。",
     },
     "goal_done": {"en": "{goal}: done.", "ja": "{goal}が完了しました。"},
+    # A goal with `confirm: true` asks before its action runs (GP); {summary} lists its slots.
+    "confirm_goal": {
+        "en": "Shall I go ahead with {goal} ({summary})? (yes / no)",
+        "ja": "{goal}（{summary}）を実行してよろしいですか？（はい／いいえ）",
+    },
+    "confirm_repeat": {
+        "en": "Please answer yes or no: shall I go ahead with {goal} ({summary})?",
+        "ja": "「はい」か「いいえ」でお答えください。{goal}（{summary}）を実行してよろしいですか？",
+    },
+    "confirm_declined": {
+        "en": "OK, nothing is done yet. What would you like to change? Tell me the new value, "
+        "or say cancel to drop {goal}.",
+        "ja": "承知しました。まだ実行していません。どこを変更しますか？新しい内容を"
+        "お伝えいただくか、「キャンセル」で{goal}を取り消せます。",
+    },
     "action_failed": {
         "en": "Sorry, {goal} failed ({error_type}). Please try again later.",
         "ja": "申し訳ありません、{goal}に失敗しました（{error_type}）。"

@@ -2,8 +2,13 @@
 
 ``Dialogue(domain, store=...).send(thread_id, text)`` starts the conversation on first use,
 resumes the Start Gate with the message and returns a ``Reply``. Conversations live in the
-store, so any process with the same store folder continues them. Each node's latency and
-outcome is logged (``dialogue_node``), next to EG's per-turn ``dialogue_turn`` line.
+store, so any process with the same store folder continues them. The engine logs each node's
+latency and outcome (``node_finished``, for any ``Runner`` over the dialogue flow), next to
+EG's per-turn ``dialogue_turn`` line.
+
+Thread ids go into log lines as they are (they are ids, never masked), so ``Dialogue``
+refuses one that looks like an e-mail address or a phone number: derive an opaque id from
+such a user key with ``opaque_thread_id``.
 """
 
 from __future__ import annotations
@@ -13,9 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from .._events import Event, NodeFinished
 from .._flow import UNSET
-from .._logging import get_logger
 from .._result import RunResult
 from .._runner import Runner
 from ..errors import DomainError, ThreadNotFoundError
@@ -25,9 +28,10 @@ from .actions import Artifacts, FileArtifacts, Handler
 from .domain import Domain, load_domain
 from .ledger import FileLedger, MemoryLedger
 from .state import DialogueState, JsonScalar
+from .threads import check_opaque
 from .workflow import build_flow
 
-__all__ = ["Dialogue", "Reply", "log_nodes"]
+__all__ = ["Dialogue", "Reply"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +69,6 @@ class Reply:
         )
 
 
-def log_nodes(event: Event) -> None:
-    """A runner subscriber logging each node's latency and outcome (§6), values never."""
-    if isinstance(event, NodeFinished):
-        get_logger().debug(
-            "dialogue_node",
-            thread_id=event.thread_id,
-            run_id=event.run_id,
-            node=event.node,
-            latency_ms=round(event.latency_s * 1000, 3),
-            success=event.error is None,
-            error_type=event.error.type if event.error else None,
-        )
-
-
 class Dialogue:
     """Conversations of one domain on one store.
 
@@ -113,14 +103,16 @@ class Dialogue:
             ledger=ledger,
         )
         self.runner: Runner[DialogueState] = Runner(self.flow, store=store, llm=llm, clock=clock)
-        self.runner.subscribe(log_nodes)
 
     def open(self, thread_id: str) -> RunResult[DialogueState]:
         """The conversation ``thread_id``, started if it does not exist yet.
 
         Raises:
             DomainError: the conversation was started with another domain.
+            InvalidThreadIdError: the id looks like personal data (an e-mail address or a
+                phone number), which log lines would carry unmasked.
         """
+        check_opaque(thread_id)
         try:
             result = self.runner.get_state(thread_id)
         except ThreadNotFoundError:

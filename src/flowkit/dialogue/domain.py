@@ -18,8 +18,11 @@ from .._untrusted import check_data_depth
 from ..errors import DomainError, UntrustedInputError
 
 __all__ = [
+    "AFFIRM",
     "CONTROL_INTENTS",
+    "DENY",
     "NON_TASK_INTENTS",
+    "UNCLEAR",
     "ActionSpec",
     "Domain",
     "EntitySpec",
@@ -40,6 +43,11 @@ NON_TASK_INTENTS = ("OOS", "QUESTION", "SMALL_TALK")
 CONTROL_INTENTS = ("cancel", "next", "back", "repeat")
 #: The intent IR reports when the user only supplies slot values ("3 pm", 「佐藤です」).
 INFORM = "inform"
+#: IR's answers to a confirmation question (``goals.<name>.confirm``): yes, no, and anything
+#: it did not understand as either (the question is asked again).
+AFFIRM = "affirm"
+DENY = "deny"
+UNCLEAR = "unclear"
 
 Mode = Literal["SLOT_FILLING", "STEP_BY_STEP"]
 Style = Literal["template", "llm"]
@@ -108,6 +116,13 @@ class SlotSpec(_Spec):
     entity: str = Field(description="the entity that fills this slot")
     question: dict[str, str] = Field(description="language -> the question asking for it")
     label: dict[str, str] = Field({}, description="language -> display name")
+    required: bool = Field(
+        True,
+        description=(
+            "false: filled when the user gives it, never asked for, never blocks the goal; "
+            "the action gets it when given"
+        ),
+    )
     pii: bool = Field(False, description="personal data: masked in logs, events and errors")
     send_to_llm: bool = Field(
         False, description="with pii: the value may reach an LLM (else masked in its prompts)"
@@ -121,9 +136,18 @@ class GoalSpec(_Spec):
     intent: str
     mode: Mode
     title: dict[str, str] = Field({}, description="language -> name shown to the user")
-    slots: list[str] = Field([], description="SLOT_FILLING: required slots, asked in order")
+    slots: list[str] = Field(
+        [], description="SLOT_FILLING: its slots; the required ones are asked in order"
+    )
     steps: list[dict[str, str]] = Field([], description="STEP_BY_STEP: language -> step text")
     action: str | None = Field(None, description="run when the slots are filled / steps done")
+    confirm: bool = Field(
+        False,
+        description=(
+            "SLOT_FILLING with an action: once the required slots are filled, show them and "
+            "run the action only after the user says yes"
+        ),
+    )
     done: str = Field("goal_done", description="response id when the goal completes")
 
 
@@ -189,6 +213,10 @@ class Domain(_Spec):
             if goal.intent == intent:
                 return name
         return None
+
+    def required_slots(self, goal: str) -> list[str]:
+        """The slots ``goal`` asks for, in order (its slots without ``required: false``)."""
+        return [s for s in self.goals[goal].slots if s not in self.slots or self.slots[s].required]
 
     def pii_slots(self) -> frozenset[str]:
         return frozenset(name for name, slot in self.slots.items() if slot.pii)

@@ -76,7 +76,7 @@ def invariants_for(domain: Domain) -> dict[str, Check]:
         # if SST failed, the Error Policy drops that goal before anything else runs.
         settled = not (goal.fresh and state.dialog_state in (SST, EP))
         if goal.active and spec is not None and spec.mode == "SLOT_FILLING" and settled:
-            expected = [s for s in spec.slots if s not in state.slots]
+            expected = [s for s in domain.required_slots(goal.goal or "") if s not in state.slots]
             if set(missing) != set(expected):
                 found.append(
                     f"missing_slots {sorted(missing)} should be {sorted(expected)} "

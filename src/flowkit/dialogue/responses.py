@@ -2,7 +2,8 @@
 LLM phrasing that falls back to the template on any ``LLMError`` or when no LLM is set.
 
 Templates use ``{name}`` placeholders filled from the plan's parameters, the slot values
-(choice values shown by their label in the reply's language) and the goal's step and title.
+(choice values shown by their label in the reply's language), the goal's step and title, and
+``{summary}``, the goal's filled slots (``label: value, ...``, for confirmation questions).
 Personal slot values never reach the LLM: they go in as placeholders and are put back after.
 """
 
@@ -58,6 +59,19 @@ class Renderer:
             return synonyms[0] if synonyms else value
         return "" if value is None else str(value)
 
+    def summary(self, names: list[str], slots: Mapping[str, JsonScalar], lang: str) -> str:
+        """The filled ones of ``names`` as the user reads them: ``label: value, ...``.
+
+        Computed when the reply is rendered, never stored in the plan, so a personal value
+        stays out of ``response_plan``; ``generate`` hides it from the LLM like any other.
+        """
+        sep, join = ("：", "、") if lang == "ja" else (": ", ", ")
+        return join.join(
+            f"{slot_label(self.domain, name, lang)}{sep}{self.display(name, slots[name], lang)}"
+            for name in names
+            if slots.get(name) is not None and name in self.domain.slots
+        )
+
     def values(
         self, plan: ResponsePlan, goal: GoalState, slots: Mapping[str, JsonScalar]
     ) -> dict[str, Any]:
@@ -70,6 +84,7 @@ class Renderer:
         spec = self.domain.goals.get(goal.goal or "")
         if spec is not None:
             values["goal"] = self.domain.text(spec.title, lang, goal.goal or "")
+            values["summary"] = self.summary(spec.slots, slots, lang)
             values["total"] = len(spec.steps)
             if goal.current_step is not None and spec.steps:
                 index = min(goal.current_step, len(spec.steps) - 1)

@@ -34,7 +34,11 @@ Mode = Literal["SLOT_FILLING", "STEP_BY_STEP"]
 #: What the policies decided (seed 001 §2.3 ``nexts``: clarify / respond / execute_step).
 NextAction = Literal["respond", "clarify", "execute_step", "fallback", "end"]
 GoalStatus = Literal["idle", "active", "completed", "cancelled", "failed"]
-Command = Literal["start", "continue", "next", "back", "repeat", "cancel"]
+#: ``confirm``: the user said yes to the goal's confirmation question (its action runs);
+#: ``deny``: a bare no (asked what to change); ``unclear``: neither (the question is repeated).
+Command = Literal[
+    "start", "continue", "next", "back", "repeat", "cancel", "confirm", "deny", "unclear"
+]
 
 
 class _Frozen(BaseModel):
@@ -83,6 +87,8 @@ class GoalState(_Frozen):
     started this turn (its slots start empty); ``result`` is a small summary of the action's
     result for the reply (the full result is ``tool_result`` or ``tool_result_ref``);
     ``refusal`` is set while the goal waits for the user to change what the action refused.
+    ``confirm`` copies the goal's ``confirm:`` when it starts, so the route tables (which read
+    only the state) can send a filled goal to its confirmation question instead of its action.
     """
 
     goal: str | None = None
@@ -94,6 +100,7 @@ class GoalState(_Frozen):
     result: dict[str, JsonScalar] = {}
     history: list[str] = []
     refusal: Refusal | None = None
+    confirm: bool = False
 
     @property
     def active(self) -> bool:

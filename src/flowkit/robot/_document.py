@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import re
 
+from ._markup import gaps, indent, self_closing_elements
 from ._xml import BLOCKLY_NS, Element
 from .steps import EPILOGUE, PROLOG, Document
 
-__all__ = ["empty_blocks", "outside_root"]
+__all__ = ["document_markup", "outside_root"]
 
 _ROOT_START = re.compile(r"<[A-Za-z_]")
 
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _END_TAG = re.compile(r"</[^\s<>]+\s*>")
-_ATTRIBUTES = r"(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*"
-_BLOCK_TAG = re.compile(r"<(?:[A-Za-z_][\w.-]*:)?block" + _ATTRIBUTES + r"(/?)>")
+_SELF_CLOSING = re.compile(r"\s*/>")
+_TAG_END_OR_COMMENT = re.compile(r"<!--.*?-->|/>", re.DOTALL)
 
 
 def outside_root(text: str) -> Document | None:
@@ -40,19 +41,52 @@ def outside_root(text: str) -> Document | None:
     return Document(prolog=prolog.group(), epilogue=epilogue)
 
 
-def empty_blocks(root: Element, text: str) -> dict[Element, str]:
-    """Childless ``<block>`` elements written with an end tag -> the text between the tags.
+def document_markup(document: Document | None, root: Element, text: str) -> Document | None:
+    """``document`` with how the root was written where the compiler writes it otherwise:
+    the namespace prefix and declarations, the ``" />"`` spelling, the text before the first
+    block; None where all of it is the compiler's."""
+    found = document or Document()
+    update: dict[str, object] = {}
+    prefix = root.prefix or ""
+    declared = {key or "": uri for key, uri in root.nsmap.items()}
+    if prefix:
+        update["prefix"] = prefix
+    if declared != {prefix: BLOCKLY_NS}:
+        update["namespaces"] = declared
+    ends = _SELF_CLOSING.findall(_COMMENT.sub("", text))
+    if ends and all(end == " />" for end in ends):
+        update["self_closing"] = " />"
+    children, texts = gaps(root)
+    expected = indent(1) if children else None
+    if texts[0] != (expected or "") or (not children and root not in _closed(root, text)):
+        update["text"] = texts[0]
+    if not update:
+        return document
+    return found.model_copy(update=update)
 
-    The start tags are matched to the elements in document order; where the count differs
-    (markup this scan does not understand, such as CDATA) nothing is reported, so the
-    compiler's ``<block .../>`` is used.
-    """
-    closes = [m.group(1) == "/" for m in _BLOCK_TAG.finditer(_COMMENT.sub("", text))]
-    blocks = list(root.iter(f"{{{BLOCKLY_NS}}}block"))
-    if len(closes) != len(blocks):
-        return {}
-    return {
-        block: block.text or ""
-        for block, self_closing in zip(blocks, closes, strict=True)
-        if not self_closing and len(block) == 0
-    }
+
+def _closed(root: Element, text: str) -> set[Element]:
+    return self_closing_elements(root, text) or set()
+
+
+def written_as(text: str, document: Document) -> str:
+    """The compiler's serialisation of the root with the document's namespace declarations
+    and self-closing spelling."""
+    if document.namespaces:
+        declared = " ".join(
+            f'xmlns:{prefix}="{uri}"' if prefix else f'xmlns="{uri}"'
+            for prefix, uri in document.namespaces.items()
+        )
+        own = (
+            f'xmlns:{document.prefix}="{BLOCKLY_NS}"'
+            if document.prefix
+            else f'xmlns="{BLOCKLY_NS}"'
+        )
+        end = text.index(">")
+        text = text[:end].replace(own, declared, 1) + text[end:]
+    if document.self_closing != "/>":
+        # ``/>`` ends a tag everywhere but in comments (``>`` in text and values is escaped).
+        text = _TAG_END_OR_COMMENT.sub(
+            lambda m: m.group() if m.group().startswith("<!--") else document.self_closing, text
+        )
+    return text

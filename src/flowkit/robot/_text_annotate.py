@@ -14,17 +14,30 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ._text_lex import RESERVED, TextSyntaxError, Token, quote
-from .steps import Step
+from .steps import Markup, Step
 
-__all__ = ["Annotation", "annotate", "parse_annotation", "render_annotation", "split_annotation"]
+#: ``attrs="type id x y"``, ``children="field:NAME mutation"``, ``closed="mutation"``: the
+#: lists of ``Step.markup`` (how another tool wrote the block), space-separated.
+_MARKUP_LISTS = {"attrs": "attributes", "children": "children", "closed": "closed"}
+
+__all__ = [
+    "Annotation",
+    "annotate",
+    "parse_annotation",
+    "render_annotation",
+    "split_annotation",
+    "text_markup",
+]
 
 #: Keys with a meaning of their own; every other key is a ``<block>`` attribute as found.
-_MODEL_KEYS = frozenset({"id", "no", "x", "y", "editable", "comment"})
+_MODEL_KEYS = frozenset({"id", "no", "x", "y", "editable", "comment", *_MARKUP_LISTS})
 _COMMENT = "comment."
+#: ``space.KEY="..."``: text between elements with an XML comment in it (``Markup.space``).
+_SPACE = "space."
 _QUOTED = RESERVED | {"|", "@"}
-#: ``-id -x -y -no``: bookkeeping the block was written without (``Step.absent``).
+#: ``-id -x -y -no -fields``: what the block was written without (``Step.absent``).
 _ABSENT_KEYS = {"data-blockNo": "no"}
-_ABSENT_NAMES = {"-id": "id", "-x": "x", "-y": "y", "-no": "data-blockNo"}
+_ABSENT_NAMES = {"-id": "id", "-x": "x", "-y": "y", "-no": "data-blockNo", "-fields": "fields"}
 
 
 @dataclass
@@ -57,6 +70,7 @@ def _group(step: Step, *, position: bool) -> list[str]:
         words.append(f"editable={'true' if step.editable else 'false'}")
     words.extend(f"{_attribute_key(k)}={quote(v, _QUOTED)}" for k, v in step.attributes.items())
     words.extend("-" + _ABSENT_KEYS.get(name, name) for name in step.absent)
+    words.extend(_markup_words(step.markup))
     if step.comment is not None:
         if step.comment:
             words.extend(f"{_COMMENT}{k}={quote(v, _QUOTED)}" for k, v in step.comment.items())
@@ -65,9 +79,35 @@ def _group(step: Step, *, position: bool) -> list[str]:
     return words
 
 
+def text_markup(markup: Markup | None) -> Markup | None:
+    """What the text form keeps of ``markup``: all but the text between elements that is
+    only whitespace (the compiler indents instead)."""
+    if markup is None:
+        return None
+    space = {k: v for k, v in markup.space.items() if v.strip()}
+    kept = markup.model_copy(update={"space": space})
+    return None if kept == Markup() else kept
+
+
+def _markup_words(markup: Markup | None) -> list[str]:
+    kept = text_markup(markup)
+    if kept is None:
+        return []
+    words = [
+        f"{key}={quote(' '.join(getattr(kept, name)), _QUOTED)}"
+        for key, name in _MARKUP_LISTS.items()
+        if getattr(kept, name)
+    ]
+    # ``statement:DO.text`` is written ``space.statement.DO.text`` (a word has no colon).
+    words.extend(
+        f"{_SPACE}{k.replace(':', '.')}={quote(v, _QUOTED)}" for k, v in kept.space.items()
+    )
+    return words
+
+
 def _attribute_key(name: str) -> str:
     # An attribute named like an annotation key is written `@no=...` so it reads back as one.
-    clash = name in _MODEL_KEYS or name.startswith(_COMMENT)
+    clash = name in _MODEL_KEYS or name.startswith((_COMMENT, _SPACE))
     return "@" + name if clash else name
 
 
@@ -136,8 +176,17 @@ def parse_annotation(tokens: list[Token]) -> list[Annotation]:
 
 def _set(group: Annotation, key: str, value: str) -> None:
     data = group.data
-    if key.startswith("@") or not (key in _MODEL_KEYS or key.startswith(_COMMENT)):
+    if key.startswith("@") or not (key in _MODEL_KEYS or key.startswith((_COMMENT, _SPACE))):
         _put(data, "attributes", key.removeprefix("@"), value)
+    elif key in _MARKUP_LISTS or key.startswith(_SPACE):
+        markup = data.setdefault("markup", {})
+        assert isinstance(markup, dict)
+        if key.startswith(_SPACE):
+            _put(markup, "space", _space_key(key[len(_SPACE) :]), value)
+        elif _MARKUP_LISTS[key] in markup:
+            raise TextSyntaxError(f"`{key}` is given twice in the annotation")
+        else:
+            markup[_MARKUP_LISTS[key]] = value.split()
     elif key.startswith(_COMMENT):
         _put(data, "comment", key[len(_COMMENT) :], value)
     elif key in data:
@@ -153,6 +202,11 @@ def _set(group: Annotation, key: str, value: str) -> None:
         data["editable"] = value == "true"
     else:
         data[key] = value  # id; a bare `comment=` is refused by Step (not a mapping)
+
+
+def _space_key(text: str) -> str:
+    kind, dot, rest = text.partition(".")
+    return f"{kind}:{rest}" if dot and kind in ("field", "value", "statement") else text
 
 
 def _put(data: dict[str, object], where: str, name: str, value: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowkit._untrusted import read_regular_file
@@ -27,6 +27,7 @@ __all__ = [
     "MAX_PROGRAM_BYTES",
     "Element",
     "local_name",
+    "new_comment",
     "new_element",
     "parse_document",
     "parse_xml",
@@ -96,7 +97,7 @@ def read_program_file(path: str | os.PathLike[str], *, what: str) -> bytes:
         raise RobotProgramError(str(exc), path=where) from exc
 
 
-def _parser() -> Any:
+def _parser(*, keep_comments: bool = False) -> Any:
     from lxml import etree  # type: ignore[import-untyped]
 
     return etree.XMLParser(
@@ -105,7 +106,7 @@ def _parser() -> Any:
         load_dtd=False,
         dtd_validation=False,
         huge_tree=False,
-        remove_comments=True,
+        remove_comments=not keep_comments,
         remove_pis=True,
     )
 
@@ -133,14 +134,17 @@ def parse_document(
     *,
     path: str | os.PathLike[str] | None = None,
 ) -> tuple[Element, str | None, str]:
-    """Like ``parse_xml``; also returns the document as text (for what the tree forgets:
+    """Like ``parse_xml``, keeping the comments inside the root (as ``Comment`` nodes, whose
+    ``tag`` is not a ``str``); also returns the document as text (for what the tree forgets:
     the prolog, ``<a></a>`` against ``<a/>``)."""
     data, where = read_source(source, path=path)
-    root, where = _parse_bytes(data, where)
+    root, where = _parse_bytes(data, where, keep_comments=True)
     return root, where, data.decode("utf-8", errors="replace")
 
 
-def _parse_bytes(data: bytes, path: str | None) -> tuple[Element, str | None]:
+def _parse_bytes(
+    data: bytes, path: str | None, *, keep_comments: bool = False
+) -> tuple[Element, str | None]:
     from lxml import etree
 
     if b"\x00" in data:
@@ -155,7 +159,7 @@ def _parse_bytes(data: bytes, path: str | None) -> tuple[Element, str | None]:
     if _DOCTYPE.match(data.decode("utf-8", errors="replace")):
         raise _unsafe(path)
     try:
-        root = etree.fromstring(data, _parser())
+        root = etree.fromstring(data, _parser(keep_comments=keep_comments))
     except etree.XMLSyntaxError as exc:
         message = str(exc.msg or exc)
         if "entity" in message.lower() and b"<!ENTITY" in data:
@@ -206,14 +210,19 @@ def local_name(element: Element) -> str:
 
 
 def new_element(
-    tag: str, parent: Element | None = None, attributes: Mapping[str, str] | None = None
+    tag: str,
+    parent: Element | None = None,
+    attributes: Mapping[str, str] | None = None,
+    *,
+    prefix: str = "",
 ) -> Element:
-    """A Blockly-namespace element with ``attributes`` in order, appended to ``parent``."""
+    """A Blockly-namespace element with ``attributes`` in order, appended to ``parent``; a
+    root declares the namespace with ``prefix`` ("" = the default namespace)."""
     from lxml import etree
 
     qualified = f"{{{BLOCKLY_NS}}}{tag}"
     if parent is None:
-        element = etree.Element(qualified, nsmap={None: BLOCKLY_NS})
+        element = etree.Element(qualified, nsmap={prefix or None: BLOCKLY_NS})
     else:
         element = etree.SubElement(parent, qualified)
     for key, value in (attributes or {}).items():
@@ -221,11 +230,26 @@ def new_element(
     return element
 
 
-def serialize(root: Element, *, xml_declaration: bool = False) -> str:
-    """The document as text, indented by two spaces like the editor, without a trailing newline."""
+def new_comment(text: str) -> Element:
+    """An XML comment node holding ``text``."""
+    from lxml import etree
+
+    return etree.Comment(text)
+
+
+def serialize(
+    root: Element,
+    *,
+    xml_declaration: bool = False,
+    after_indent: Callable[[], None] | None = None,
+) -> str:
+    """The document as text, indented by two spaces like the editor, without a trailing
+    newline; ``after_indent`` may then change the text between elements."""
     from lxml import etree
 
     etree.indent(root, space="  ")
+    if after_indent is not None:
+        after_indent()
     text: str = etree.tostring(root, encoding="unicode")
     if xml_declaration:
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + text

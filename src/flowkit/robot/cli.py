@@ -59,7 +59,9 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
         section = _SECTION.search(text)
         if section is None:
             return parse(text)
-        return parse_program(text) if section.group(1) == "stack" else parse_tasks(text)
+        return (
+            parse_program(text) if section.group(1) in ("stack", "document") else parse_tasks(text)
+        )
     try:
         data = parse_json(text, what="steps file", path=where)
         if isinstance(data, list):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from flowkit.errors import InvalidProgramError
 
 from ._checks import as_fragment, check_program
+from ._document import written_as
+from ._markup import MarkupWriter
 from ._xml import Element, new_element, serialize
 from .catalog import Catalog, default_catalog
 from .problems import errors_only
@@ -107,15 +109,19 @@ def compile_program(
             raise InvalidProgramError(errors)
     seed = id_seed if id_seed is not None else (_DEFAULT_SEED if deterministic else None)
     writer = _Writer(catalog, program, seed, source_comments)
-    root = new_element("xml")
+    document = program.document
+    root = new_element("xml", prefix=document.prefix if document else "")
     for index, stack in enumerate(program.stacks):
         writer.chain(root, stack, top_level=index)
-    document = program.document
+    writer.markup.finish()
     if document is None:
-        return serialize(root, xml_declaration=xml_declaration)
+        return serialize(root, xml_declaration=xml_declaration, after_indent=writer.markup.apply)
+    if document.text is not None:
+        writer.markup.root_text(root, document.text)
     # The file's own text around the root: its declaration (or none), comments, final newline.
     declared = xml_declaration and not document.prolog.lstrip().startswith("<?xml")
-    return document.prolog + serialize(root, xml_declaration=declared) + document.epilogue
+    text = serialize(root, xml_declaration=declared, after_indent=writer.markup.apply)
+    return document.prolog + written_as(text, document) + document.epilogue
 
 
 @dataclass
@@ -126,6 +132,7 @@ class _Writer:
     comments: bool
     ids: set[str] = field(default_factory=set)
     numbers: dict[str, set[int]] = field(default_factory=dict)
+    markup: MarkupWriter = field(default_factory=MarkupWriter)
 
     def __post_init__(self) -> None:
         self.random = random.Random(self.seed) if self.seed is not None else random.SystemRandom()
@@ -203,6 +210,7 @@ class _Writer:
             element.set("data-blockNo", str(self.block_no(step, in_value)))
         for name, value in step.attributes.items():
             element.set(name, value)
+        self.markup.note(element, step.markup)
         mutation = step.mutation
         if mutation is None and spec is not None:
             mutation = spec.default_mutation(list(step.inputs))
@@ -232,9 +240,10 @@ class _Writer:
         if spec is None:
             return list(step.fields.items())
         known = [f.name for f in spec.fields]
-        if all(name in step.fields for name in known):
-            # Every field given, as in a document the editor or a generator wrote: keep its
-            # order (``rx, ry, rz`` stays so), so decompile -> compile changes nothing.
+        if "fields" in step.absent or all(name in step.fields for name in known):
+            # Every field given, as in a document the editor or a generator wrote, or the
+            # fields as a file had them: keep their order (``rx, ry, rz`` stays so), so
+            # decompile -> compile changes nothing.
             return list(step.fields.items())
         # A partial parameter list (an LLM's): catalog order, defaults for the rest.
         ordered: list[tuple[str, str]] = []

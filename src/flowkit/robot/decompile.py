@@ -8,17 +8,20 @@ the step says None, so compiling the steps gives the same document back.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import ValidationError
 
 from flowkit.errors import InvalidProgramError
 
-from ._document import empty_blocks, outside_root
+from ._document import document_markup, outside_root
+from ._markup import gaps, indent, read_markup, self_closing_elements
+from ._specs import FieldSpec
 from ._xml import Element, local_name, parse_document, parse_xml
 from .catalog import Catalog, default_catalog
 from .problems import Problem
-from .steps import Program, Step
+from .steps import Markup, Program, Step
 
 __all__ = ["decompile", "decompile_with_lines"]
 
@@ -81,10 +84,15 @@ def _decompile_root(
 ) -> tuple[Program, dict[int, int]]:
     reader = _Reader(catalog or default_catalog())
     if text is not None:
-        reader.empty = empty_blocks(root, text)
+        closed = self_closing_elements(root, text)
+        if closed is None:  # the compiler's way: self-closing where there is nothing inside
+            closed = {e for e in root.iter() if len(e) == 0 and not e.text}
+        reader.closed = closed
     try:
-        stacks = [_unplaced(reader.chain(child)) for child in reader.children(root)]
-        document = outside_root(text) if text is not None else None
+        stacks = [_unplaced(reader.chain(child, 1)) for child in reader.children(root)]
+        document = None
+        if text is not None:
+            document = document_markup(outside_root(text), root, text)
         return Program(stacks=stacks, document=document), reader.lines
     except _ReadError as exc:
         problem = Problem(
@@ -102,32 +110,45 @@ class _Reader:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.lines: dict[int, int] = {}
-        #: Childless blocks written with an end tag -> the text between the tags.
-        self.empty: dict[Element, str] = {}
+        #: Elements written ``<a/>`` (None: the text was not given, so no markup is read).
+        self.closed: set[Element] | None = None
 
     @staticmethod
     def children(element: Element) -> list[Element]:
+        """The child elements; XML comments are skipped (``Markup`` keeps them)."""
         if (element.text or "").strip():
             raise _ReadError(element, f"unexpected text {element.text.strip()[:40]!r}; remove it")
         found = []
         for child in element:
             if (child.tail or "").strip():
                 raise _ReadError(child, f"unexpected text {child.tail.strip()[:40]!r}; remove it")
-            found.append(child)
+            if isinstance(child.tag, str):
+                found.append(child)
         return found
 
-    def chain(self, first: Element) -> list[Step]:
+    def chain(self, first: Element, depth: int) -> list[Step]:
         # Iterative along <next>: real chains nest one level per block.
         steps: list[Step] = []
         element: Element | None = first
         while element is not None:
             if local_name(element) != "block":
                 raise _ReadError(element, f"<{local_name(element)}> found where a <block> belongs")
-            step, element = self.block(element)
+            step, element = self.block(element, depth)
             steps.append(step)
+            depth += 2  # <next> and its <block>
         return steps
 
-    def block(self, element: Element) -> tuple[Step, Element | None]:
+    def _markup(self, element: Element, depth: int) -> tuple[Markup | None, str | None]:
+        if self.closed is None:
+            return None, None
+        parent = element.getparent()
+        siblings, texts = gaps(parent)
+        index = siblings.index(element)
+        last = index == len(siblings) - 1
+        expected = indent(depth - 1 if last else depth)
+        return read_markup(element, depth, self.closed, (texts[index + 1], expected))
+
+    def block(self, element: Element, depth: int) -> tuple[Step, Element | None]:
         block_type = element.get("type")
         if not block_type:
             raise _ReadError(element, "<block> without a type attribute", code="missing_type")
@@ -161,7 +182,7 @@ class _Reader:
                 blocks = self.children(child)
                 if len(blocks) != 1 or local_name(blocks[0]) != "block":
                     raise _ReadError(child, f"<value name={name!r}> must hold exactly one <block>")
-                value, rest = self.block(blocks[0])
+                value, rest = self.block(blocks[0], depth + 2)
                 if rest is not None:
                     raise _ReadError(rest, "a block inside <value> cannot have a <next>")
                 inputs[name] = value
@@ -169,7 +190,7 @@ class _Reader:
                 blocks = self.children(child)
                 if len(blocks) > 1:
                     raise _ReadError(child, "a <statement> holds one chain (one first <block>)")
-                inputs[name] = self.chain(blocks[0]) if blocks else []
+                inputs[name] = self.chain(blocks[0], depth + 2) if blocks else []
             elif kind == "next":
                 blocks = self.children(child)
                 if following is not None or len(blocks) != 1:
@@ -177,13 +198,14 @@ class _Reader:
                 following = blocks[0]
             else:
                 raise _ReadError(child, f"<{kind}> inside <block> is not supported")
-        step = self._step(element, block_type, fields, mutation, inputs, comment)
+        step = self._step(element, depth, block_type, fields, mutation, inputs, comment)
         self.lines[id(step)] = element.sourceline
         return step, following
 
     def _step(
         self,
         element: Element,
+        depth: int,
         block_type: str,
         fields: dict[str, str],
         mutation: dict[str, str] | None,
@@ -205,6 +227,12 @@ class _Reader:
         reasons = element.get("disabled-reasons")
         extra = {k: v for k, v in element.attrib.items() if k not in _BLOCK_ATTRIBUTES}
         extra.pop("editable", None)
+        absent: list[Literal["id", "x", "y", "data-blockNo", "fields"]] = [
+            a for a in _ABSENT if element.get(a) is None
+        ]
+        if spec is not None and _completed(spec.fields, fields) != list(fields.items()):
+            absent.append("fields")  # written as found, not completed from the catalog
+        markup, empty_text = self._markup(element, depth)
         try:
             return Step(
                 type=block_type,
@@ -215,8 +243,9 @@ class _Reader:
                 disabled_reasons=reasons.split(",") if reasons else [],
                 source=None if comment is None else comment.text or "",
                 comment=None if comment is None else dict(comment.attrib),
-                empty_text=self.empty.get(element),
-                absent=[a for a in _ABSENT if element.get(a) is None],
+                empty_text=empty_text,
+                absent=absent,
+                markup=markup,
                 id=element.get("id"),
                 block_no=_integer(element, "data-blockNo"),
                 x=_integer(element, "x"),
@@ -227,6 +256,16 @@ class _Reader:
         except ValidationError as exc:
             detail = "; ".join(e["msg"] for e in exc.errors())
             raise _ReadError(element, f"block cannot be read: {detail}") from None
+
+
+def _completed(specs: Sequence[FieldSpec], fields: dict[str, str]) -> list[tuple[str, str]]:
+    """The fields as the compiler writes a partial list: catalog order, defaults added."""
+    known = [f.name for f in specs]
+    if all(name in fields for name in known):
+        return list(fields.items())
+    found = [(f.name, fields.get(f.name, f.default)) for f in specs]
+    written = [(name, value) for name, value in found if value is not None]
+    return written + [(k, v) for k, v in fields.items() if k not in known]
 
 
 def _unplaced(stack: list[Step]) -> list[Step]:

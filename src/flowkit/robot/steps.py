@@ -15,9 +15,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from ._xml import BLOCKLY_NS
+
 __all__ = [
     "EDITOR_ATTRIBUTES",
     "Document",
+    "Markup",
     "Program",
     "Step",
     "TaskSteps",
@@ -46,12 +49,62 @@ EDITOR_ATTRIBUTES = (
     "comment",
     "empty_text",
     "absent",
+    "markup",
 )
 _SPACE = re.compile(r"[ \t\r\n]*")
 #: Text a file may have around its root: the XML declaration first, then space and comments.
 OUTSIDE_COMMENTS = r"(?:[ \t\r\n]|<!--(?:(?!--).)*-->)*"
 PROLOG = re.compile(r"(?:<\?xml[ \t\r\n][^<>?]*\?>)?" + OUTSIDE_COMMENTS, re.DOTALL)
 EPILOGUE = re.compile(OUTSIDE_COMMENTS, re.DOTALL)
+#: Text between elements inside the root: space and comments, as around the root.
+BETWEEN = EPILOGUE
+#: A child element of a block, as ``Markup`` names it: ``mutation``, ``comment``, ``next``,
+#: ``field:NAME``, ``value:NAME``, ``statement:NAME``.
+_CHILD_KEY = re.compile(r"(?:mutation|comment|next|(?:field|value|statement):[A-Za-z_][\w-]*)")
+_SPACE_KEY = re.compile(rf"(?:text|tail|{_CHILD_KEY.pattern}\.(?:text|tail))")
+
+
+class Markup(BaseModel):
+    """How a block was written where that is not the compiler's own way, so a file another
+    tool wrote comes back byte for byte; every part may be deleted (the compiler's way then).
+
+    ``attributes``: the order of the ``<block>`` attributes as found. ``children``: the order
+    of its child elements (``field:NAME``, ``mutation``, ``comment``, ``value:NAME``,
+    ``statement:NAME``, ``next``). ``closed``: children written self-closing
+    (``<mutation/>``) where the compiler writes an end tag. ``space``: the text between
+    elements where it is not the compiler's two-space indentation: ``text`` (inside the
+    block, before its first child), ``tail`` (after the block), ``KEY.text`` and
+    ``KEY.tail`` (inside and after a child); it holds spaces, line breaks and
+    ``<!-- comments -->`` only, so XML comments inside the root keep their place.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    attributes: list[str] = []
+    children: list[str] = []
+    closed: list[str] = []
+    space: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _check(self) -> Markup:
+        for name in self.attributes:
+            if not _ATTRIBUTE.fullmatch(name):
+                raise ValueError(f"markup attribute {name!r} must match {_ATTRIBUTE.pattern}")
+        for key in [*self.children, *self.closed]:
+            if not _CHILD_KEY.fullmatch(key):
+                raise ValueError(
+                    f"markup child {key!r} must be mutation, comment, next, field:NAME, "
+                    "value:NAME or statement:NAME"
+                )
+        for key, value in self.space.items():
+            if not _SPACE_KEY.fullmatch(key):
+                raise ValueError(
+                    f"markup space key {key!r} must be text, tail, KEY.text or KEY.tail"
+                )
+            _xml_text(value, f"markup space {key}")
+            if not BETWEEN.fullmatch(value):
+                raise ValueError(f"markup space {key} holds only space and <!-- comments -->")
+        return self
 
 
 def _xml_text(value: str, what: str) -> str:
@@ -85,7 +138,10 @@ class Step(BaseModel):
     only, for a block with nothing inside: ``""`` writes ``<block ...></block>``, whitespace
     is written between the tags; None writes ``<block .../>``. ``absent``: bookkeeping the
     block was written without (``id``, ``x``/``y`` of a stack's first block, ``data-blockNo``,
-    as generator outputs are), which the compiler then leaves out instead of generating.
+    as generator outputs are; ``fields``: some of the catalog's fields), which the compiler
+    then leaves out instead of generating (with ``fields``, the fields are written exactly
+    as given, in their order). ``markup``: how the block was written where that differs
+    from the compiler's way (see ``Markup``).
     """
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
@@ -105,7 +161,8 @@ class Step(BaseModel):
     attributes: dict[str, str] = {}
     comment: dict[str, str] | None = None
     empty_text: str | None = None
-    absent: list[Literal["id", "x", "y", "data-blockNo"]] = []
+    absent: list[Literal["id", "x", "y", "data-blockNo", "fields"]] = []
+    markup: Markup | None = None
 
     @field_validator("type")
     @classmethod
@@ -194,12 +251,21 @@ class Step(BaseModel):
 class Document(BaseModel):
     """How a program file looked around its root element, for a byte-exact round trip:
     ``prolog`` is the text before it (XML declaration, comments), ``epilogue`` the text
-    after it (usually the final newline)."""
+    after it (usually the final newline). The rest says how the root was written where the
+    compiler writes it otherwise: ``prefix`` of the Blockly elements (``blockly`` writes
+    ``<blockly:block>``; "" the default namespace), ``namespaces`` the root's namespace
+    declarations in order (prefix -> URI, "" for ``xmlns=``; empty: just the one the prefix
+    needs), ``self_closing`` how an empty element ends (``"/>"`` or ``" />"``), ``text`` the
+    text inside the root before its first block (spaces and ``<!-- comments -->``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     prolog: str = ""
     epilogue: str = ""
+    prefix: str = ""
+    namespaces: dict[str, str] = {}
+    self_closing: Literal["/>", " />"] = "/>"
+    text: str | None = None
 
     @model_validator(mode="after")
     def _outside_text(self) -> Document:
@@ -213,6 +279,19 @@ class Document(BaseModel):
                     f"{name} holds only space and <!-- comments -->"
                     + (" after an optional <?xml ...?> declaration" if name == "prolog" else "")
                 )
+        for prefix in [self.prefix, *self.namespaces]:
+            if prefix and not _NAME.fullmatch(prefix):
+                raise ValueError(f"namespace prefix {prefix!r} must match {_NAME.pattern}")
+        if self.namespaces and self.namespaces.get(self.prefix) != BLOCKLY_NS:
+            raise ValueError(f"namespaces must declare the prefix {self.prefix!r} as {BLOCKLY_NS}")
+        for uri in self.namespaces.values():
+            _xml_text(uri, "namespace")
+            if '"' in uri or "<" in uri or "&" in uri:
+                raise ValueError(f'namespace {uri!r} must not hold ", < or &')
+        if self.text is not None:
+            _xml_text(self.text, "text")
+            if not BETWEEN.fullmatch(self.text):
+                raise ValueError("text holds only space and <!-- comments -->")
         return self
 
 
@@ -337,6 +416,7 @@ def _strip(step: Step) -> Step:
             "comment": None,
             "empty_text": None,
             "absent": [],
+            "markup": None,
         }
     )
 

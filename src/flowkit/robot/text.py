@@ -21,16 +21,17 @@ from pydantic import ValidationError
 from flowkit.errors import StepTextError
 
 from ._text_annotate import Annotation, annotate, parse_annotation, split_annotation
+from ._text_document import parse_document_line, render_document, text_document
 from ._text_lex import TextSyntaxError, lex, quote
 from ._text_render import render_chain
 from ._text_syntax import Parts, Tokens, step_data
 from .catalog import Catalog, default_catalog
-from .steps import Program, Step, TaskSteps
+from .steps import Document, Program, Step, TaskSteps
 
 __all__ = ["parse", "parse_program", "parse_tasks", "render", "render_program", "render_tasks"]
 
 _MARKER = re.compile(r"(\d+(?:\.\d+)*\.?|-)\s+(\S.*)")
-_HEADER = re.compile(r"##\s+(main|sub|setup|stack)\b\s*(.*)")
+_HEADER = re.compile(r"##\s+(main|sub|setup|stack|document)\b\s*(.*)")
 
 
 def render(
@@ -61,6 +62,9 @@ def render_program(
     """
     catalog = catalog or default_catalog()
     blocks = []
+    document = text_document(program.document) if annotations else None
+    if document is not None:
+        blocks.append("## document @ " + render_document(document))
     for stack in program.stacks:
         head = stack[0]
         header = "## stack"
@@ -108,7 +112,11 @@ def parse_program(text: str, catalog: Catalog | None = None) -> Program:
     """Read a program written by ``render_program``."""
     stacks: list[list[Step]] = []
     parser = _Parser(text, catalog or default_catalog())
-    for kind, _name, line, steps in parser.sections():
+    document: Document | None = None
+    for index, (kind, _name, line, steps) in enumerate(parser.sections()):
+        if kind == "document" and index == 0:
+            document = parser.document
+            continue
         if kind != "stack":
             raise StepTextError("expected `## stack` before each top-level stack", line=line)
         if not steps:
@@ -117,7 +125,7 @@ def parse_program(text: str, catalog: Catalog | None = None) -> Program:
         if position:
             steps[0] = steps[0].model_copy(update=position)
         stacks.append(steps)
-    return Program(stacks=stacks)
+    return Program(stacks=stacks, document=document)
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,8 @@ class _Parser:
         self.pos = 0
         #: ``## stack @ x=.. y=..``: header line number -> the position it gives.
         self.positions: dict[int, dict[str, object]] = {}
+        #: ``## document @ ...``: how the file looked around and inside its root.
+        self.document: Document | None = None
         _check_depth(self.lines)
 
     def fail(self, message: str, line: _Line | None = None) -> StepTextError:
@@ -155,6 +165,14 @@ class _Parser:
             start = line.number if line else 1
             if line is not None and line.kind == "header":
                 match = _HEADER.fullmatch(line.text)
+                if match is not None and match.group(1) == "document":
+                    try:
+                        self.document = parse_document_line(match.group(2))
+                    except TextSyntaxError as exc:
+                        raise self.fail(str(exc), line) from None
+                    self.pos += 1
+                    found.append(("document", "", start, []))
+                    continue
                 if match is not None and match.group(1) == "stack" and match.group(2).strip():
                     self._stack_position(match.group(2), line)
                     match = _HEADER.fullmatch("## stack")

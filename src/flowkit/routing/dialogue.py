@@ -19,6 +19,12 @@ and the node's table routes on it. Each table's first row is ``error.node == <th
 -> EP, which plans the class's reply; the turn then ends as usual (RP -> RN -> EG -> SG).
 SG clears ``error`` when the next turn starts. GE records a failing *action* itself (the
 goal failed; GP explains it) and only a crash of GE's own code goes to EP.
+
+A goal with ``confirm: true`` (``goal_state.confirm``) does not go from SE to GE when its
+slots are filled: GP asks the user to confirm (SE -> GP). The answer comes back through GST:
+yes (``command: confirm``) -> GE, which runs the action; a bare no (``deny``) or a reply
+that is neither (``unclear``) -> GP, which asks what to change or asks again; new values go
+the usual way (SST -> SE) and are confirmed again.
 """
 
 from __future__ import annotations
@@ -133,10 +139,20 @@ route_after_rn_template = RouteTable(
 )
 
 #: An active goal continues in its mode; no active goal (cancelled, nothing to do) -> GP.
+#: The answer to a confirmation question comes first: yes runs the action (GE), a bare no or
+#: an unclear answer is GP's to reply to.
 route_after_gst = RouteTable(
     "route_after_gst",
     [
         _on_error(GST),
+        Route(
+            field("goal_state.status").eq("active") & field("goal_state.command").eq("confirm"), GE
+        ),
+        Route(
+            field("goal_state.status").eq("active")
+            & field("goal_state.command").is_in(("deny", "unclear")),
+            GP,
+        ),
         Route(
             field("goal_state.status").eq("active") & field("dialogue_mode").eq("SLOT_FILLING"),
             SST,
@@ -149,10 +165,11 @@ route_after_gst = RouteTable(
     default=GP,
 )
 
-#: §5.3: ask while a slot is missing; with nothing missing the goal's action runs (GE).
+#: §5.3: ask while a slot is missing; with nothing missing the goal's action runs (GE), or,
+#: for a goal that asks first (``confirm: true``), GP asks the user to confirm.
 route_after_se = RouteTable(
     "route_after_se",
-    [_on_error(SE), Route(field("missing_slots"), SFP)],
+    [_on_error(SE), Route(field("missing_slots"), SFP), Route(field("goal_state.confirm"), GP)],
     default=GE,
 )
 

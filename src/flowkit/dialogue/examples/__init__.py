@@ -12,7 +12,7 @@ import json
 
 from ..actions import ActionCall, ActionRefused, ActionResult
 
-__all__ = ["book_maintenance", "record_changeover"]
+__all__ = ["book_maintenance", "record_changeover", "report_fault"]
 
 
 def _digest(*parts: object) -> str:
@@ -54,3 +54,10 @@ def record_changeover(call: ActionCall) -> ActionResult:
         for n in range(1, 6)
     ]
     return ActionResult(summary={"record_id": record_id}, data={"checklist": checklist})
+
+
+def report_fault(call: ActionCall) -> ActionResult:
+    """File the fault report; ``priority`` is an optional slot, ``normal`` when not given."""
+    report_id = "FR-" + _digest(call.thread_id, call.slots.get("faulty_machine"))[:6].upper()
+    priority = call.slots.get("priority") or "normal"
+    return ActionResult(summary={"report_id": report_id}, data={"priority": priority})

@@ -1,6 +1,11 @@
 """Goal Policy (GP): what to say about the goal: the current step, the result of a completed
 goal, a cancellation, a failure, an action's refusal (with the question for the slot to
 change), or a question when no goal is running.
+
+For a goal with ``confirm: true`` GP also asks for the confirmation (``confirm_goal``: the
+goal and its filled slots, then "shall I go ahead?"), asks again when the answer was neither
+yes nor no (``confirm_repeat``), and after a bare no asks what to change
+(``confirm_declined``; the goal stays open with its values, "cancel" drops it).
 """
 
 from __future__ import annotations
@@ -8,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._node import Node, node
-from ...dialogue.state import DialogueState, NextAction, ResponsePlan
+from ...dialogue.confirm import CONFIRM
+from ...dialogue.state import DialogueState, GoalState, NextAction, ResponsePlan
 
 if TYPE_CHECKING:
     from ...dialogue.services import Services
@@ -36,13 +42,20 @@ def make_gp(services: Services) -> Node:
             response, outcome = "action_failed", "failure"
             error_type = state.error.type if state.error else "Error"
             params["error_type"] = error_type
-        elif goal.active and goal.refusal is not None:
+        elif goal.active and goal.confirm and goal.command == "deny":
+            response, action = "confirm_declined", "clarify"
+        elif goal.active and goal.confirm and goal.command == "unclear":
+            response, action, ask = "confirm_repeat", "clarify", CONFIRM
+        elif goal.active and goal.refusal is not None and not _reconfirm(goal):
             response, outcome, error_type = goal.refusal.response, "failure", "ActionRefused"
             params.update(goal.refusal.params)
             ask = goal.refusal.slot
             if ask is not None:
                 action = "clarify"
                 params["question"] = domain.text(domain.slots[ask].question, state.lang())
+        elif _reconfirm(goal) and spec is not None and spec.mode == "SLOT_FILLING":
+            # SE found nothing missing (this turn's values included): confirm before GE runs.
+            response, action, ask = "confirm_goal", "clarify", CONFIRM
         elif goal.status == "completed" and spec is not None:
             response = spec.done
         elif goal.active and spec is not None and spec.mode == "STEP_BY_STEP":
@@ -62,3 +75,12 @@ def make_gp(services: Services) -> Node:
         return {"next_action": action, "response_plan": plan}
 
     return goal_policy
+
+
+def _reconfirm(goal: GoalState) -> bool:
+    """A confirmed-first goal reached GP from SE (its slots filled this turn): ask to confirm.
+
+    Its action only runs on ``confirm``, so a refusal still on the goal is from an earlier
+    turn and the user has just changed the value it asked for.
+    """
+    return goal.active and goal.confirm and goal.command in ("start", "continue")

@@ -2,7 +2,9 @@
 
 A task intent starts its goal (or continues it when it is already running); ``cancel`` ends
 the active goal; ``next`` / ``back`` / ``repeat`` become commands for a step-by-step goal;
-anything else (``inform``) continues. ``dialogue_mode`` follows the active goal.
+the answers to a confirmation question become ``confirm`` (yes: the action runs), ``deny``
+(a bare no: the user is asked what to change) and ``unclear`` (asked again); anything else
+(``inform``) continues. ``dialogue_mode`` follows the active goal.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..._node import Node, node
-from ...dialogue.state import DialogueState, GoalState
+from ...dialogue.domain import AFFIRM, DENY, UNCLEAR
+from ...dialogue.state import Command, DialogueState, GoalState
 
 if TYPE_CHECKING:
     from ...dialogue.services import Services
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["make_gst"]
 
 _STEP_COMMANDS = ("next", "back", "repeat")
+_CONFIRM_COMMANDS: dict[str, Command] = {AFFIRM: "confirm", DENY: "deny", UNCLEAR: "unclear"}
 
 
 def make_gst(services: Services) -> Node:
@@ -38,6 +42,7 @@ def make_gst(services: Services) -> Node:
                 total_steps=len(spec.steps),
                 command="start",
                 fresh=True,
+                confirm=spec.confirm,
                 history=[f"{goal.goal}:abandoned"] if goal.active else [],
             )
             return {"goal_state": started, "dialogue_mode": spec.mode}
@@ -56,10 +61,12 @@ def make_gst(services: Services) -> Node:
                 }
             )
             return {"goal_state": ended, "dialogue_mode": None}
-        command = "continue"
+        order: Command | str = "continue"
         if intent in _STEP_COMMANDS and spec.mode == "STEP_BY_STEP":
-            command = intent
-        updated = goal.model_copy(update={"command": command, "fresh": False})
+            order = intent
+        elif intent in _CONFIRM_COMMANDS and goal.confirm:
+            order = _CONFIRM_COMMANDS[intent]
+        updated = goal.model_copy(update={"command": order, "fresh": False})
         return {"goal_state": updated, "dialogue_mode": spec.mode}
 
     return goal_state_tracker

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..._node import Context, Node, node
-from ...dialogue.state import ChatMessage, DialogueState
+from ...dialogue.confirm import CONFIRM
+from ...dialogue.state import ChatMessage, DialogueState, ResponsePlan
 
 if TYPE_CHECKING:
     from ...dialogue.services import Services
@@ -28,6 +29,10 @@ def make_rn(services: Services, *, llm: bool) -> Node:
         plan = state.response_plan
         assert plan is not None, "RP guarantees a plan"
         question = state.clarifying_question if (plan.by == "SFP" or plan.resume) else None
+        if plan.resume and plan.slot == CONFIRM:
+            # Back from a digression to a confirmation question: ask it again, as GP did.
+            again = ResponsePlan(id="confirm_goal", by="GP", lang=plan.lang, slot=CONFIRM)
+            question = renderer.render(again, state.goal_state, state.slots, None)
         args = (plan, state.goal_state, state.slots, question)
         text = renderer.generate(ctx.llm, *args) if llm else renderer.render(*args)
         reply = ChatMessage(

@@ -2,7 +2,9 @@
 
 An entity fills the slot it names (an LLM command, the reply to a question), else the first
 unfilled slot of the goal that takes that entity, else it replaces that slot's value (the
-user changed their mind). ``missing_slots`` is what the goal still needs, in its order.
+user changed their mind). ``missing_slots`` is what the goal still needs, in its order: its
+required slots only, so an optional slot (``required: false``) is kept when the user gives it
+but never asked for.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def make_sst(services: Services) -> Node:
             if target is not None:
                 slots[target] = entity.value
                 assigned.add(target)
-        missing = [s for s in wanted if s not in slots]
+        missing = [s for s in domain.required_slots(goal.goal or "") if s not in slots]
         return {"slots": slots, "missing_slots": missing}
 
     return slot_state_tracker
