@@ -349,7 +349,17 @@ def _join(
         state, more = flow.schema.apply(state, {flow.error_field: error}, node=name)
         extra.update(more)
     target = flow.next_state(name, state)
-    runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
+    runner._log.debug(
+        "node_finished",
+        thread_id=thread_id,
+        run_id=run_id,
+        node=name,
+        target=target,
+        latency_ms=round(latency * 1000, 3),
+        attempts=1,
+        success=error is None,
+        error_type=None if error is None else error.type,
+    )
     flow.machine.advance(name, target)
     state = mirror(flow, state, extra, target)
     if flow.invariants:
