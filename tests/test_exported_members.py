@@ -40,6 +40,7 @@ def test_top_level_exports_are_locked() -> None:
         "Runner",
         "StateChanged",
         "Stream",
+        "Subflow",
         "TokenStreamed",
         "Waiting",
         "__version__",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._route_table import END, Resolution, Route, RouteTable
     from ._runner import Runner
     from ._stream import AsyncStream, Stream
+    from ._subflow import Subflow
 
 __version__ = "0.1.0"
 
@@ -61,6 +62,7 @@ __all__ = [
     "Runner",
     "StateChanged",
     "Stream",
+    "Subflow",
     "TokenStreamed",
     "Waiting",
     "__version__",
@@ -105,6 +107,7 @@ _LAZY = {
     "Runner": "._runner",
     "StateChanged": "._events",
     "Stream": "._stream",
+    "Subflow": "._subflow",
     "TokenStreamed": "._events",
     "Waiting": "._events",
     "all_of": "._conditions",

@@ -32,6 +32,7 @@ from ._node import Context, Node, NodeError, check_update
 from ._parallel import BatchNode
 from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
 from ._route_table import END
+from ._subflow import Subflow
 from .errors import (
     InvalidResumeInputError,
     StepLimitError,
@@ -79,7 +80,8 @@ class Cursor:
     """A thread's committed position: its state, the machine state, status and version.
 
     ``items`` holds the finished calls of a ``Map``/``Parallel`` node still running at
-    ``node`` (by index); ``None`` everywhere else.
+    ``node`` (by index); ``None`` everywhere else. ``sub`` is the child's own cursor while
+    the ``Subflow`` node at ``node`` runs (or waits, or failed inside).
     """
 
     state: BaseModel
@@ -88,6 +90,7 @@ class Cursor:
     version: int
     error: NodeError | None = None
     items: Mapping[int, ItemDone] | None = None
+    sub: Cursor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +201,10 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
 
         assert cursor is not None, "a journal starts with a start record"
         return replay_batch_record(flow, cursor, record)
+    if record.kind == "sub" or getattr(record, "sub", None) is not None:
+        from ._subflow_run import replay_sub_record
+
+        return replay_sub_record(flow, cursor, record)
     error = NodeError.model_validate(record.error) if getattr(record, "error", None) else None
     if isinstance(record, StartRecord):
         state = flow.schema.load_state(record.state)
@@ -205,7 +212,10 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     assert cursor is not None, "a journal starts with a start record"
     who = getattr(record, "node", None) or getattr(record, "gate", None) or "update_state"
     state = flow.schema.replay(cursor.state, record.update, node=who)
-    return Cursor(state, record.next, record.status, record.version, error)
+    sub = cursor.sub if record.kind == "patch" else None
+    if sub is not None and (record.next, record.status) != (cursor.node, cursor.status):
+        sub = None  # a patch that moved the thread leaves the child behind
+    return Cursor(state, record.next, record.status, record.version, error, None, sub)
 
 
 def validate_gate_input(
@@ -294,8 +304,10 @@ def patch_step(
         state = mirror(flow, state, update, target)
     if flow.invariants:
         check_invariants(flow, thread_id, "update_state", state, cursor.version)
+    # A running child stays (same rule as replay) unless the patch moved the thread.
+    sub = cursor.sub if (target, status) == (cursor.node, cursor.status) else None
     after = Cursor(
-        state, target, status, cursor.version + 1, cursor.error if goto is None else None
+        state, target, status, cursor.version + 1, cursor.error if goto is None else None, None, sub
     )
     record = PatchRecord.model_construct(
         version=after.version,
@@ -327,6 +339,11 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             from ._batch import run_batch  # loaded by the flows that have one
 
             cursor = yield from run_batch(runner, thread_id, run_id, cursor, name, node)
+            continue
+        if isinstance(node, Subflow):
+            from ._subflow_run import run_subflow  # loaded by the flows that have one
+
+            cursor = yield from run_subflow(runner, thread_id, run_id, cursor, name, node)
             continue
         started = time.perf_counter()
         outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)

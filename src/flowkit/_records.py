@@ -30,6 +30,7 @@ __all__ = [
     "StartRecord",
     "Status",
     "StepRecord",
+    "SubRecord",
 ]
 
 FORMAT_VERSION = 2
@@ -64,6 +65,8 @@ class StartRecord(_Record):
     state: dict[str, Any]
     forked_from: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    #: A fork taken while a ``Subflow`` node ran: the child's position, as a ``Snapshot``.
+    sub: dict[str, Any] | None = None
 
 
 class StepRecord(_Record):
@@ -144,8 +147,29 @@ class PatchRecord(_Record):
     actor: str = "user"
 
 
+class SubRecord(_Record):
+    """A step of the child flow run by ``Subflow`` node ``node``: the child's own record.
+
+    ``record`` is whatever the child journaled (its start, steps, gate inputs, map items, or,
+    for a nested subflow, a ``sub`` record of its own), versioned in the child's numbering;
+    ``version``, ``next`` and ``status`` are the parent's. The parent's state does not change
+    until the child finishes and a ``step`` record of ``node`` applies its output.
+    """
+
+    kind: Literal["sub"] = "sub"
+    node: str
+    record: Record
+
+
 AnyRecord = (
-    StartRecord | StepRecord | InputRecord | PatchRecord | ItemRecord | PauseRecord | JoinRecord
+    StartRecord
+    | StepRecord
+    | InputRecord
+    | PatchRecord
+    | ItemRecord
+    | PauseRecord
+    | JoinRecord
+    | SubRecord
 )
 Record = Annotated[AnyRecord, Field(discriminator="kind")]
 RecordAdapter: TypeAdapter[AnyRecord] = TypeAdapter(Record)
@@ -166,3 +190,8 @@ class Snapshot(BaseModel):
     error: dict[str, Any] | None = None
     #: Finished, not yet merged calls of the ``Map``/``Parallel`` node at ``next``, by index.
     items: dict[int, dict[str, Any]] | None = None
+    #: The child's position while the ``Subflow`` node at ``next`` runs (a ``Snapshot``).
+    sub: dict[str, Any] | None = None
+
+
+SubRecord.model_rebuild()

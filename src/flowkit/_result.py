@@ -25,6 +25,10 @@ class RunResult(Generic[S]):
     crash: ``resume`` continues it). ``gates`` names every gate waiting for input: the gate
     itself, or the open gate branches of a ``Parallel`` (answer each with ``resume(...,
     gate=name)``, or several at once with a mapping name -> input).
+
+    For a gate inside a ``Subflow`` node, ``node`` is the subflow node and ``gates`` names the
+    gate by path: the node, then the gate (``("review/approve",)``); ``resume(..., gate=...)``
+    takes that path.
     """
 
     thread_id: str
@@ -50,7 +54,12 @@ CheckpointKind = Literal["start", "step", "input", "patch", "item", "pause", "jo
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint(Generic[S]):
-    """The thread after one journal record: fork from any of these by ``version``."""
+    """The thread after one journal record: fork from any of these by ``version``.
+
+    A record of a child flow (run by a ``Subflow`` node) shows the child's record: its
+    ``kind``, ``node`` and ``next`` as paths (``"review/check"``; ``"review"`` for the child's
+    start), the parent's ``state`` and ``status``, and the child's state in ``child_state``.
+    """
 
     thread_id: str
     version: int
@@ -65,3 +74,4 @@ class Checkpoint(Generic[S]):
     error: NodeError | None = None
     reason: str = ""
     actor: str | None = None
+    child_state: BaseModel | None = None

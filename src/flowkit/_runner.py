@@ -119,7 +119,7 @@ class Runner(Generic[S]):
             cursor.version,
             run_id,
             cursor.error,
-            open_gates(self.flow, cursor) if cursor.status == "waiting" else (),
+            _open_gates(self.flow, cursor) if cursor.status == "waiting" else (),
         )
 
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
@@ -137,7 +137,7 @@ class Runner(Generic[S]):
         return [
             call
             for record, _ in self._threads.replay(thread_id)
-            for call in getattr(record, "llm_calls", ())
+            for call in getattr(_innermost(record), "llm_calls", ())
         ]
 
     # -- preparing runs (shared by sync and async) -------------------------------------------
@@ -184,6 +184,11 @@ class Runner(Generic[S]):
         cursor = self._threads.load(thread_id)
         if expected_version is not None:
             self._check_version(thread_id, cursor.version, expected_version)
+        if cursor.sub is not None and cursor.status == "waiting":  # a gate inside a Subflow
+            from ._subflow_run import answer_child
+
+            cursor = answer_child(self, thread_id, run_id, cursor, value, gate)
+            return core.run_steps(self, thread_id, run_id, cursor)
         waiting_at = open_gates(self.flow, cursor)
         if gate is not None and gate not in self.flow.gates and gate not in waiting_at:
             raise UnknownGateError(gate, thread_id=thread_id, gates=[*self.flow.gates, *waiting_at])
@@ -347,24 +352,32 @@ class Runner(Generic[S]):
 
     def history(self, thread_id: str) -> list[Checkpoint[S]]:
         """Every checkpoint of the thread, oldest first (version 0 is the start)."""
-        return [
-            Checkpoint(
-                thread_id=thread_id,
-                version=record.version,
-                kind=record.kind,
-                node=getattr(record, "node", None) or getattr(record, "gate", None),
-                next=record.next,
-                status=record.status,
-                state=cursor.state,  # type: ignore[arg-type]
-                update=getattr(record, "update", {}),
-                ts=record.ts,
-                run_id=record.run_id,
-                error=cursor.error,
-                reason=getattr(record, "reason", ""),
-                actor=getattr(record, "actor", None),
+        found: list[Checkpoint[S]] = []
+        for record, cursor in self._threads.replay(thread_id):
+            shown, node, next_, child = record, None, record.next, None
+            if record.kind == "sub":  # a child flow's step: shown as the child's, by path
+                from ._subflow_run import unwrap
+
+                shown, node, next_, child = unwrap(record, cursor)
+            found.append(
+                Checkpoint(
+                    thread_id=thread_id,
+                    version=record.version,
+                    kind=shown.kind,
+                    node=node or getattr(shown, "node", None) or getattr(shown, "gate", None),
+                    next=next_,
+                    status=record.status,
+                    state=cursor.state,  # type: ignore[arg-type]
+                    update=getattr(shown, "update", {}),
+                    ts=record.ts,
+                    run_id=record.run_id,
+                    error=cursor.error,
+                    reason=getattr(shown, "reason", ""),
+                    actor=getattr(shown, "actor", None),
+                    child_state=child,
+                )
             )
-            for record, cursor in self._threads.replay(thread_id)
-        ]
+        return found
 
     def fork(self, thread_id: str, new_thread_id: str, *, at: int | None = None) -> RunResult[S]:
         """Start ``new_thread_id`` from checkpoint ``at`` (default: latest) of ``thread_id``.
@@ -383,7 +396,9 @@ class Runner(Generic[S]):
         cursor = last[0][1]
         if at is not None and cursor.version != at:
             raise CheckpointNotFoundError(thread_id, at, cursor.version)
-        fresh = core.Cursor(cursor.state, cursor.node, cursor.status, 0, cursor.error)
+        fresh = core.Cursor(
+            cursor.state, cursor.node, cursor.status, 0, cursor.error, sub=cursor.sub
+        )
         with self._threads.lock(new_thread_id):
             origin = {"thread_id": thread_id, "version": cursor.version}
             self._threads.create(new_thread_id, fresh, origin)
@@ -430,6 +445,22 @@ class Runner(Generic[S]):
 
     def __repr__(self) -> str:
         return f"Runner({self.flow.name!r}, store={self.store!r})"
+
+
+def _open_gates(flow: Flow, cursor: core.Cursor) -> tuple[str, ...]:
+    """The gates a waiting thread waits at; by path when they are inside a ``Subflow``."""
+    if cursor.sub is None:
+        return open_gates(flow, cursor)
+    from ._subflow_run import waiting_gates
+
+    return waiting_gates(flow, cursor)
+
+
+def _innermost(record: Any) -> Any:
+    """The record itself, or for a child flow's record (``sub``), the child's own."""
+    while record.kind == "sub":
+        record = record.record
+    return record
 
 
 def _new_run_id() -> str:

@@ -23,6 +23,7 @@ from ._jsonform import dump_state, dump_update
 from ._logging import get_logger
 from ._node import NodeError
 from ._records import Snapshot, StartRecord
+from ._subflow_run import sub_from_snapshot, sub_snapshot
 from .errors import (
     ConflictError,
     RunError,
@@ -83,15 +84,17 @@ class Threads:
                 )
 
     def snapshot(self, cursor: Cursor, thread_id: str) -> Snapshot:
+        ts = self.clock().timestamp()
         return Snapshot(
             version=cursor.version,
-            ts=self.clock().timestamp(),
+            ts=ts,
             next=cursor.node,
             status=cursor.status,
             flow=self.flow.name,
             state=self.dump_state(thread_id, cursor.state, "snapshot"),
             error=cursor.error.model_dump() if cursor.error else None,
             items=snapshot_items(cursor),
+            sub=sub_snapshot(self.flow, cursor, thread_id, ts),
         )
 
     def remember(self, thread_id: str, cursor: Cursor) -> None:
@@ -136,7 +139,8 @@ class Threads:
             state = self.flow.schema.load_state(snap.state)
             error = NodeError.model_validate(snap.error) if snap.error else None
             items = items_from_snapshot(snap.items)
-            cursor = Cursor(state, snap.next, snap.status, snap.version, error, items)
+            sub = sub_from_snapshot(self.flow, snap.next, snap.sub)
+            cursor = Cursor(state, snap.next, snap.status, snap.version, error, items, sub)
         else:
             first = log.records[0]
             if isinstance(first, StartRecord):
@@ -162,17 +166,19 @@ class Threads:
                 raise ThreadExistsError(thread_id)
         else:
             state = self.dump_state(thread_id, cursor.state, "start")
+            ts = self.clock().timestamp()
             self.store.create(
                 thread_id,
                 StartRecord(
                     version=0,
-                    ts=self.clock().timestamp(),
+                    ts=ts,
                     next=cursor.node,
                     status=cursor.status,
                     flow=self.flow.name,
                     state=state,
                     forked_from=forked_from,
                     error=cursor.error.model_dump() if cursor.error else None,
+                    sub=sub_snapshot(self.flow, cursor, thread_id, ts),
                 ),
             )
         self.remember(thread_id, cursor)

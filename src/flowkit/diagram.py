@@ -2,7 +2,8 @@
 
 Nodes are rounded boxes, gates hexagons, final states stadiums; a ``Map`` node is a double
 box labelled ``map``; a ``Parallel`` node is a fan-out to its branches, which meet at a join
-from which its routes leave. A route table draws one edge per rule, labelled with its
+from which its routes leave; a ``Subflow`` node is a double box labelled ``subflow`` and the
+child flow's name. A route table draws one edge per rule, labelled with its
 condition (``default`` for the default). Every label is
 escaped, so condition values like ``"a|b"`` or ``"</script>"`` cannot break the output.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from ._flow import Flow
 from ._parallel import Map, Parallel
 from ._route_table import END, RouteTable
+from ._subflow import Subflow
 
 __all__ = ["Edge", "edges", "to_dot", "to_mermaid"]
 
@@ -102,6 +104,9 @@ def to_mermaid(flow: Flow) -> str:
         text = _mermaid_text(name)
         if isinstance(node, Map):
             lines.append(f'    {ids[name]}[["{text} (map)"]]')
+        elif isinstance(node, Subflow):  # a subroutine box naming the child flow
+            child = _mermaid_text(node.flow.name)
+            lines.append(f'    {ids[name]}[["{text} (subflow {child})"]]')
         elif isinstance(node, Parallel):
             joins[name] = f"_j{index}"
             lines.append(f'    {ids[name]}[/"{text} (fan-out)"\\]')
@@ -157,6 +162,9 @@ def to_dot(flow: Flow) -> str:
     for name, node in flow.nodes.items():
         if isinstance(node, Map):
             lines.append(f"    {q(name)} [shape=box3d, label={q(name + ' (map)')}];")
+        elif isinstance(node, Subflow):
+            label = q(f"{name} (subflow {node.flow.name})")
+            lines.append(f"    {q(name)} [shape=component, label={label}];")
         elif isinstance(node, Parallel):
             joins[name] = f"{name} (join)"
             lines.append(f"    {q(name)} [shape=invtrapezium, label={q(name + ' (fan-out)')}];")

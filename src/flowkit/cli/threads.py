@@ -133,6 +133,8 @@ def _changed(record: AnyRecord) -> list[str]:
 
 
 def _actor(record: AnyRecord) -> str:
+    if record.kind == "sub":
+        return f"{record.node}/{_actor(record.record)}".rstrip("/")
     if record.kind in ("step", "pause", "join"):
         return record.node
     if record.kind == "item":

@@ -15,6 +15,7 @@ from .._records import (
     Snapshot,
     StartRecord,
     StepRecord,
+    SubRecord,
 )
 from ._ids import check_thread_id
 from ._protocol import AnyRecord, AttemptMarks, Store, ThreadLog
@@ -40,6 +41,7 @@ __all__ = [
     "StartRecord",
     "StepRecord",
     "Store",
+    "SubRecord",
     "ThreadLog",
     "check_thread_id",
 ]

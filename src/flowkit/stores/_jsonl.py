@@ -139,6 +139,7 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "forked_from": None,
     "llm_calls": [],
     "attempts": 1,
+    "sub": None,
 }
 
 

@@ -1,0 +1,454 @@
+"""The execution core's part for ``Subflow`` nodes: a child flow run inside the parent's thread.
+
+The child runs through the same core (``run_steps``, ``gate_input_step``, ``replay_record``)
+with a ``ChildRunner`` in place of the runner. Its commits do not go to a journal of their
+own: each child record is wrapped in a ``sub`` record of the parent's journal, and the parent
+cursor carries the child's cursor in ``sub``. So a child's gate is the parent waiting, a crash
+mid-child resumes mid-child, and fork/update_state/history of the parent see the child too.
+A nested subflow is the same thing one level down: its ``ChildRunner`` commits through the
+``ChildRunner`` above it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import BaseModel, ValidationError
+
+from ._batch import answer_gates, items_from_snapshot, open_gates, snapshot_items
+from ._events import Event, Failed, NodeFinished, NodeStarted, StateChanged, Waiting
+from ._execution import (
+    Cursor,
+    Instruction,
+    _fail,
+    check_invariants,
+    check_writes,
+    gate_input_step,
+    mirror,
+    replay_record,
+    run_steps,
+    status_of,
+    validate_gate_input,
+)
+from ._jsonform import dump_state, dump_update
+from ._node import NodeError, check_update
+from ._records import AnyRecord, Snapshot, StartRecord, Status, StepRecord, SubRecord
+from ._subflow import Subflow
+from .errors import NotWaitingError
+
+if TYPE_CHECKING:
+    from ._flow import Flow
+    from ._runner import Runner
+
+__all__ = [
+    "ChildRunner",
+    "answer_child",
+    "child_error",
+    "replay_sub_record",
+    "run_subflow",
+    "sub_from_snapshot",
+    "sub_snapshot",
+    "unwrap",
+    "waiting_gates",
+    "waiting_path",
+]
+
+#: ``NodeError.type`` when the child stopped in a final state marked ``failed``.
+SUBFLOW_FAILED = "SubflowFailed"
+
+
+class ChildRunner:
+    """What the core needs of a runner, for the child of ``Subflow`` node ``name``.
+
+    Commits wrap the child's records into the parent's journal; ``cursor`` is the parent's
+    cursor after the latest of them. Events of the child's nodes reach the parent's
+    subscribers with the node named by path (``review/check``); the child's state events
+    do not (a stream of the parent shows parent states).
+    """
+
+    def __init__(self, parent: Any, name: str, node: Subflow, cursor: Cursor) -> None:
+        self.parent = parent
+        self.name = name
+        self.node = node
+        self.cursor = cursor
+        self.flow = node.flow
+        self.store = parent.store
+        self.step_limit = parent.step_limit
+        self.clock = parent.clock
+        self._log = parent._log
+        self._subscribers = parent._subscribers
+        self._marks = None  # an attempt marker names a node of the flow the runner runs
+        self._threads = self
+
+    # -- the Runner part -------------------------------------------------------------------
+
+    def _emit(self, event: Event) -> None:
+        if isinstance(event, StateChanged | Waiting | Failed) or not hasattr(event, "node"):
+            return
+        self.parent._emit(replace(event, node=f"{self.name}/{event.node}"))  # type: ignore[call-arg]
+
+    def _announce(self, *_: Any) -> None:
+        """The child's state is not the thread's state: the parent announces its own."""
+
+    def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
+        return self.parent._node_llm(thread_id, run_id, f"{self.name}/{node}", calls)
+
+    # -- the Threads part --------------------------------------------------------------------
+
+    def dump(self, update: Mapping[str, Any], *, thread_id: str, who: str) -> dict[str, Any]:
+        if self.store is None:
+            return {}
+        return dump_update(self.flow.schema, update, thread_id=thread_id, who=who)
+
+    def commit(self, thread_id: str, before: int, after: Cursor, record: AnyRecord | None) -> None:
+        """Commit the child's ``after`` as a checkpoint of the parent (``before`` is the
+        child's version; the parent's own version is what the parent's journal checks)."""
+        del before
+        parent = self.cursor
+        status = parent_status(self.parent.flow, self.name, after)
+        error = child_error(self.name, after) if status == "failed" else None
+        new = Cursor(parent.state, self.name, status, parent.version + 1, error, None, after)
+        wrapped = None
+        if record is not None and self.store is not None:
+            wrapped = SubRecord.model_construct(
+                version=new.version,
+                ts=record.ts,
+                run_id=record.run_id,
+                next=self.name,
+                status=status,
+                node=self.name,
+                record=record,
+            )
+        self.parent._threads.commit(thread_id, parent.version, new, wrapped)
+        self.cursor = new
+        if status != "pending" and not isinstance(self.parent, ChildRunner):
+            self._tell(thread_id, record.run_id if record is not None else None, new)
+
+    def _tell(self, thread_id: str, run_id: str | None, top: Cursor) -> None:
+        """The thread (the top flow) now waits or failed inside a child: say where."""
+        if not self._subscribers:
+            return
+        if top.status == "waiting":
+            path = waiting_path(self.parent.flow, top)
+            self.parent._emit(Waiting(thread_id, run_id, path, top.version))
+        elif top.error is not None:
+            self.parent._emit(Failed(thread_id, run_id, self.name, top.error, top.version))
+
+
+def parent_status(flow: Flow, name: str, child: Cursor) -> Status:
+    """The parent's status while the child stands at ``child``."""
+    if child.status == "waiting":
+        return "waiting"
+    if child.status == "failed" and (flow.error_field is None or flow.route_table(name) is None):
+        return "failed"
+    return "pending"  # running, or finished: the parent's own step comes next
+
+
+def child_error(name: str, child: Cursor) -> NodeError:
+    """The ``Subflow`` node's error for a child that failed."""
+    if child.error is not None:
+        error = child.error
+        # A nested child's message starts with its own path already.
+        where = "" if child.sub is not None else f"{error.node or child.node}: "
+        return NodeError(
+            type=error.type,
+            message=f"{name}/{where}{error.message}",
+            node=name,
+            retryable=error.retryable,
+            attempts=error.attempts,
+        )
+    return NodeError(
+        type=SUBFLOW_FAILED,
+        message=f"`{name}` ended at its failed final state `{child.node}`",
+        node=name,
+        retryable=False,
+        attempts=1,
+    )
+
+
+def run_subflow(
+    runner: Any, thread_id: str, run_id: str, cursor: Cursor, name: str, node: Subflow
+) -> Generator[Instruction, Any, Cursor]:
+    """Start (or go on with) the child of ``name``, then apply its output and route on."""
+    started = time.perf_counter()
+    if runner._subscribers:
+        runner._emit(NodeStarted(thread_id, run_id, name, 1))
+    holder = ChildRunner(runner, name, node, cursor)
+    child = cursor.sub
+    if child is not None and child.status == "failed" and child.node not in node.flow.nodes:
+        child = None  # it ended in a failed final state: resuming runs it again
+    if child is None:
+        try:
+            state = _start_state(node, cursor.state)
+        except Exception as exc:  # the input function or the child's start state is wrong
+            return _failed(runner, thread_id, run_id, cursor, name, exc, started)
+        child = _start_child(holder, thread_id, run_id, state)
+    elif child.status == "failed":
+        child = replace(child, status="pending", error=None)  # resumed after a failure
+    if child.status == "pending":
+        child = yield from run_steps(cast("Runner[Any]", holder), thread_id, run_id, child)
+    cursor = holder.cursor
+    if cursor.status != "pending":
+        return cursor  # the child waits at a gate, or failed with nowhere to route
+    latency = time.perf_counter() - started
+    if child.status == "failed":
+        return _step(runner, thread_id, run_id, cursor, name, node, {}, child_error(name, child))
+    try:
+        value = node.parent_update(cursor.state, child.state)
+    except Exception as exc:
+        return _failed(runner, thread_id, run_id, cursor, name, exc, started)
+    raw = check_update(value, name)
+    check_writes(name, node.writes, raw)
+    return _step(runner, thread_id, run_id, cursor, name, node, raw, None, latency)
+
+
+def _start_state(node: Subflow, parent: BaseModel) -> BaseModel:
+    flow = node.flow
+    value = node.start_state(parent)
+    try:
+        return value if isinstance(value, flow.state) else flow.state.model_validate(value)
+    except ValidationError as exc:
+        # Only the count: the messages could quote the (possibly private) values.
+        raise ValueError(
+            f"the start state of subflow `{flow.name}` does not fit {flow.state.__name__}: "
+            f"{exc.error_count()} error(s)"
+        ) from None
+
+
+def _start_child(holder: ChildRunner, thread_id: str, run_id: str, state: BaseModel) -> Cursor:
+    flow = holder.flow
+    state = mirror(flow, state, {}, flow.start)
+    if flow.invariants:
+        check_invariants(flow, thread_id, "__start__", state, None)
+    child = Cursor(state, flow.start, status_of(flow, flow.start), 0)
+    record = None
+    if holder.store is not None:
+        record = StartRecord(
+            version=0,
+            ts=round(time.time(), 3),
+            run_id=run_id,
+            next=child.node,
+            status=child.status,
+            flow=flow.name,
+            state=_dump_state(flow, thread_id, state),
+        )
+    holder.commit(thread_id, -1, child, record)
+    return child
+
+
+def _failed(
+    runner: Any,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    exc: Exception,
+    started: float,
+) -> Cursor:
+    """The input or output function raised: the node's error (the child starts over)."""
+    error = NodeError.from_exception(exc, node=name, attempts=1)
+    flow = runner.flow
+    if flow.error_field is None or flow.route_table(name) is None:
+        return _fail(runner, thread_id, run_id, cursor, error, time.perf_counter() - started)
+    return _step(runner, thread_id, run_id, cursor, name, None, {}, error)
+
+
+def _step(
+    runner: Any,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    node: Subflow | None,
+    raw: Mapping[str, Any],
+    error: NodeError | None,
+    latency: float = 0.0,
+) -> Cursor:
+    """The parent's own step for the finished child: apply ``raw`` (or the error), route."""
+    flow = runner.flow
+    if error is not None:
+        assert flow.error_field is not None
+        raw = {flow.error_field: error}
+    state, update = flow.schema.apply(cursor.state, raw, node=name)
+    target = flow.next_state(name, state)
+    runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
+    flow.machine.advance(name, target)
+    state = mirror(flow, state, update, target)
+    if flow.invariants:
+        check_invariants(flow, thread_id, name, state, cursor.version)
+    after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+    record = None
+    if runner.store is not None:
+        record = StepRecord.model_construct(
+            version=after.version,
+            ts=round(time.time(), 3),
+            run_id=run_id,
+            next=target,
+            status=after.status,
+            node=name,
+            update=runner._threads.dump(update, thread_id=thread_id, who=name),
+            attempts=1,
+            latency_s=round(latency, 6),
+            error=error.model_dump() if error else None,
+            llm_calls=[],
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
+        runner._announce(thread_id, run_id, name, after, update)
+    return after
+
+
+# -- resuming a gate inside a child ------------------------------------------------------------
+
+
+def leaf(flow: Flow, cursor: Cursor) -> tuple[Flow, Cursor, str]:
+    """The innermost child the cursor stands in, its flow, and the path of the subflow nodes
+    leading to it (``outer/inner``)."""
+    path = []
+    while cursor.sub is not None:
+        path.append(cursor.node)
+        flow = _child_flow(flow, cursor.node)
+        cursor = cursor.sub
+    return flow, cursor, "/".join(path)
+
+
+def waiting_path(flow: Flow, cursor: Cursor) -> str:
+    """Where a waiting thread stands: the innermost gate (or node) by path."""
+    _, inner, prefix = leaf(flow, cursor)
+    return f"{prefix}/{inner.node}"
+
+
+def waiting_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
+    """The open gates of the innermost child, by path (``review/approve``)."""
+    child_flow, inner, prefix = leaf(flow, cursor)
+    return tuple(f"{prefix}/{gate}" for gate in open_gates(child_flow, inner))
+
+
+def answer_child(
+    runner: Any, thread_id: str, run_id: str, cursor: Cursor, value: Any, gate: str | None
+) -> Cursor:
+    """Answer the open gate(s) of the innermost child with ``value``; the parent's cursor after.
+
+    ``gate`` is a path from ``gates`` (``review/approve``); for several gate branches of a
+    child's ``Parallel``, ``value`` may map their paths to inputs. Everything is validated
+    before anything is saved.
+    """
+    flow, inner, prefix = leaf(runner.flow, cursor)
+    waiting = tuple(f"{prefix}/{name}" for name in open_gates(flow, inner))
+    if gate is not None and gate not in waiting:
+        raise NotWaitingError(
+            f"Thread `{thread_id}` waits at {', '.join(f'`{g}`' for g in waiting)} (inside "
+            f"subflow `{cursor.node}`), not at `{gate}`; resume with gate= one of those.",
+            thread_id=thread_id,
+            status=cursor.status,
+            node=cursor.node,
+        )
+    local = None if gate is None else gate[len(prefix) + 1 :]
+    if inner.node in flow.nodes:  # gate branches of a Parallel inside the child
+        if isinstance(value, Mapping) and value and set(value) <= set(waiting):
+            value = {key[len(prefix) + 1 :]: each for key, each in value.items()}
+
+        def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
+            return answer_gates(holder, thread_id, run_id, leaf_cursor, value, local)
+
+    else:
+        model = validate_gate_input(flow, thread_id, inner.node, value)
+
+        def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
+            return gate_input_step(holder, thread_id, run_id, leaf_cursor, model)
+
+    return _answer(runner, cursor, at_leaf)
+
+
+def _answer(runner: Any, cursor: Cursor, at_leaf: Callable[[Any, Cursor], Cursor]) -> Cursor:
+    if cursor.sub is None:
+        return at_leaf(runner, cursor)
+    holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor)
+    _answer(holder, cursor.sub, at_leaf)
+    return holder.cursor
+
+
+# -- replay, snapshots, history -----------------------------------------------------------------
+
+
+def _child_flow(flow: Flow, name: str) -> Flow:
+    node = flow.nodes[name]
+    assert isinstance(node, Subflow), f"`{name}` is not a Subflow node"
+    return node.flow
+
+
+def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
+    """The cursor after a ``sub`` record (or a start record that carries a child)."""
+    if isinstance(record, StartRecord):
+        base = replay_record(flow, None, record.model_copy(update={"sub": None}))
+        return replace(base, sub=sub_from_snapshot(flow, record.next, record.sub))
+    assert cursor is not None, "a journal starts with a start record"
+    inner = record.record
+    child_flow = _child_flow(flow, record.node)
+    child = replay_record(child_flow, None if inner.kind == "start" else cursor.sub, inner)
+    error = child_error(record.node, child) if record.status == "failed" else None
+    return Cursor(cursor.state, record.next, record.status, record.version, error, None, child)
+
+
+def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[str, Any] | None:
+    """The child's position as a snapshot keeps it (recursively), or ``None``."""
+    if cursor.sub is None:
+        return None
+    child_flow = _child_flow(flow, cursor.node)
+    sub = cursor.sub
+    return Snapshot(
+        version=sub.version,
+        ts=ts,
+        next=sub.node,
+        status=sub.status,
+        flow=child_flow.name,
+        state=_dump_state(child_flow, thread_id, sub.state),
+        error=sub.error.model_dump() if sub.error else None,
+        items=snapshot_items(sub),
+        sub=sub_snapshot(child_flow, sub, thread_id, ts),
+    ).model_dump(mode="json")
+
+
+def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> Cursor | None:
+    if data is None:
+        return None
+    snap = Snapshot.model_validate(data)
+    child_flow = _child_flow(flow, node)
+    return Cursor(
+        child_flow.schema.load_state(snap.state),
+        snap.next,
+        snap.status,
+        snap.version,
+        NodeError.model_validate(snap.error) if snap.error else None,
+        items_from_snapshot(snap.items),
+        sub_from_snapshot(child_flow, snap.next, snap.sub),
+    )
+
+
+def _dump_state(flow: Flow, thread_id: str, state: BaseModel) -> dict[str, Any]:
+    return dump_state(
+        state, thread_id=thread_id, who="subflow", dump=lambda: flow.schema.dump_state(state)
+    )
+
+
+def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None]:
+    """A ``sub`` record as history shows it: the child's record, its node and next as paths,
+    and the state of the (innermost) child after it."""
+    prefix: list[str] = []
+    while record.kind == "sub":
+        prefix.append(record.node)
+        record = record.record
+        assert cursor.sub is not None, "a sub record leaves a child cursor"
+        cursor = cursor.sub
+    node = getattr(record, "node", None) or getattr(record, "gate", None)
+    where = "/".join(prefix)
+    return (
+        record,
+        f"{where}/{node}" if node else where,
+        f"{where}/{record.next}",
+        cursor.state,
+    )
