@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from flowkit import END, Flow, NodeError, Route, RouteTable, Runner, Subflow, append, field
+from flowkit import END, Flow, Map, NodeError, Route, RouteTable, Runner, Subflow, append, field
 from flowkit.diagram import to_dot, to_mermaid
 from flowkit.errors import InvalidResumeInputError, NotWaitingError
 from flowkit.stores import JsonFileStore, MemoryStore, Store, SubRecord
@@ -449,3 +449,46 @@ def test_replay_gives_the_live_state_at_every_call(
         history = Runner(loop, store=MemoryStore())  # unused store: only the flow matters
         del history
         assert Runner(loop, store=store).history("t")[-1].state == result.state
+
+
+def test_a_map_inside_the_child_checkpoints_its_calls_in_the_parent(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def shout(state: Review, word: str) -> dict[str, Any]:
+        calls.append(word)
+        if word == "c" and calls.count("c") == 1:
+            raise KeyboardInterrupt  # the process dies mid-map (as test_parallel does)
+        return {"notes": [word.upper()]}
+
+    child = Flow(
+        name="shout",
+        state=Review,
+        start="each",
+        nodes={"each": Map(shout, over=lambda s: list(s.text), concurrency=1)},
+        routes={"each": END},
+    )
+    flow = Flow(
+        name="doc",
+        state=Doc,
+        start="review",
+        nodes={"review": Subflow(child, output=lambda p, c: {"verdict": ",".join(c.notes)})},
+        routes={"review": END},
+    )
+    with JsonFileStore(tmp_path, fsync=False) as store, pytest.raises(KeyboardInterrupt):
+        Runner(flow, store=store).start("t", {"text": "abcd"})
+    with JsonFileStore(tmp_path, fsync=False) as store:
+        runner = Runner(flow, store=store)
+        assert runner.get_state("t").node == "review"
+        done = runner.resume("t")
+        kinds = [c.kind for c in runner.history("t")]
+    assert done.state.verdict == "A,B,C,D" and calls == ["a", "b", "c", "c", "d"]
+    assert kinds.count("item") == 4 and kinds.count("join") == 1
+
+
+def test_stream_values_show_parent_states_only() -> None:
+    runner = Runner(doc_flow())
+    states = list(runner.stream("t", {}))
+    assert states and all(isinstance(s, Doc) for s in states)
+    result = runner.stream("t", {"approved": True})
+    assert all(isinstance(s, Doc) for s in result) and result.result is not None
+    assert result.result.done
