@@ -201,7 +201,7 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
 
         assert cursor is not None, "a journal starts with a start record"
         return replay_batch_record(flow, cursor, record)
-    if record.kind == "sub" or getattr(record, "sub", None) is not None:
+    if record.kind == "sub" or (record.kind == "start" and record.sub is not None):
         from ._subflow_run import replay_sub_record
 
         return replay_sub_record(flow, cursor, record)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ._node import NodeError
 from ._parallel import Parallel
 from ._route_table import END, RouteTable, targets_of
+from ._subflow import Subflow
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -28,6 +29,7 @@ def flow_problems(flow: Flow) -> list[str]:
     problems += _field_problems(flow)
     problems += _graph_problems(flow)
     problems += _parallel_problems(flow)
+    problems += _subflow_problems(flow)
     return problems
 
 
@@ -201,4 +203,20 @@ def _parallel_problems(flow: Flow) -> list[str]:
                     f"`{key}` a reducer (e.g. Annotated[list[...], append]) or let one branch "
                     "write it."
                 )
+    return found
+
+
+def _subflow_problems(flow: Flow) -> list[str]:
+    """A ``Subflow`` without ``output`` copies its ``writes`` from the child's final state, so
+    the child's state must have those fields too."""
+    found: list[str] = []
+    for name, node in flow.nodes.items():
+        if not isinstance(node, Subflow) or node.output is not None:
+            continue
+        child = node.flow.state
+        for key in sorted((node.writes or frozenset()) - child.model_fields.keys()):
+            found.append(
+                f"Subflow `{name}` copies `{key}` from its child `{node.flow.name}`, whose state "
+                f"{child.__name__} has no such field; pass output= or fix the writes."
+            )
     return found

@@ -14,11 +14,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from flowkit import END, Flow, Map, NodeError, Route, RouteTable, Runner, Subflow, append, field
+from flowkit import (
+    END,
+    Context,
+    Flow,
+    Map,
+    NodeError,
+    Route,
+    RouteTable,
+    Runner,
+    Subflow,
+    append,
+    field,
+)
 from flowkit.diagram import to_dot, to_mermaid
-from flowkit.errors import InvalidResumeInputError, NotWaitingError
+from flowkit.errors import FlowDefinitionError, InvalidResumeInputError, NotWaitingError
+from flowkit.llm import ReplayLLM
 from flowkit.stores import JsonFileStore, MemoryStore, Store, SubRecord
-from flowkit.testing import capture_events
+from flowkit.testing import ScriptedLLM, capture_events
 
 
 class Review(BaseModel):
@@ -393,6 +406,31 @@ def test_bad_definitions_are_refused_when_made() -> None:
         Subflow(review_flow(), output="approved")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Runner"):
         Subflow(review_flow())(Doc())
+    with pytest.raises(FlowDefinitionError, match="copies `verdict` from its child `review`"):
+        Flow(
+            name="doc",
+            state=Doc,
+            start="review",
+            nodes={"review": Subflow(review_flow(), writes=["verdict"])},
+            routes={"review": END},
+        )
+
+
+def test_llm_calls_of_the_child_are_journaled_and_replayable(store: Store) -> None:
+    def ask(state: Review, ctx: Context) -> dict[str, Any]:
+        return {"notes": [ctx.llm.complete([{"role": "user", "content": "check it"}]).text]}
+
+    flow = doc_flow(review_flow(ask))
+    llm = ScriptedLLM([("check it", "looks fine")])
+    runner = Runner(flow, store=store, llm=llm)
+    runner.start("t")
+    calls = runner.llm_calls("t")
+    assert len(calls) == 1 and len(llm.calls) == 1
+    runner.fork("t", "f")
+    Runner(flow, store=store, llm=llm).resume("f", {"approved": True})
+    assert len(llm.calls) == 1, "resuming a fork never asks again for a finished child step"
+    replayed = Runner(flow, store=store, llm=ReplayLLM(calls)).start("r")
+    assert replayed.waiting_on == "review/approve"
 
 
 # -- replaying the journal gives the live state -----------------------------------------------
@@ -446,8 +484,6 @@ def test_replay_gives_the_live_state_at_every_call(
             if result.done:
                 break
             result = live.resume("t", {"approved": answer})
-        history = Runner(loop, store=MemoryStore())  # unused store: only the flow matters
-        del history
         assert Runner(loop, store=store).history("t")[-1].state == result.state
 
 
