@@ -18,8 +18,10 @@ from flowkit import (
     END,
     Context,
     Flow,
+    Gate,
     Map,
     NodeError,
+    Parallel,
     Route,
     RouteTable,
     Runner,
@@ -100,15 +102,15 @@ def doc_flow(child: Flow | None = None, **routes: Any) -> Flow:
 def test_a_gate_inside_the_child_pauses_the_parent_and_resume_answers_it(store: Store) -> None:
     runner = Runner(doc_flow(), store=store)
     waiting = runner.start("t")
-    assert (waiting.status, waiting.node, waiting.waiting_on) == (
+    assert (waiting.status, waiting.node, waiting.gates) == (
         "waiting",
         "review",
-        "review/approve",
+        ("review/approve",),
     )
     assert waiting.state.log == ["draft"]  # the parent's state: the child's is its own
     assert runner.get_state("t") == replace(waiting, run_id=None)
     done = runner.resume("t", {"approved": True}, gate="review/approve")
-    assert done.status == "done" and done.waiting_on is None
+    assert done.status == "done" and done.gates == ()
     assert done.state.model_dump() == {
         "text": "hello",
         "log": ["draft", "publish"],
@@ -118,9 +120,9 @@ def test_a_gate_inside_the_child_pauses_the_parent_and_resume_answers_it(store: 
     }
 
 
-def test_a_plain_gate_reports_its_name_as_waiting_on() -> None:
+def test_a_plain_gate_is_named_by_itself_in_gates() -> None:
     result = Runner(review_flow()).start("t", {"text": "x"})
-    assert (result.node, result.waiting_on) == ("approve", "approve")
+    assert (result.node, result.gates) == ("approve", ("approve",))
 
 
 def test_wrong_input_or_gate_for_the_child_gate_is_refused_and_nothing_moves(
@@ -175,7 +177,7 @@ def test_a_new_process_resumes_a_child_waiting_at_its_gate(tmp_path: Path) -> No
         Runner(doc_flow(), store=store).start("t")
     with JsonFileStore(tmp_path, fsync=False) as store:
         runner = Runner(doc_flow(), store=store)
-        assert runner.get_state("t").waiting_on == "review/approve"
+        assert runner.get_state("t").gates == ("review/approve",)
         done = runner.resume("t", {"approved": True})
     assert done.done and done.state.verdict == "hello: 2 notes"
 
@@ -235,10 +237,10 @@ def test_a_fork_while_the_child_waits_survives_a_new_process(tmp_path: Path) -> 
         runner = Runner(doc_flow(), store=store)
         runner.start("t")
         fork = runner.fork("t", "f")
-        assert fork.waiting_on == "review/approve"
+        assert fork.gates == ("review/approve",)
     with JsonFileStore(tmp_path, fsync=False) as store:
         runner = Runner(doc_flow(), store=store)
-        assert runner.get_state("f").waiting_on == "review/approve"
+        assert runner.get_state("f").gates == ("review/approve",)
         assert runner.resume("f", {"approved": True}).state.approved
         assert runner.get_state("t").waiting  # the original is untouched
 
@@ -247,9 +249,9 @@ def test_update_state_on_the_parent_while_the_child_waits(store: Store) -> None:
     runner = Runner(doc_flow(), store=store)
     runner.start("t")
     patched = runner.update_state("t", {"text": "edited"}, reason="typo")
-    assert patched.waiting_on == "review/approve" and patched.state.text == "edited"
+    assert patched.gates == ("review/approve",) and patched.state.text == "edited"
     # A fresh runner replays the patch and keeps the waiting child.
-    assert Runner(doc_flow(), store=store).get_state("t").waiting_on == "review/approve"
+    assert Runner(doc_flow(), store=store).get_state("t").gates == ("review/approve",)
     done = runner.resume("t", {"approved": True})
     assert done.state.verdict == "edited: 2 notes"  # the output saw the patched parent
     assert [c.kind for c in runner.history("t")][4] == "patch"
@@ -259,7 +261,7 @@ def test_update_state_with_goto_leaves_the_child_behind(store: Store) -> None:
     runner = Runner(doc_flow(), store=store)
     runner.start("t")
     moved = runner.update_state("t", goto="publish")
-    assert moved.status == "pending" and moved.waiting_on is None
+    assert moved.status == "pending" and moved.gates == ()
     assert Runner(doc_flow(), store=store).get_state("t").status == "pending"
     assert runner.resume("t").state.log == ["draft", "publish"]
 
@@ -290,7 +292,7 @@ def test_a_child_failure_is_the_node_failure_and_resume_continues_inside(store: 
     assert failed.error.message == "review/check: no reviewer"
     assert Runner(flow, store=store).get_state("t").error == failed.error
     broken[0] = False
-    assert runner.resume("t").waiting_on == "review/approve"
+    assert runner.resume("t").gates == ("review/approve",)
     assert runner.resume("t", {"approved": True}).state.approved
 
 
@@ -356,8 +358,8 @@ def nested_flow() -> Flow:
 def test_a_gate_two_levels_down(store: Store) -> None:
     runner = Runner(nested_flow(), store=store)
     waiting = runner.start("t")
-    assert waiting.waiting_on == "review/inner/approve"
-    assert Runner(nested_flow(), store=store).get_state("t").waiting_on == waiting.waiting_on
+    assert waiting.gates == ("review/inner/approve",)
+    assert Runner(nested_flow(), store=store).get_state("t").gates == waiting.gates
     runner.fork("t", "f")
     done = runner.resume("t", {"approved": True}, gate="review/inner/approve")
     assert done.done and done.state.approved
@@ -430,7 +432,7 @@ def test_llm_calls_of_the_child_are_journaled_and_replayable(store: Store) -> No
     Runner(flow, store=store, llm=llm).resume("f", {"approved": True})
     assert len(llm.calls) == 1, "resuming a fork never asks again for a finished child step"
     replayed = Runner(flow, store=store, llm=ReplayLLM(calls)).start("r")
-    assert replayed.waiting_on == "review/approve"
+    assert replayed.gates == ("review/approve",)
 
 
 # -- replaying the journal gives the live state -----------------------------------------------
@@ -475,10 +477,10 @@ def test_replay_gives_the_live_state_at_every_call(
         result = live.start("t", {"text": texts[0]})
         for answer in [*answers, True]:
             again = Runner(loop, store=store).get_state("t")
-            assert (again.state, again.status, again.waiting_on, again.version) == (
+            assert (again.state, again.status, again.gates, again.version) == (
                 result.state,
                 result.status,
-                result.waiting_on,
+                result.gates,
                 result.version,
             )
             if result.done:
@@ -528,3 +530,47 @@ def test_stream_values_show_parent_states_only() -> None:
     result = runner.stream("t", {"approved": True})
     assert all(isinstance(s, Doc) for s in result) and result.result is not None
     assert result.result.done
+
+
+class Legal(BaseModel):
+    legal_ok: bool
+
+
+class Tech(BaseModel):
+    tech_ok: bool
+
+
+class Sign(BaseModel):
+    legal_ok: bool | None = None
+    tech_ok: bool | None = None
+    notes: Annotated[list[str], append] = []
+
+
+def test_gate_branches_of_a_parallel_inside_the_child_are_answered_by_path(store: Store) -> None:
+    sign_off = Flow(
+        name="sign_off",
+        state=Sign,
+        start="review",
+        nodes={
+            "review": Parallel({"legal": Gate(Legal), "tech": Gate(Tech)}),
+            "sum_up": lambda s: {"notes": [f"legal={s.legal_ok} tech={s.tech_ok}"]},
+        },
+        routes={"review": "sum_up", "sum_up": END},
+    )
+    flow = Flow(
+        name="doc",
+        state=Doc,
+        start="reviews",
+        nodes={"reviews": Subflow(sign_off, output=lambda p, c: {"log": list(c.notes)})},
+        routes={"reviews": END},
+    )
+    runner = Runner(flow, store=store)
+    first = runner.start("t")
+    assert (first.node, first.gates) == ("reviews", ("reviews/legal", "reviews/tech"))
+    second = runner.resume("t", {"legal_ok": True}, gate="reviews/legal")
+    assert second.gates == ("reviews/tech",)
+    assert Runner(flow, store=store).get_state("t").gates == second.gates
+    fork = runner.fork("t", "f")
+    done = runner.resume("t", {"reviews/tech": {"tech_ok": False}})
+    assert done.done and done.state.log == ["legal=True tech=False"]
+    assert runner.resume("f", {"tech_ok": False}, gate=fork.gates[0]).state == done.state

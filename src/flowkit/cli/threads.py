@@ -125,6 +125,8 @@ def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _changed(record: AnyRecord) -> list[str]:
+    while record.kind == "sub":  # a child flow's record: what the child changed
+        record = record.record
     if record.kind == "start":
         return sorted(record.state)
     if record.kind == "pause":
