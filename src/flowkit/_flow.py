@@ -57,6 +57,7 @@ class Flow:
         "error_field",
         "finals",
         "gates",
+        "has_async",
         "invariants",
         "machine",
         "name",
@@ -89,6 +90,9 @@ class Flow:
         self.start = start
         self.description = description
         self.nodes: Mapping[str, Node] = MappingProxyType({k: as_node(v) for k, v in nodes.items()})
+        # Known once here: the sync API asks on every call, and scanning a big flow's nodes
+        # each time made a run's cost grow with the size of the flow.
+        self.has_async: bool = any(n.is_async for n in self.nodes.values())
         self.gates: Mapping[str, Gate] = MappingProxyType(
             {k: as_gate(v) for k, v in (gates or {}).items()}
         )

@@ -187,7 +187,7 @@ def refuse_inside_event_loop(flow: Flow, thread_id: str) -> None:
     Checked before anything is written, so the caller gets a clear error instead of a
     thread that failed at a node which never ran.
     """
-    if not any(node.is_async for node in flow.nodes.values()):
+    if not flow.has_async:
         return
     import asyncio
 
