@@ -84,7 +84,7 @@ class AppendedList(Sequence[T], Generic[T]):
         if isinstance(other, AppendedList):
             return bool(self._items == other._items)
         if isinstance(other, list):  # a tuple is not equal to a list either
-            return len(other) == len(self._items) and all(a == b for a, b in zip(self, other))
+            return bool(self._items == other)  # type: ignore[comparison-overlap]  # item by item
         return NotImplemented
 
     __hash__: ClassVar[None] = None  # type: ignore[assignment]  # unhashable, like a list
