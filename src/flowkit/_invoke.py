@@ -53,7 +53,7 @@ _lock = threading.Lock()
 
 
 def _key(call: CallNode) -> Hashable:
-    return (id(call.owner), call.ctx.thread_id, call.name)
+    return (id(call.owner), call.thread_id, call.name)
 
 
 def _earlier(call: CallNode) -> _Attempt | None:
@@ -65,7 +65,7 @@ def _earlier(call: CallNode) -> _Attempt | None:
 
 def _still_running(call: CallNode, earlier: _Attempt) -> NodeStillRunningError:
     return NodeStillRunningError(
-        call.name, thread_id=call.ctx.thread_id, timeout=earlier.timeout, grace=earlier.timeout
+        call.name, thread_id=call.thread_id, timeout=earlier.timeout, grace=earlier.timeout
     )
 
 
@@ -141,7 +141,7 @@ async def _await_with_timeout(awaitable: Any, call: CallNode) -> Any:
     def expire() -> None:
         # The flag goes up before asyncio cancels the node, so its `except CancelledError`
         # or `finally` already sees `ctx.cancelled`.
-        call.ctx.cancel_event.set()
+        _cancel(call)
         deadline.reschedule(loop.time())
 
     timer = loop.call_later(call.node.timeout, expire)
@@ -154,6 +154,12 @@ async def _await_with_timeout(awaitable: Any, call: CallNode) -> Any:
         raise NodeTimeoutError(call.name, call.node.timeout) from None
     finally:
         timer.cancel()
+
+
+def _cancel(call: CallNode) -> None:
+    """Raise the flag a node with a timeout may watch (``ctx.cancelled``)."""
+    assert call.ctx is not None, "a node with a timeout always gets its context"
+    call.ctx.cancel_event.set()
 
 
 def _run_in_thread(call: CallNode, args: tuple[Any, ...]) -> Any:
@@ -173,7 +179,7 @@ def _run_in_thread(call: CallNode, args: tuple[Any, ...]) -> Any:
     worker = threading.Thread(target=target, name=f"flowkit-{call.name}", daemon=True)
     worker.start()
     if not attempt.finished.wait(call.node.timeout):
-        call.ctx.cancel_event.set()
+        _cancel(call)
         attempt.abandon()
         raise NodeTimeoutError(call.name, call.node.timeout)
     if "error" in box:

@@ -7,7 +7,7 @@ store before the next one starts, so a crash loses at most the step that was run
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -431,4 +431,6 @@ class Runner(Generic[S]):
 
 
 def _new_run_id() -> str:
-    return uuid.uuid4().hex[:16]
+    # 16 random hex digits, as before from uuid4().hex[:16], without building a UUID object
+    # (a fifth of what starting a short run cost).
+    return os.urandom(8).hex()
