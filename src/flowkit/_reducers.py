@@ -131,6 +131,10 @@ class Reducer:
 
     name: str
     combine: Callable[[Any, Any], Any]
+    #: The reducer's own form of a field's value (``append``: an ``AppendedList``), applied
+    #: to a state loaded whole (a start state, a snapshot), so it is the same, type for type,
+    #: as the state that journal replay builds step by step.
+    own_form: Callable[[Any], Any] | None = None
 
     def __call__(self, current: Any, update: Any) -> Any:
         return self.combine(current, update)
@@ -160,8 +164,14 @@ def _append(current: Sequence[Any] | None, update: Sequence[Any]) -> AppendedLis
     return AppendedList([*(current or ()), *update])
 
 
+def _as_appended(value: Any) -> Any:
+    if isinstance(value, AppendedList) or value is None:
+        return value
+    return AppendedList(value)
+
+
 #: Appends the update's items to the field (``messages``, ``exec_trace``, ``tool_calls`` ...).
-append = Reducer("append", _append)
+append = Reducer("append", _append, _as_appended)
 
 
 def reducer(name: str) -> Callable[[Callable[[Any, Any], Any]], Reducer]:

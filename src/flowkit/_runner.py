@@ -156,6 +156,7 @@ class Runner(Generic[S]):
                 thread_id=thread_id,
             ) from exc
         update: dict[str, Any] = {}
+        model = flow.schema.own_form(model)  # as replay will rebuild it from the start record
         model = core.mirror(flow, model, update, flow.start)
         return core.Cursor(model, flow.start, core.status_of(flow, flow.start), 0)
 
