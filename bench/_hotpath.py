@@ -133,15 +133,17 @@ def loop_case(laps: int) -> Case:
 def append_case(messages: int, steps: int) -> Case:
     """``steps`` steps appending one message each to a thread holding ``messages`` already."""
     flow = loop_flow()  # one node appending a message per step, then gate `more`
-    history = [message(i) for i in range(messages)]
     counter = iter(range(10**9))
 
     def make() -> Callable[[], None]:
         runner = Runner(flow, store=MemoryStore())
         tid = f"t{next(counter)}"
         # Outside the clock: the thread starts with its history and waits after one step.
-        start = Chat(messages=history, stop_at=1)
+        # Only the thread holds the history (no copy kept here): the garbage collector walks
+        # every item of every list alive, so a copy of our own would be timed as the engine's.
+        start = Chat(messages=[message(i) for i in range(messages)], stop_at=1)
         assert runner.start(tid, start).status == "waiting"
+        del start
 
         def run() -> None:
             result = runner.resume(tid, {"stop_at": steps + 1})

@@ -10,6 +10,7 @@ import copy
 import json
 import operator
 import pickle
+import threading
 from typing import Annotated, Any
 
 import pytest
@@ -68,12 +69,36 @@ READS = [
     ("count()", lambda v: v.count("a")),
     ("bool", bool),
     ("json of list()", lambda v: json.dumps(list(v))),
+    ("reverse slice to start", lambda v: v[1::-1]),
+    ("empty slice", lambda v: v[5:]),
+    ("too far", lambda v: _raised(lambda: v[3])),
+    ("too far back", lambda v: _raised(lambda: v[-4])),
 ]
 
 
+def _raised(read: Any) -> str:
+    try:
+        read()
+    except IndexError as exc:
+        return f"IndexError: {exc}"
+    return "no error"
+
+
+def _newest() -> Any:
+    return _grown(["a"], ["b", "c"])
+
+
+def _older() -> Any:
+    """A version that later versions grew past: it still reads only its own three items."""
+    version = _grown(["a"], ["b", "c"])
+    append(version, ["later"])
+    return version
+
+
+@pytest.mark.parametrize("version", [_newest, _older], ids=["newest", "older"])
 @pytest.mark.parametrize(("what", "read"), READS, ids=[r[0] for r in READS])
-def test_appended_list_reads_like_a_list(what: str, read: Any) -> None:
-    shared = _grown(["a"], ["b", "c"])
+def test_appended_list_reads_like_a_list(what: str, read: Any, version: Any) -> None:
+    shared = version()
     assert isinstance(shared, AppendedList)
     assert read(shared) == read(["a", "b", "c"])
 
@@ -201,3 +226,21 @@ def test_every_path_to_a_state_gives_its_append_field_the_same_type() -> None:
     fresh = Runner(_chat_flow(), store=runner.store)
     states.append(fresh.get_state("t").state)
     assert {type(s.messages) for s in states} == {AppendedList}
+
+
+def test_threads_appending_to_one_version_each_get_their_own() -> None:
+    """Parallel branches grow the same state: one extends the shared list, the rest copy."""
+    base = _grown(["a"])
+    got: dict[int, list[Any]] = {}
+
+    def grow(n: int) -> None:
+        got[n] = [append(base, [f"{n}.{k}"]) for k in range(200)]
+
+    workers = [threading.Thread(target=grow, args=(n,)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    for n, versions in got.items():
+        assert [list(v) for v in versions] == [["a", f"{n}.{k}"] for k in range(200)]
+    assert base == ["a"]
