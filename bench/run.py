@@ -18,12 +18,16 @@ What it measures (medians over interleaved rounds; see docs/performance.md for t
    MemoryStore.
 6. a new process that loads a 1,000-step thread from JsonFileStore, runs one step and saves.
 7. the same for LangGraph and Burr when they are importable (``bench/README.md``).
+8. the hot-path targets of issue #12, each beside its floor with PASS/MISS
+   (``bench/_hotpath.py``): per node in a long loop and per node with a new thread per run
+   against ``transitions``, per step with 10 vs 100,000 messages, per node in a flow of
+   11 vs 10,000 nodes. A MISS is printed, never raised.
 
 Why: these are the numbers flowkit promises its users (robot cell controllers start often,
 fsync every step and keep long chat histories). Ratios are only quoted within one run,
 because this kind of machine is noisy. Timings are never asserted anywhere.
 
-usage: python bench/run.py [--quick] [--json] [--save FILE] [--no-peers] [--dir DIR]
+usage: python bench/run.py [--quick] [--json] [--save FILE] [--no-peers] [--dir DIR] [--hot-path]
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from typing import Any
 from _common import Case, filesystem_of, interleaved, median, run_python, scratch_dir
 from _floors import fsync_append_case, plain_loop_case, sqlite_case, transitions_case
 from _flows import chain_flow, loop_flow, message, quiet_logging, review_flow
+from _hotpath import BIG_FLOW, MESSAGES, SMALL_FLOW, append_case, loop_case, sized_case, verdicts
+from _hotpath import render as render_hot
 
 from flowkit import Runner
 from flowkit.stores import JsonFileStore, MemoryStore
@@ -62,6 +68,9 @@ class Config:
     import_reps: int
     thread_steps: int  # history of the thread a new process loads
     newproc_reps: int
+    loop_laps: int  # laps of the 10-node ring in one long run (hot path)
+    append_steps: int  # steps timed after a thread's history (hot path)
+    size_runs: int  # 10-node runs per batch in a small and a 10,000-node flow (hot path)
     message_counts: list[int] = field(default_factory=lambda: [10, 100, 1000, 2000])
 
 
@@ -76,6 +85,9 @@ FULL = Config(
     import_reps=11,
     thread_steps=1000,
     newproc_reps=5,
+    loop_laps=500,
+    append_steps=300,
+    size_runs=200,
 )
 QUICK = Config(
     rounds=3,
@@ -88,6 +100,9 @@ QUICK = Config(
     import_reps=5,
     thread_steps=1000,
     newproc_reps=2,
+    loop_laps=50,
+    append_steps=30,
+    size_runs=20,
 )
 
 
@@ -119,6 +134,7 @@ def measure_engine(cfg: Config) -> dict[str, float]:
         {
             "none": _chain_case(lambda: None, cfg.engine_runs),
             "memory": _chain_case(MemoryStore, cfg.engine_runs),
+            "loop": loop_case(cfg.loop_laps),
             "transitions": transitions_case(cfg.engine_runs),
             "plain": plain_loop_case(cfg.engine_runs),
         },
@@ -127,9 +143,20 @@ def measure_engine(cfg: Config) -> dict[str, float]:
     return {
         "flowkit.node_us.none": got["none"] * 1e6,
         "flowkit.node_us.memory": got["memory"] * 1e6,
+        "flowkit.hot.loop_us": got["loop"] * 1e6,
         "floor.transitions_us": got["transitions"] * 1e6,
         "floor.plain_us": got["plain"] * 1e6,
     }
+
+
+# -- 8. hot path: cost flat in history and in the size of the flow ----------------------------
+
+
+def measure_hotpath(cfg: Config) -> dict[str, float]:
+    cases = {f"append.{m}": append_case(m, cfg.append_steps) for m in MESSAGES}
+    cases.update({f"size.{n}": sized_case(n, cfg.size_runs) for n in (SMALL_FLOW, BIG_FLOW)})
+    got = interleaved(cases, cfg.rounds)
+    return {f"flowkit.hot.{name.replace('.', '_us.')}": sec * 1e6 for name, sec in got.items()}
 
 
 # -- 2. durable cost per node --------------------------------------------------------------------
@@ -555,6 +582,21 @@ def render(table: list[dict[str, str]], peers: dict[str, str]) -> str:
 # -- main ----------------------------------------------------------------------------------------
 
 
+def hot_path_only(cfg: Config, *, as_json: bool) -> int:
+    """Measure 1 and the hot-path section alone (a minute instead of several)."""
+    log("1/6 engine cost per node ...")
+    figures = measure_engine(cfg)
+    log("   hot path: history and flow size ...")
+    figures.update(measure_hotpath(cfg))
+    hot = verdicts(figures)
+    if as_json:
+        print(json.dumps({"figures": figures, "hot_path": hot}, indent=2))
+    else:
+        print("hot path (issue #12), each beside its floor from this run:")
+        print(render_hot(hot))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a fast smoke run (~20 s)")
@@ -567,9 +609,16 @@ def main(argv: list[str] | None = None) -> int:
         default=Path.cwd(),
         help="where scratch stores go (a real disk, not tmpfs; default: the current folder)",
     )
+    parser.add_argument(
+        "--hot-path",
+        action="store_true",
+        help="only measure 1 and the hot-path targets (issue #12), printed with PASS/MISS",
+    )
     args = parser.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     quiet_logging()
+    if args.hot_path:
+        return hot_path_only(cfg, as_json=args.json)
     started = time.perf_counter()
 
     from _peers import IMPORTS as PEER_IMPORTS
@@ -584,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
     with scratch_dir(args.dir) as folder:
         log("1/6 engine cost per node ...")
         figures.update(measure_engine(cfg))
+        log("   hot path: history and flow size ...")
+        figures.update(measure_hotpath(cfg))
         log("2/6 durable cost per node ...")
         figures.update(measure_durable(cfg, folder))
         log("3/6 bytes per step ...")
@@ -607,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures.update(burr_measures(folder, cfg))
     elapsed = time.perf_counter() - started
     table = rows(figures)
+    details["hot_path"] = verdicts(figures)
     report = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -630,6 +682,8 @@ def main(argv: list[str] | None = None) -> int:
         f"scratch on {fs}, {'quick' if args.quick else 'full'} run, {elapsed:.0f} s"
     )
     print(render(table, peers))
+    print("\nhot path (issue #12), each beside its floor from this run:")
+    print(render_hot(details["hot_path"]))
     breakdown = details["import_breakdown"]
     print(
         f"\nthe engine's import under -X importtime: {breakdown['total_ms']:.0f} ms self time over "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Mapping
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +99,7 @@ def _pause(
     runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, gates: list[str]
 ) -> Cursor:
     """Every call has finished; the gate branches wait for their input."""
-    after = replace(cursor, status="waiting", version=cursor.version + 1)
+    after = cursor._replace(status="waiting", version=cursor.version + 1)
     record = None
     if runner.store is not None:
         record = PauseRecord.model_construct(
@@ -469,7 +468,7 @@ def _values(schema: StateSchema, update: Mapping[str, Any]) -> dict[str, Any]:
 def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     """The cursor after an ``item`` or ``join`` record."""
     if isinstance(record, PauseRecord):
-        return replace(cursor, status="waiting", version=record.version, error=None)
+        return cursor._replace(status="waiting", version=record.version, error=None)
     error = NodeError.model_validate(record.error) if record.error else None
     if isinstance(record, ItemRecord):
         done = ItemDone(record.update, record.update, error, record.of, record.label)
@@ -479,8 +478,8 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     items = dict(cursor.items or {})
     if record.status == "failed" and record.next == record.node:
         kept = {i: done for i, done in items.items() if i not in record.failed}
-        return replace(
-            cursor, status="failed", version=record.version, error=error, items=kept or None
+        return cursor._replace(
+            status="failed", version=record.version, error=error, items=kept or None
         )
     missing = [i for i in record.merged if i not in items]
     if missing:

@@ -11,7 +11,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Literal
+
+from pydantic import BaseModel
 
 __all__ = [
     "AllOf",
@@ -36,9 +39,18 @@ Scalar = str | int | float | bool | None
 
 def read_path(state: Any, path: str) -> Any:
     """Read ``a.b.c`` from a model or mapping; a missing step reads as ``None``."""
+    return read_parts(state, tuple(path.split(".")))
+
+
+def read_parts(state: Any, parts: tuple[str, ...]) -> Any:
+    """``read_path`` with the path already split (conditions split theirs once, when made)."""
     value = state
-    for part in path.split("."):
-        if isinstance(value, Mapping):
+    for part in parts:
+        # Models first: they are what flows route on, and asking the Mapping ABC about a
+        # model costs several times more than this test (it ran on every rule of every step).
+        if isinstance(value, BaseModel):
+            value = getattr(value, part, _MISSING)
+        elif isinstance(value, Mapping):
             value = value.get(part, _MISSING)
         else:
             value = getattr(value, part, _MISSING)
@@ -98,9 +110,14 @@ class FieldCondition(Condition):
     path: str
     op: Literal["truthy", "eq", "in"] = "truthy"
     value: Any = None
+    #: ``path`` split at its dots, once: routing reads it on every step.
+    parts: tuple[str, ...] = dataclass_field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.path.split(".")))
 
     def __call__(self, state: Any) -> bool:
-        actual = read_path(state, self.path)
+        actual = read_parts(state, self.parts)
         if self.op == "truthy":
             return bool(actual)
         if self.op == "eq":

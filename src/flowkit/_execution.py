@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -75,8 +75,12 @@ class ItemDone:
     label: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Cursor:
+# The values below are NamedTuples rather than frozen dataclasses: they are made several
+# times per step, and a frozen dataclass costs three times as much to build (every field goes
+# through object.__setattr__), while a NamedTuple is just as immutable.
+
+
+class Cursor(NamedTuple):
     """A thread's committed position: its state, the machine state, status and version.
 
     ``items`` holds the finished calls of a ``Map``/``Parallel`` node still running at
@@ -93,24 +97,24 @@ class Cursor:
     sub: Cursor | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CallNode:
+class CallNode(NamedTuple):
     node: Node
     name: str
     state: BaseModel
-    ctx: Context
+    #: The node's context: made only for nodes that take one or have a timeout (whose
+    #: ``cancel_event`` the driver sets); a plain ``fn(state)`` node never sees it.
+    ctx: Context | None
+    thread_id: str
     #: Who holds the thread (its store, or the runner that keeps no store): attempts of one
     #: node in one thread of one owner never overlap.
     owner: object = None
 
 
-@dataclass(frozen=True, slots=True)
-class Sleep:
+class Sleep(NamedTuple):
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     value: Any = None
     error: Exception | None = None
 
@@ -328,6 +332,10 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
     """Run nodes from ``cursor`` until the thread waits, finishes or fails."""
     flow = runner.flow
     schema = flow.schema
+    # Fixed for the whole run: looked up once here, not on every step.
+    mirrors = "dialog_state" in schema
+    store = runner.store
+    composite = flow.composite
     steps = 0
     while cursor.status == "pending":
         name = cursor.node
@@ -335,15 +343,8 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         steps += 1
         if steps > runner.step_limit:
             raise StepLimitError(thread_id, runner.step_limit, name)
-        if isinstance(node, BatchNode):
-            from ._batch import run_batch  # loaded by the flows that have one
-
-            cursor = yield from run_batch(runner, thread_id, run_id, cursor, name, node)
-            continue
-        if isinstance(node, Subflow):
-            from ._subflow_run import run_subflow  # loaded by the flows that have one
-
-            cursor = yield from run_subflow(runner, thread_id, run_id, cursor, name, node)
+        if name in composite:
+            cursor = yield from _run_composite(runner, thread_id, run_id, cursor, name, node)
             continue
         started = time.perf_counter()
         outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
@@ -351,7 +352,8 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
         error: NodeError | None = None
         if outcome.error is None:
             raw = check_update(outcome.value, name)
-            check_writes(name, node.writes, raw)
+            if node.writes is not None:
+                check_writes(name, node.writes, raw)
             state, update = schema.apply(cursor.state, raw, node=name)
         else:
             error = NodeError.from_exception(outcome.error, node=name, attempts=attempt)
@@ -382,14 +384,17 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             error_type=None if error is None else error.type,
         )
         flow.machine.advance(name, target)
-        state = mirror(flow, state, update, target)
+        if mirrors:
+            state = mirror(flow, state, update, target)
         if flow.invariants:
             check_invariants(flow, thread_id, name, state, cursor.version)
         after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
         # Without a store nothing reads records, so none is built (a third of a step's cost).
+        # Built by validation, not model_construct: pydantic's validator is compiled and
+        # costs about half of model_construct's Python loop over the fields.
         record = None
-        if runner.store is not None:
-            record = StepRecord.model_construct(
+        if store is not None:
+            record = StepRecord(
                 version=after.version,
                 ts=round(time.time(), 3),
                 run_id=run_id,
@@ -410,6 +415,20 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
     return cursor
 
 
+def _run_composite(
+    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, node: Node
+) -> Steps:
+    """A Map or Parallel (fan-out, join) or a Subflow (a child flow) at ``name``."""
+    if isinstance(node, BatchNode):
+        from ._batch import run_batch  # loaded by the flows that have one
+
+        return (yield from run_batch(runner, thread_id, run_id, cursor, name, node))
+    assert isinstance(node, Subflow)
+    from ._subflow_run import run_subflow  # loaded by the flows that have one
+
+    return (yield from run_subflow(runner, thread_id, run_id, cursor, name, node))
+
+
 def _attempts(
     runner: Runner[Any],
     thread_id: str,
@@ -425,6 +444,9 @@ def _attempts(
     """
     if node is None:
         node = runner.flow.nodes[name]
+    # A node that takes no context and has no timeout never sees one: don't build it.
+    needs_ctx = node.takes_context or node.timeout is not None
+    owner = runner.store if runner.store is not None else runner
     attempt = 0
     while True:
         attempt += 1
@@ -433,18 +455,19 @@ def _attempts(
         if runner._subscribers:
             runner._emit(NodeStarted(thread_id, run_id, name, attempt))
         calls: list[dict[str, Any]] = []
-        ctx = Context(
-            thread_id=thread_id,
-            run_id=run_id,
-            node=name,
-            attempt=attempt,
-            llm=runner._node_llm(thread_id, run_id, name, calls),
-            clock=runner.clock,
-            cancel_event=threading.Event() if node.timeout is not None else None,
-            emit=runner._emit if runner._subscribers else None,
-        )
-        owner = runner.store if runner.store is not None else runner
-        outcome = yield CallNode(node, name, cursor.state, ctx, owner)
+        ctx = None
+        if needs_ctx:
+            ctx = Context(
+                thread_id=thread_id,
+                run_id=run_id,
+                node=name,
+                attempt=attempt,
+                llm=runner._node_llm(thread_id, run_id, name, calls),
+                clock=runner.clock,
+                cancel_event=threading.Event() if node.timeout is not None else None,
+                emit=runner._emit if runner._subscribers else None,
+            )
+        outcome = yield CallNode(node, name, cursor.state, ctx, thread_id, owner)
         assert outcome is not None
         if outcome.error is None:
             return outcome, attempt, calls

@@ -53,10 +53,12 @@ class Flow:
     __slots__ = (
         "_frozen",
         "change_classes",
+        "composite",
         "description",
         "error_field",
         "finals",
         "gates",
+        "has_async",
         "invariants",
         "machine",
         "name",
@@ -89,6 +91,16 @@ class Flow:
         self.start = start
         self.description = description
         self.nodes: Mapping[str, Node] = MappingProxyType({k: as_node(v) for k, v in nodes.items()})
+        # Known once here: the sync API asks on every call, and scanning a big flow's nodes
+        # each time made a run's cost grow with the size of the flow.
+        self.has_async: bool = any(n.is_async for n in self.nodes.values())
+        # Nodes the core runs its own way (Map, Parallel, Subflow): one set lookup per step.
+        from ._parallel import BatchNode
+        from ._subflow import Subflow
+
+        self.composite: frozenset[str] = frozenset(
+            name for name, n in self.nodes.items() if isinstance(n, BatchNode | Subflow)
+        )
         self.gates: Mapping[str, Gate] = MappingProxyType(
             {k: as_gate(v) for k, v in (gates or {}).items()}
         )

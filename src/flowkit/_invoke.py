@@ -59,7 +59,7 @@ _lock = threading.Lock()
 
 
 def _key(call: CallNode) -> Hashable:
-    return (id(call.owner), call.ctx.thread_id, call.name)
+    return (id(call.owner), call.thread_id, call.name)
 
 
 def _earlier(call: CallNode) -> _Attempt | None:
@@ -71,7 +71,7 @@ def _earlier(call: CallNode) -> _Attempt | None:
 
 def _still_running(call: CallNode, earlier: _Attempt) -> NodeStillRunningError:
     return NodeStillRunningError(
-        call.name, thread_id=call.ctx.thread_id, timeout=earlier.timeout, grace=earlier.timeout
+        call.name, thread_id=call.thread_id, timeout=earlier.timeout, grace=earlier.timeout
     )
 
 
@@ -174,7 +174,7 @@ async def _await_with_timeout(awaitable: Any, call: CallNode) -> Any:
     def expire() -> None:
         # The flag goes up before asyncio cancels the node, so its `except CancelledError`
         # or `finally` already sees `ctx.cancelled`.
-        call.ctx.cancel_event.set()
+        _cancel(call)
         deadline.reschedule(loop.time())
 
     timer = loop.call_later(call.node.timeout, expire)
@@ -187,6 +187,12 @@ async def _await_with_timeout(awaitable: Any, call: CallNode) -> Any:
         raise NodeTimeoutError(call.name, call.node.timeout) from None
     finally:
         timer.cancel()
+
+
+def _cancel(call: CallNode) -> None:
+    """Raise the flag a node with a timeout may watch (``ctx.cancelled``)."""
+    assert call.ctx is not None, "a node with a timeout always gets its context"
+    call.ctx.cancel_event.set()
 
 
 def _run_in_thread(call: CallNode, args: tuple[Any, ...]) -> Any:
@@ -206,7 +212,7 @@ def _run_in_thread(call: CallNode, args: tuple[Any, ...]) -> Any:
     worker = threading.Thread(target=target, name=f"flowkit-{call.name}", daemon=True)
     worker.start()
     if not attempt.finished.wait(call.node.timeout):
-        call.ctx.cancel_event.set()
+        _cancel(call)
         attempt.abandon()
         raise NodeTimeoutError(call.name, call.node.timeout)
     if "error" in box:
@@ -220,7 +226,7 @@ def refuse_inside_event_loop(flow: Flow, thread_id: str) -> None:
     Checked before anything is written, so the caller gets a clear error instead of a
     thread that failed at a node which never ran.
     """
-    if not any(node.is_async for node in flow.nodes.values()):
+    if not flow.has_async:
         return
     import asyncio
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import FlowkitError
+from .errors import FlowkitError, InvalidUpdateError
 
 if TYPE_CHECKING:
     from ._events import Event
@@ -261,11 +261,10 @@ def as_node(value: Node | NodeFn) -> Node:
 
 def check_update(update: Any, node_name: str) -> Mapping[str, Any]:
     """A node's return value as a mapping; ``None`` means no change."""
-    from .errors import InvalidUpdateError
-
     if update is None:
         return {}
-    if isinstance(update, Mapping):
+    # The exact-dict test first: nearly every node returns a dict, and the ABC check costs more.
+    if type(update) is dict or isinstance(update, Mapping):
         return update
     raise InvalidUpdateError(
         f"`{node_name}` returned {type(update).__name__}; a node returns a dict of the fields "

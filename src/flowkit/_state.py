@@ -52,6 +52,11 @@ class StateSchema:
             fields[name] = _FieldSpec(name, adapter, _reducer_of(info.metadata))
         self.fields: Mapping[str, _FieldSpec] = fields
         self.reducer_fields = frozenset(n for n, f in fields.items() if f.reducer is not None)
+        self._own_forms = {
+            n: f.reducer.own_form
+            for n, f in fields.items()
+            if f.reducer is not None and f.reducer.own_form is not None
+        }
 
     def __contains__(self, name: object) -> bool:
         return name in self.fields
@@ -111,7 +116,20 @@ class StateSchema:
         return state.model_dump(mode="json")
 
     def load_state(self, data: Mapping[str, Any]) -> BaseModel:
-        return self.model.model_validate(data, strict=False)
+        return self.own_form(self.model.model_validate(data, strict=False))
+
+    def own_form(self, state: BaseModel) -> BaseModel:
+        """``state`` with its reducer fields in their reducers' own form (see ``Reducer``).
+
+        A state loaded whole and the same state replayed step by step must be identical, type
+        for type: an ``append`` field holds an ``AppendedList`` either way.
+        """
+        if not self._own_forms:
+            return state
+        values = {name: form(getattr(state, name)) for name, form in self._own_forms.items()}
+        if all(values[name] is getattr(state, name) for name in values):
+            return state
+        return state.model_copy(update=values)
 
     def replay(self, state: BaseModel, stored_update: Mapping[str, Any], *, node: str) -> BaseModel:
         """Apply an update read back from a journal (JSON form)."""

@@ -187,7 +187,7 @@ def run_subflow(
             return _failed(runner, thread_id, run_id, cursor, name, exc, started)
         child = _start_child(holder, thread_id, run_id, state)
     elif child.status == "failed":
-        child = replace(child, status="pending", error=None)  # resumed after a failure
+        child = child._replace(status="pending", error=None)  # resumed after a failure
     if child.status == "pending":
         child = yield from run_steps(cast("Runner[Any]", holder), thread_id, run_id, child)
     cursor = holder.cursor
@@ -385,7 +385,7 @@ def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     """The cursor after a ``sub`` record (or a start record that carries a child)."""
     if isinstance(record, StartRecord):
         base = replay_record(flow, None, record.model_copy(update={"sub": None}))
-        return replace(base, sub=sub_from_snapshot(flow, record.next, record.sub))
+        return base._replace(sub=sub_from_snapshot(flow, record.next, record.sub))
     assert cursor is not None, "a journal starts with a start record"
     inner = record.record
     child_flow = _child_flow(flow, record.node)

@@ -25,6 +25,12 @@ FIGURES = [
     "flowkit.node_us.memory",
     "floor.transitions_us",
     "floor.plain_us",
+    # hot path (issue #12)
+    "flowkit.hot.loop_us",
+    "flowkit.hot.append_us.10",
+    "flowkit.hot.append_us.100000",
+    "flowkit.hot.size_us.11",
+    "flowkit.hot.size_us.10000",
     # 2. durable cost per node, and its floors
     "flowkit.durable_us.steady",
     "flowkit.durable_us.chain",
@@ -77,6 +83,9 @@ def test_quick_bench_reports_every_figure(tmp_path: Path) -> None:
     assert not missing, f"figures missing from the report: {missing}"
     bad = {k: v for k, v in figures.items() if not (math.isfinite(v) and v > 0)}
     assert not bad, f"figures that are not positive numbers: {bad}"
+    # Every hot-path target is reported with a verdict; which one is never asserted.
+    verdicts = {row["target"]: row["verdict"] for row in report["details"]["hot_path"]}
+    assert len(verdicts) == 4 and set(verdicts.values()) <= {"PASS", "MISS"}, verdicts
 
     # Peers are optional; whatever peer figures appear must be complete for that peer.
     for peer in report["peers"]:

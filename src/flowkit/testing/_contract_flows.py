@@ -20,7 +20,7 @@ from .._conditions import field
 from .._flow import Flow
 from .._gate import Gate
 from .._records import PatchRecord, StartRecord, StepRecord
-from .._reducers import append
+from .._reducers import AppendedList, append
 from .._route_table import END, Route, RouteTable
 
 __all__ = [
@@ -225,11 +225,17 @@ STAMP = Stamp(
 # -- exact equality ------------------------------------------------------------------------------
 
 
+def _as_list(value: Any) -> Any:
+    return list(value) if isinstance(value, AppendedList) else value
+
+
 def assert_identical(expected: Any, actual: Any, where: str = "state") -> None:
     """Assert equal values of identical types, all the way down (``1 == 1.0`` is not enough).
 
-    Datetimes must keep their UTC offset (or lack of one), decimals their exponent.
+    Datetimes must keep their UTC offset (or lack of one), decimals their exponent. An
+    ``append`` field's ``AppendedList`` counts as the list it stands for (pydantic sees a list).
     """
+    expected, actual = _as_list(expected), _as_list(actual)
     if type(expected) is not type(actual):
         raise AssertionError(
             f"{where}: type {type(actual).__name__} is not {type(expected).__name__} "
