@@ -371,18 +371,20 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             state, update = schema.apply(cursor.state, {flow.error_field: error}, node=name)
         target = flow.next_state(name, state)
         # One line per finished node (its route, latency and outcome), never the state it
-        # read: enough to follow and time a thread, nothing private. One call: hot path.
-        runner._log.debug(
-            "node_finished",
-            thread_id=thread_id,
-            run_id=run_id,
-            node=name,
-            target=target,
-            latency_ms=round(latency * 1000, 3),
-            attempts=attempt,
-            success=error is None,
-            error_type=None if error is None else error.type,
-        )
+        # read: enough to follow and time a thread, nothing private. Built only when a debug
+        # line can go anywhere: its fields cost more than the rest of a plain step.
+        if runner._log.debug_enabled():
+            runner._log.debug(
+                "node_finished",
+                thread_id=thread_id,
+                run_id=run_id,
+                node=name,
+                target=target,
+                latency_ms=round(latency * 1000, 3),
+                attempts=attempt,
+                success=error is None,
+                error_type=None if error is None else error.type,
+            )
         flow.machine.advance(name, target)
         if mirrors:
             state = mirror(flow, state, update, target)

@@ -91,6 +91,17 @@ class Logger:
         # itself, and making one per call cost ~7 µs on every step of a run.
         self._structlog: Any = None
 
+    @staticmethod
+    def debug_enabled() -> bool:
+        """Whether a debug line could be emitted now: lets a hot path skip building one.
+
+        With structlog configured, its own filtering decides later, so this says yes.
+        """
+        structlog = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
+            return True
+        return _STD.isEnabledFor(logging.DEBUG)
+
     def bind(self, **values: Any) -> Logger:
         return Logger({**self._context, **values})
 
