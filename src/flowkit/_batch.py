@@ -55,7 +55,12 @@ def run_batch(
     started = time.perf_counter()
     if runner._subscribers:  # the map as a whole; each call then reports its own start
         runner._emit(NodeStarted(thread_id, run_id, name, 1))
-    calls = _calls(thread_id, name, node, cursor)
+    try:
+        calls = _calls(thread_id, name, node, cursor)
+    except RunError:
+        raise
+    except Exception as exc:  # `over` or `key` raised: the node fails, like a failing call
+        return _join(runner, thread_id, run_id, cursor, name, node, 0, 0.0, _broke(name, exc))
     todo = [
         call
         for call in calls
@@ -78,7 +83,12 @@ def run_batch(
             )
             for call in todo
         ]
-        batch = Batch(name, jobs, node.limit(cursor.state))
+        try:
+            limit = node.limit(cursor.state)
+        except Exception as exc:  # a `concurrency` function that raised or gave junk
+            error = _broke(name, exc)
+            return _join(runner, thread_id, run_id, cursor, name, node, len(calls), 0.0, error)
+        batch = Batch(name, jobs, limit)
         try:
             for _ in todo:
                 finished: Finished = yield batch
@@ -326,21 +336,34 @@ def _join(
     node: BatchNode,
     count: int,
     latency: float,
+    broken: NodeError | None = None,
 ) -> Cursor:
-    """Merge the finished calls in index order and route on, or stop where calls failed."""
+    """Merge the finished calls in index order and route on, or stop where calls failed.
+
+    ``broken`` is the error of the node's own callback (``over``, ``key``, ``concurrency``,
+    ``merge``): nothing merges, and the node fails or routes on it as on failed calls."""
     flow = runner.flow
     items = cursor.items or {}
     failed = sorted(i for i, done in items.items() if done.error is not None)
     merged = sorted(i for i in items if i not in failed)
-    error = _summary(name, count, items, failed) if failed else None
+    error = broken or (_summary(name, count, items, failed) if failed else None)
     if error is not None and (flow.error_field is None or flow.route_table(name) is None):
+        failed = [] if broken else failed  # keep every finished call: only the callback reruns
         return _fail(runner, thread_id, run_id, cursor, name, failed, merged, error, latency)
     extra: dict[str, Any] = {}
-    if node.merge is None:
+    folded = node.merge is None and broken is None
+    if broken is not None:
+        state, merged = cursor.state, []
+    elif node.merge is None:
         state = merge_items(flow.schema, cursor.state, items, merged, name)
     else:
         updates = [_values(flow.schema, items[i].update) for i in merged]
-        raw = dict(check_update(node.merge(cursor.state, updates), name))
+        try:
+            value = node.merge(cursor.state, updates)
+        except Exception as exc:
+            error = _broke(name, exc)
+            return _join(runner, thread_id, run_id, cursor, name, node, count, latency, error)
+        raw = dict(check_update(value, name))
         check_writes(name, node.writes, raw)
         state, extra = flow.schema.apply(cursor.state, raw, node=name)
     if error is not None:
@@ -374,7 +397,7 @@ def _join(
             status=after.status,
             node=name,
             merged=merged,
-            folded=node.merge is None,
+            folded=folded,
             failed=failed,
             update=runner._threads.dump(extra, thread_id=thread_id, who=name),
             latency_s=round(latency, 6),
@@ -384,7 +407,7 @@ def _join(
     if runner._subscribers:
         runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
         changed = set(extra)
-        if node.merge is None:
+        if folded:
             changed |= {key for i in merged for key in items[i].update}
         runner._announce(
             thread_id, run_id, name, after, {key: getattr(state, key) for key in sorted(changed)}
@@ -425,6 +448,10 @@ def _fail(
         runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
         runner._emit(Failed(thread_id, run_id, name, error, after.version))
     return after
+
+
+def _broke(name: str, exc: Exception) -> NodeError:
+    return NodeError.from_exception(exc, node=name, attempts=1)
 
 
 def _summary(name: str, count: int, items: Mapping[int, ItemDone], failed: list[int]) -> NodeError:

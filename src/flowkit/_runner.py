@@ -21,6 +21,7 @@ from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
 from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ._logging import get_logger
+from ._parallel import Parallel
 from ._result import Checkpoint, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
 from ._threads import Threads
@@ -191,7 +192,12 @@ class Runner(Generic[S]):
             return core.run_steps(self, thread_id, run_id, cursor)
         waiting_at = open_gates(self.flow, cursor)
         if gate is not None and gate not in self.flow.gates and gate not in waiting_at:
-            raise UnknownGateError(gate, thread_id=thread_id, gates=[*self.flow.gates, *waiting_at])
+            # A gate branch of a Parallel is a gate of the flow too, even once answered.
+            branches = (n.gates for n in self.flow.nodes.values() if isinstance(n, Parallel))
+            if not any(gate in each for each in branches):
+                raise UnknownGateError(
+                    gate, thread_id=thread_id, gates=[*self.flow.gates, *waiting_at]
+                )
         if cursor.status == "waiting" and cursor.node in self.flow.nodes:
             # Gate branches of a Parallel wait: answer them; the join runs once none is open.
             cursor = answer_gates(self, thread_id, run_id, cursor, value, gate)

@@ -1,0 +1,131 @@
+"""Edge cases of ``Map`` and ``Parallel`` found by trying them as a new user would: user
+callbacks around the calls (``over``, ``key``, a ``concurrency`` function, ``merge``) that
+raise, and resuming a gate branch that was already answered."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel
+
+from flowkit import END, Flow, Gate, Map, NodeError, Parallel, Route, RouteTable, Runner, append
+from flowkit import field as where
+from flowkit.errors import NotWaitingError
+from flowkit.stores import Store
+
+
+class Sheet(BaseModel):
+    items: list[int] = [1, 2, 3]
+    out: Annotated[list[int], append] = []
+    error: NodeError | None = None
+
+
+def double(state: Sheet, item: int) -> dict[str, Any]:
+    return {"out": [item * 2]}
+
+
+def boom(*_: Any) -> Any:
+    raise ZeroDivisionError("boom")
+
+
+def map_flow(routed: bool, **map_args: Any) -> Flow:
+    map_args.setdefault("over", lambda s: s.items)
+    route: Any = END
+    if routed:
+        route = RouteTable("after", [Route(where("error.type").eq("Never"), END)], default=END)
+    return Flow(
+        name="edges",
+        state=Sheet,
+        start="m",
+        nodes={"m": Map(double, **map_args)},
+        routes={"m": route},
+    )
+
+
+CALLBACKS = {
+    "over raises": {"over": boom},
+    "over not iterable": {"over": lambda s: 5},
+    "key raises": {"key": boom},
+    "concurrency function raises": {"concurrency": boom},
+    "concurrency function gives 0": {"concurrency": lambda s: 0},
+    "merge raises": {"merge": boom},
+}
+
+
+@pytest.mark.parametrize("case", CALLBACKS)
+def test_a_failing_callback_fails_the_node_like_a_failing_call(case: str, store: Store) -> None:
+    runner = Runner(map_flow(False, **CALLBACKS[case]), store=store)
+    failed = runner.start("t")
+    assert failed.status == "failed" and failed.node == "m"
+    assert failed.error is not None and failed.error.node == "m"
+    assert failed.state.out == []
+    assert runner.get_state("t").status == "failed"  # replays to the same place
+    assert [c.status for c in runner.history("t")][-1] == "failed"
+
+
+@pytest.mark.parametrize("case", CALLBACKS)
+def test_a_failing_callback_is_routed_by_the_error_field(case: str, store: Store) -> None:
+    runner = Runner(map_flow(True, **CALLBACKS[case]), store=store)
+    done = runner.start("t")
+    assert done.status == "done"
+    assert done.error is not None and done.state.error is not None
+    assert done.state.error.node == "m"
+    assert runner.get_state("t").state == done.state
+
+
+def test_a_failed_merge_keeps_the_calls_and_resume_runs_only_the_merge(store: Store) -> None:
+    calls: list[int] = []
+    broken = [True]
+
+    def counted(state: Sheet, item: int) -> dict[str, Any]:
+        calls.append(item)
+        return {"out": [item]}
+
+    def merge(state: Sheet, updates: list[dict[str, Any]]) -> dict[str, Any]:
+        if broken[0]:
+            raise RuntimeError("merge bug")
+        return {"out": [x for u in updates for x in u["out"]]}
+
+    flow = Flow(
+        name="merge",
+        state=Sheet,
+        start="m",
+        nodes={"m": Map(counted, over=lambda s: s.items, merge=merge)},
+        routes={"m": END},
+    )
+    runner = Runner(flow, store=store)
+    assert runner.start("t").status == "failed"
+    broken[0] = False
+    done = runner.resume("t")
+    assert done.done and done.state.out == [1, 2, 3]
+    assert sorted(calls) == [1, 2, 3]  # no call ran twice
+
+
+class Legal(BaseModel):
+    legal_ok: bool
+
+
+class Tech(BaseModel):
+    tech_ok: bool
+
+
+class Review(BaseModel):
+    legal_ok: bool | None = None
+    tech_ok: bool | None = None
+
+
+def test_resuming_an_answered_gate_branch_says_it_is_answered(store: Store) -> None:
+    flow = Flow(
+        name="reviews",
+        state=Review,
+        start="review",
+        nodes={"review": Parallel({"legal": Gate(Legal), "tech": Gate(Tech)})},
+        routes={"review": END},
+    )
+    runner = Runner(flow, store=store)
+    runner.start("t")
+    runner.resume("t", {"legal_ok": True}, gate="legal")
+    with pytest.raises(NotWaitingError, match=r"`tech`.*not at `legal`"):
+        runner.resume("t", {"legal_ok": False}, gate="legal")
+    assert runner.get_state("t").gates == ("tech",)
