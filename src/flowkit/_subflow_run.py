@@ -69,8 +69,9 @@ class ChildRunner:
     do not (a stream of the parent shows parent states).
     """
 
-    def __init__(self, parent: Any, name: str, node: Subflow, cursor: Cursor) -> None:
+    def __init__(self, parent: Any, name: str, node: Subflow, cursor: Cursor, run_id: str) -> None:
         self.parent = parent
+        self.run_id = run_id  # events name the run even without a store (no records then)
         self.name = name
         self.node = node
         self.cursor = cursor
@@ -125,9 +126,9 @@ class ChildRunner:
         self.parent._threads.commit(thread_id, parent.version, new, wrapped)
         self.cursor = new
         if status != "pending" and not isinstance(self.parent, ChildRunner):
-            self._tell(thread_id, record.run_id if record is not None else None, new)
+            self._tell(thread_id, self.run_id, new)
 
-    def _tell(self, thread_id: str, run_id: str | None, top: Cursor) -> None:
+    def _tell(self, thread_id: str, run_id: str, top: Cursor) -> None:
         """The thread (the top flow) now waits or failed inside a child: say where."""
         if not self._subscribers:
             return
@@ -176,7 +177,7 @@ def run_subflow(
     started = time.perf_counter()
     if runner._subscribers:
         runner._emit(NodeStarted(thread_id, run_id, name, 1))
-    holder = ChildRunner(runner, name, node, cursor)
+    holder = ChildRunner(runner, name, node, cursor, run_id)
     child = cursor.sub
     if child is not None and child.status == "failed" and child.node not in node.flow.nodes:
         child = None  # it ended in a failed final state: resuming runs it again
@@ -361,14 +362,16 @@ def answer_child(
         def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
             return gate_input_step(holder, thread_id, run_id, leaf_cursor, model)
 
-    return _answer(runner, cursor, at_leaf)
+    return _answer(runner, run_id, cursor, at_leaf)
 
 
-def _answer(runner: Any, cursor: Cursor, at_leaf: Callable[[Any, Cursor], Cursor]) -> Cursor:
+def _answer(
+    runner: Any, run_id: str, cursor: Cursor, at_leaf: Callable[[Any, Cursor], Cursor]
+) -> Cursor:
     if cursor.sub is None:
         return at_leaf(runner, cursor)
-    holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor)
-    _answer(holder, cursor.sub, at_leaf)
+    holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor, run_id)
+    _answer(holder, run_id, cursor.sub, at_leaf)
     return holder.cursor
 
 

@@ -1,0 +1,51 @@
+"""Edge cases of ``Subflow`` found by trying it as a new user would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from flowkit import END, Flow, Runner, Subflow
+from flowkit.stores import MemoryStore
+
+
+class Child(BaseModel):
+    text: str = ""
+    ok: bool = False
+
+
+class Approve(BaseModel):
+    ok: bool
+
+
+class Parent(BaseModel):
+    text: str = "hi"
+    ok: bool = False
+
+
+child = Flow(
+    name="child",
+    state=Child,
+    start="check",
+    nodes={"check": lambda s: {"text": s.text + "!"}},
+    gates={"approve": Approve},
+    routes={"check": "approve", "approve": END},
+)
+parent = Flow(
+    name="parent",
+    state=Parent,
+    start="sub",
+    nodes={"sub": Subflow(child, writes=["ok", "text"])},
+    routes={"sub": END},
+)
+
+
+@pytest.mark.parametrize("store", [None, MemoryStore()], ids=["no store", "memory"])
+def test_a_stream_of_events_shows_the_child_gate_waiting(store: Any) -> None:
+    runner = Runner(parent, store=store)
+    events = list(runner.stream("t", {}, mode="events"))
+    waiting = [e for e in events if e.kind == "waiting"]
+    assert [e.gate for e in waiting] == ["sub/approve"]
+    assert waiting[0].run_id == events[0].run_id
