@@ -4,6 +4,7 @@ raise, and resuming a gate branch that was already answered."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -11,8 +12,9 @@ from pydantic import BaseModel
 
 from flowkit import END, Flow, Gate, Map, NodeError, Parallel, Route, RouteTable, Runner, append
 from flowkit import field as where
+from flowkit.cli import main
 from flowkit.errors import NotWaitingError
-from flowkit.stores import Store
+from flowkit.stores import JsonFileStore, Store
 
 
 class Sheet(BaseModel):
@@ -129,3 +131,22 @@ def test_resuming_an_answered_gate_branch_says_it_is_answered(store: Store) -> N
     with pytest.raises(NotWaitingError, match=r"`tech`.*not at `legal`"):
         runner.resume("t", {"legal_ok": False}, gate="legal")
     assert runner.get_state("t").gates == ("tech",)
+
+
+def test_cli_show_names_the_open_gate_branches(tmp_path: Path, capsys: Any) -> None:
+    flow = Flow(
+        name="reviews",
+        state=Review,
+        start="review",
+        nodes={"review": Parallel({"legal": Gate(Legal), "tech": Gate(Tech)})},
+        routes={"review": END},
+    )
+    with JsonFileStore(tmp_path) as store:
+        runner = Runner(flow, store=store)
+        runner.start("t")
+        assert main(["show", "t", "--store", str(tmp_path)]) == 0
+        assert "status   waiting at gates legal, tech\n" in capsys.readouterr().out
+        runner.resume("t", {"legal_ok": True}, gate="legal")
+        runner.update_state("t", {"tech_ok": None}, reason="a patch does not move it")
+        assert main(["show", "t", "--store", str(tmp_path)]) == 0
+        assert "status   waiting at gate tech\n" in capsys.readouterr().out

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Runner, Subflow
-from flowkit.stores import MemoryStore
+from flowkit.cli import main
+from flowkit.stores import JsonFileStore, MemoryStore
 
 
 class Child(BaseModel):
@@ -49,3 +51,12 @@ def test_a_stream_of_events_shows_the_child_gate_waiting(store: Any) -> None:
     waiting = [e for e in events if e.kind == "waiting"]
     assert [e.gate for e in waiting] == ["sub/approve"]
     assert waiting[0].run_id == events[0].run_id
+
+
+def test_cli_show_names_the_gate_inside_the_child(tmp_path: Path, capsys: Any) -> None:
+    with JsonFileStore(tmp_path) as store:
+        runner = Runner(parent, store=store)
+        runner.start("t")
+        runner.update_state("t", {"text": "edited"})  # the child still waits
+    assert main(["show", "t", "--store", str(tmp_path)]) == 0
+    assert "status   waiting at gate sub/approve\n" in capsys.readouterr().out

@@ -274,6 +274,34 @@ def _records(args: argparse.Namespace) -> tuple[JsonFileStore, list[AnyRecord]]:
     return store, store.records(args.thread)
 
 
+def _open_gates(records: list[AnyRecord]) -> list[str]:
+    """The gates a waiting thread waits at, from its records alone: inside a subflow by path
+    (``review/approve``); at a ``Parallel``, its gate branches not answered yet."""
+
+    def unwrapped(record: Any) -> tuple[str, Any]:
+        prefix = ""
+        while record.kind == "sub":
+            prefix, record = f"{prefix}{record.node}/", record.record
+        return prefix, record
+
+    records = list(records)
+    while len(records) > 1 and records[-1].kind == "patch" and records[-1].next == records[-2].next:
+        records.pop()  # a patch that did not move the thread: it still waits where it did
+    prefix, last = unwrapped(records[-1])
+    answered: set[str] = set()
+    for record in reversed(records):
+        where, inner = unwrapped(record)
+        if inner.kind == "patch" and inner is not last:
+            continue
+        if where != prefix or getattr(inner, "node", None) != last.next:
+            break
+        if inner.kind == "pause":
+            return [f"{prefix}{g}" for g in inner.gates if g not in answered]
+        if inner.kind == "item":
+            answered.add(inner.label)
+    return [f"{prefix}{last.next}"]
+
+
 def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     """Print a thread's latest state (and, with ``--history``, every checkpoint)."""
     store, records = _records(args)
@@ -304,8 +332,12 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         write_json(doc, out)
         return 0
     where = "at gate" if last.status == "waiting" else "next:" if last.status == "pending" else "at"
+    at = last.next
+    if last.status == "waiting":
+        gates = _open_gates(records)
+        where, at = ("at gate" if len(gates) == 1 else "at gates"), ", ".join(gates)
     out.write(f"thread   {thread_id}\nflow     {flow_name}\n")
-    out.write(f"status   {last.status} {where} {last.next}\n")
+    out.write(f"status   {last.status} {where} {at}\n")
     out.write(f"version  {last.version}\nupdated  {when(last.ts)}\n")
     if error:
         out.write(f"error    {_error_text(error)}\n")
