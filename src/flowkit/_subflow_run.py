@@ -350,8 +350,20 @@ def answer_child(
         )
     local = None if gate is None else gate[len(prefix) + 1 :]
     if inner.node in flow.nodes:  # gate branches of a Parallel inside the child
+        names = {path[len(prefix) + 1 :] for path in waiting}
         if isinstance(value, Mapping) and value and set(value) <= set(waiting):
             value = {key[len(prefix) + 1 :]: each for key, each in value.items()}
+        elif gate is None and not (isinstance(value, Mapping) and value and set(value) <= names):
+            # Said here, by path: the child's own message would name the gates as the child
+            # knows them, which resume on the parent does not accept.
+            raise NotWaitingError(
+                f"Thread `{thread_id}` waits at {len(waiting)} gates inside subflow "
+                f"`{cursor.node}` ({', '.join(f'`{g}`' for g in waiting)}); pass gate='<path>' "
+                "with its input, or a mapping {path: input} to answer several.",
+                thread_id=thread_id,
+                status=cursor.status,
+                node=cursor.node,
+            )
 
         def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
             return answer_gates(holder, thread_id, run_id, leaf_cursor, value, local)

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from flowkit import END, Flow, Runner, Subflow
+from flowkit import END, Flow, Gate, Parallel, Runner, Subflow
 from flowkit.cli import main
+from flowkit.errors import NotWaitingError
 from flowkit.stores import JsonFileStore, MemoryStore
 
 
@@ -60,3 +61,38 @@ def test_cli_show_names_the_gate_inside_the_child(tmp_path: Path, capsys: Any) -
         runner.update_state("t", {"text": "edited"})  # the child still waits
     assert main(["show", "t", "--store", str(tmp_path)]) == 0
     assert "status   waiting at gate sub/approve\n" in capsys.readouterr().out
+
+
+class Legal(BaseModel):
+    legal_ok: bool
+
+
+class Tech(BaseModel):
+    tech_ok: bool
+
+
+class Reviews(BaseModel):
+    legal_ok: bool | None = None
+    tech_ok: bool | None = None
+
+
+def test_resume_without_gate_at_child_gate_branches_names_them_by_path() -> None:
+    inner = Flow(
+        name="inner",
+        state=Reviews,
+        start="review",
+        nodes={"review": Parallel({"legal": Gate(Legal), "tech": Gate(Tech)})},
+        routes={"review": END},
+    )
+    outer = Flow(
+        name="outer",
+        state=Reviews,
+        start="rv",
+        nodes={"rv": Subflow(inner, writes=["legal_ok", "tech_ok"])},
+        routes={"rv": END},
+    )
+    runner = Runner(outer)
+    runner.start("t")
+    with pytest.raises(NotWaitingError, match=r"\(`rv/legal`, `rv/tech`\).*gate='<path>'"):
+        runner.resume("t", {"legal_ok": True})
+    assert runner.get_state("t").gates == ("rv/legal", "rv/tech")
