@@ -187,6 +187,8 @@ class Node:
     takes_context: bool = field(init=False)
 
     def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise TypeError(f"A node is a function (state) -> update, not {type(self.fn).__name__}")
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
         object.__setattr__(self, "takes_context", _positional_arity(self.fn) >= 2)
         if self.timeout is not None and self.timeout <= 0:

@@ -101,6 +101,8 @@ class Map(BatchNode):
         Node.__post_init__(self)
         if self.over is None or not callable(self.over):
             raise TypeError("Map needs over=, a function state -> the items to map over")
+        if self.key is not None and not callable(self.key):
+            raise TypeError("Map key= is a function item -> the call's name in events and logs")
         self._check_concurrency()
         object.__setattr__(self, "item_takes_context", _arity(self.fn) >= 3)
         # The engine calls each item through a plain node: (state) or (state, ctx).
@@ -113,9 +115,17 @@ class Map(BatchNode):
     def calls(self, state: Any) -> list[Call]:
         items = self.items(state)
         key = self.key
+        labels = [str(key(item)) if key else str(index) for index, item in enumerate(items)]
+        if key is not None and len(set(labels)) < len(labels):
+            # Two calls named alike could not be told apart in events and errors.
+            seen: set[str] = set()
+            for index, label in enumerate(labels):
+                if label in seen:
+                    labels[index] = f"{label}#{index}"
+                seen.add(label)
         return [
-            Call(index, str(key(item)) if key else str(index), self._bound(item))
-            for index, item in enumerate(items)
+            Call(index, label, self._bound(item))
+            for index, (label, item) in enumerate(zip(labels, items, strict=True))
         ]
 
     def _bound(self, item: Any) -> Node:

@@ -150,3 +150,18 @@ def test_cli_show_names_the_open_gate_branches(tmp_path: Path, capsys: Any) -> N
         runner.update_state("t", {"tech_ok": None}, reason="a patch does not move it")
         assert main(["show", "t", "--store", str(tmp_path)]) == 0
         assert "status   waiting at gate tech\n" in capsys.readouterr().out
+
+
+def test_calls_with_the_same_key_get_names_that_tell_them_apart() -> None:
+    labels = [
+        c.label
+        for c in Map(lambda s, i: {}, over=lambda s: [1, 2, 3], key=lambda i: "x").calls(None)
+    ]
+    assert labels == ["x", "x#1", "x#2"]
+
+
+def test_a_map_key_or_branch_that_is_not_a_function_is_refused_when_made() -> None:
+    with pytest.raises(TypeError, match="key="):
+        Map(lambda s, i: {}, over=lambda s: [], key="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="A node is a function"):
+        Parallel({"a": 5})  # type: ignore[dict-item]
