@@ -14,8 +14,7 @@ from collections.abc import Generator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
+from ._batch_journal import field_values, merge_items
 from ._events import Failed, NodeFinished, NodeStarted, Waiting
 from ._execution import (
     Batch,
@@ -25,31 +24,27 @@ from ._execution import (
     ItemDone,
     Job,
     _attempts,
-    check_invariants,
     check_writes,
-    dump_input,
-    mirror,
+    log_node_finished,
+    move,
     status_of,
-    validate_gate_input,
 )
 from ._node import NodeError, check_update
-from ._parallel import BatchNode, Call, Parallel
-from ._records import ItemRecord, JoinRecord, PauseRecord
-from ._state import StateSchema
-from .errors import InvalidResumeInputError, NotWaitingError, RunError
+from ._parallel import Batched, BatchNode, Call
+from ._records import ItemRecord, JoinRecord, PauseRecord, Status
+from .errors import RunError
 
 if TYPE_CHECKING:
-    from ._flow import Flow
     from ._runner import Runner
 
-__all__ = ["merge_items", "replay_batch_record", "run_batch"]
+__all__ = ["checkpoint_call", "label_of", "run_batch"]
 
 #: ``NodeError.type`` of a join where some calls failed; the message lists which and why.
 ITEMS_FAILED = "ItemsFailed"
 
 
 def run_batch(
-    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, node: BatchNode
+    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, node: Batched
 ) -> Generator[Instruction, Any, Cursor]:
     """Run the calls of batch node ``name`` that have not finished yet, then join them."""
     started = time.perf_counter()
@@ -76,7 +71,7 @@ def run_batch(
                     runner,
                     thread_id,
                     run_id,
-                    _label(name, call),
+                    label_of(name, call),
                     cursor,
                     call.node,
                 ),
@@ -128,103 +123,32 @@ def _pause(
     return after
 
 
-def open_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
-    """The gates a waiting cursor waits at: its gate, or a ``Parallel``'s open gate branches."""
-    if cursor.status != "waiting":
-        return ()
-    if cursor.node in flow.gates:
-        return (cursor.node,)
-    node = flow.nodes.get(cursor.node)
-    if not isinstance(node, Parallel):
-        return ()
-    done = cursor.items or {}
-    return tuple(c.label for c in node.calls(cursor.state) if c.gate and c.index not in done)
+def label_of(name: str, call: Call) -> str:
+    """A call's name in events, logs and errors: ``node[label]``."""
+    return f"{name}[{call.label}]"
 
 
-def answer_gates(
-    runner: Runner[Any],
-    thread_id: str,
-    run_id: str,
-    cursor: Cursor,
-    value: Any,
-    gate: str | None,
-) -> Cursor:
-    """Input for the open gate branches of a ``Parallel``: ``gate=`` names one; otherwise
-    ``value`` maps gate names to their inputs. Each answer is checkpointed like a finished call;
-    once none is open, the thread is pending and the run goes on to the join."""
-    flow = runner.flow
-    node = flow.nodes[cursor.node]
-    assert isinstance(node, Parallel)
-    waiting = open_gates(flow, cursor)
-    answers = _answers(thread_id, cursor.node, waiting, value, gate)
-    calls = node.calls(cursor.state)
-    by_label = {call.label: call for call in calls}
-    validated = {
-        name: validate_gate_input(flow, thread_id, name, answer, by_label[name].gate)
-        for name, answer in answers.items()
-    }  # every input is checked before any is saved
-    for name, model in validated.items():
-        cursor = _commit_answer(runner, thread_id, run_id, cursor, by_label[name], model, calls)
-    return cursor
-
-
-def _answers(
-    thread_id: str, node: str, waiting: tuple[str, ...], value: Any, gate: str | None
-) -> dict[str, Any]:
-    if gate is not None:
-        if gate not in waiting:
-            raise NotWaitingError(
-                f"Thread `{thread_id}` waits at {_names(waiting)} of `{node}`, not at `{gate}`; "
-                "resume with one of those.",
-                thread_id=thread_id,
-                status="waiting",
-                node=node,
-            )
-        return {gate: value}
-    if isinstance(value, Mapping) and value and set(value) <= set(waiting):
-        return dict(value)
-    raise NotWaitingError(
-        f"Thread `{thread_id}` waits at {len(waiting)} gates of `{node}` ({_names(waiting)}); "
-        "pass gate='<name>' with its input, or a mapping {gate name: input} to answer several.",
-        thread_id=thread_id,
-        status="waiting",
-        node=node,
-    )
-
-
-def _names(gates: tuple[str, ...]) -> str:
-    return ", ".join(f"`{g}`" for g in gates)
-
-
-def _commit_answer(
+def checkpoint_call(
     runner: Runner[Any],
     thread_id: str,
     run_id: str,
     cursor: Cursor,
     call: Call,
-    model: BaseModel,
-    calls: list[Call],
+    of: int,
+    update: Mapping[str, Any],
+    *,
+    error: NodeError | None = None,
+    finished: Finished | None = None,
+    status: Status = "pending",
+    given: dict[str, Any] | None = None,
 ) -> Cursor:
-    assert call.gate is not None
+    """Commit an ``item`` record for one finished call (or answered gate branch, whose input
+    is ``given``): its update is kept aside in the cursor, the state does not change."""
     name = cursor.node
-    label = _label(name, call)
-    try:
-        raw = call.gate.to_update(cursor.state, model, thread_id=thread_id)
-    except (ValueError, TypeError, LookupError) as exc:
-        raise InvalidResumeInputError(
-            call.label, thread_id=thread_id, errors=[{"msg": str(exc)}], detail=f"  {exc}"
-        ) from exc
-    check_writes(label, call.gate.writes, raw)
-    _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
-    stored = runner._threads.dump(update, thread_id=thread_id, who=label)
-    items = {
-        **(cursor.items or {}),
-        call.index: ItemDone(update, stored, None, len(calls), call.label),
-    }
-    still = [c for c in calls if c.gate is not None and c.index not in items]
-    after = Cursor(
-        cursor.state, name, "waiting" if still else "pending", cursor.version + 1, None, items
-    )
+    stored = runner._threads.dump(update, thread_id=thread_id, who=label_of(name, call))
+    done = ItemDone(update, stored, error, of, call.label)
+    items = {**(cursor.items or {}), call.index: done}
+    after = Cursor(cursor.state, name, status, cursor.version + 1, None, items)
     record = None
     if runner.store is not None:
         record = ItemRecord.model_construct(
@@ -232,27 +156,23 @@ def _commit_answer(
             ts=round(time.time(), 3),
             run_id=run_id,
             next=name,
-            status=after.status,
+            status=status,
             node=name,
             index=call.index,
-            of=len(calls),
+            of=of,
             label=call.label,
             update=stored,
-            attempts=1,
-            latency_s=0.0,
-            error=None,
-            llm_calls=[],
-            input=dump_input(thread_id, label, model),
+            attempts=finished.attempts if finished else 1,
+            latency_s=round(finished.latency_s, 6) if finished else 0.0,
+            error=error.model_dump() if error else None,
+            llm_calls=finished.llm_calls if finished else [],
+            input=given,
         )
     runner._threads.commit(thread_id, cursor.version, after, record)
     return after
 
 
-def _label(name: str, call: Call) -> str:
-    return f"{name}[{call.label}]"
-
-
-def _calls(thread_id: str, name: str, node: BatchNode, cursor: Cursor) -> list[Call]:
+def _calls(thread_id: str, name: str, node: Batched, cursor: Cursor) -> list[Call]:
     calls = node.calls(cursor.state)
     if cursor.items:
         known = {done.of for done in cursor.items.values()}
@@ -278,7 +198,7 @@ def _commit_item(
     calls: list[Call],
 ) -> Cursor:
     """Checkpoint one finished call: its update is kept aside, the state does not change."""
-    label = _label(name, call)
+    label = label_of(name, call)
     outcome = finished.outcome
     error: NodeError | None = None
     update: Mapping[str, Any] = {}
@@ -297,29 +217,17 @@ def _commit_item(
             error_type=error.type,
             attempts=finished.attempts,
         )
-    stored = runner._threads.dump(update, thread_id=thread_id, who=label)
-    done = ItemDone(update, stored, error, len(calls), call.label)
-    items = {**(cursor.items or {}), call.index: done}
-    after = Cursor(cursor.state, name, "pending", cursor.version + 1, None, items)
-    record = None
-    if runner.store is not None:
-        record = ItemRecord.model_construct(
-            version=after.version,
-            ts=round(time.time(), 3),
-            run_id=run_id,
-            next=name,
-            status="pending",
-            node=name,
-            index=call.index,
-            of=len(calls),
-            label=call.label,
-            update=stored,
-            attempts=finished.attempts,
-            latency_s=round(finished.latency_s, 6),
-            error=error.model_dump() if error else None,
-            llm_calls=finished.llm_calls,
-        )
-    runner._threads.commit(thread_id, cursor.version, after, record)
+    after = checkpoint_call(
+        runner,
+        thread_id,
+        run_id,
+        cursor,
+        call,
+        len(calls),
+        update,
+        error=error,
+        finished=finished,
+    )
     if runner._subscribers:
         runner._emit(
             NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts, error)
@@ -357,7 +265,7 @@ def _join(
     elif node.merge is None:
         state = merge_items(flow.schema, cursor.state, items, merged, name)
     else:
-        updates = [_values(flow.schema, items[i].update) for i in merged]
+        updates = [field_values(flow.schema, items[i].update) for i in merged]
         try:
             value = node.merge(cursor.state, updates)
         except Exception as exc:
@@ -371,21 +279,8 @@ def _join(
         state, more = flow.schema.apply(state, {flow.error_field: error}, node=name)
         extra.update(more)
     target = flow.next_state(name, state)
-    runner._log.debug(
-        "node_finished",
-        thread_id=thread_id,
-        run_id=run_id,
-        node=name,
-        target=target,
-        latency_ms=round(latency * 1000, 3),
-        attempts=1,
-        success=error is None,
-        error_type=None if error is None else error.type,
-    )
-    flow.machine.advance(name, target)
-    state = mirror(flow, state, extra, target)
-    if flow.invariants:
-        check_invariants(flow, thread_id, name, state, cursor.version)
+    log_node_finished(runner, thread_id, run_id, name, target, latency, 1, error)
+    state = move(flow, thread_id, name, target, state, extra, cursor.version)
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
     record = None
     if runner.store is not None:
@@ -468,85 +363,3 @@ def _summary(name: str, count: int, items: Mapping[int, ItemDone], failed: list[
         retryable=all(e is not None and e.retryable for e in errors),
         attempts=max(e.attempts for e in errors if e is not None),
     )
-
-
-def merge_items(
-    schema: StateSchema,
-    state: BaseModel,
-    items: Mapping[int, ItemDone],
-    order: list[int],
-    node: str,
-) -> BaseModel:
-    """Apply the calls' updates to ``state`` through the reducers, in ``order``.
-
-    Live runs hold normalised values and replay holds their JSON form; validating leniently
-    accepts both, so the two give the same state.
-    """
-    for index in order:
-        state, _ = schema.apply(state, items[index].update, node=node, strict_json=True)
-    return state
-
-
-def _values(schema: StateSchema, update: Mapping[str, Any]) -> dict[str, Any]:
-    """An update as field values (models, not dicts), whether live or read back as JSON."""
-    return {key: schema.fields[key].adapter.validate_python(value) for key, value in update.items()}
-
-
-def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
-    """The cursor after an ``item`` or ``join`` record."""
-    if isinstance(record, PauseRecord):
-        return cursor._replace(status="waiting", version=record.version, error=None)
-    error = NodeError.model_validate(record.error) if record.error else None
-    if isinstance(record, ItemRecord):
-        done = ItemDone(record.update, record.update, error, record.of, record.label)
-        items = {**(cursor.items or {}), record.index: done}
-        return Cursor(cursor.state, record.next, record.status, record.version, None, items)
-    assert isinstance(record, JoinRecord)
-    items = dict(cursor.items or {})
-    if record.status == "failed" and record.next == record.node:
-        kept = {i: done for i, done in items.items() if i not in record.failed}
-        return cursor._replace(
-            status="failed", version=record.version, error=error, items=kept or None
-        )
-    missing = [i for i in record.merged if i not in items]
-    if missing:
-        raise RunError(
-            f"The journal joins calls {missing} of `{record.node}` at version {record.version} "
-            "but has no item records for them; the thread's journal is damaged.",
-            thread_id="",
-        )
-    state = cursor.state
-    if record.folded:
-        state = merge_items(flow.schema, state, items, record.merged, record.node)
-    state = flow.schema.replay(state, record.update, node=record.node)
-    return Cursor(state, record.next, record.status, record.version, error)
-
-
-def snapshot_items(cursor: Cursor) -> dict[int, dict[str, Any]] | None:
-    """The finished calls a snapshot keeps (JSON form)."""
-    if not cursor.items:
-        return None
-    return {
-        index: {
-            "update": dict(done.stored),
-            "error": done.error.model_dump() if done.error else None,
-            "of": done.of,
-            "label": done.label,
-        }
-        for index, done in cursor.items.items()
-    }
-
-
-def items_from_snapshot(data: Mapping[int, Mapping[str, Any]] | None) -> dict[int, ItemDone] | None:
-    if not data:
-        return None
-    return {
-        int(index): ItemDone(
-            each["update"],
-            each["update"],
-            NodeError.model_validate(each["error"]) if each.get("error") else None,
-            int(each["of"]),
-            str(each.get("label", "")),
-        )
-        for index, each in data.items()
-    }

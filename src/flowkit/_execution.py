@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ._events import (
     Completed,
@@ -25,16 +25,13 @@ from ._events import (
     Waiting,
     classify_changes,
 )
-from ._gate import Gate
 from ._invariants import check_invariants
-from ._jsonform import dump_state
 from ._node import Context, Node, NodeError, check_update
-from ._parallel import BatchNode
-from ._records import InputRecord, PatchRecord, StartRecord, Status, StepRecord
+from ._parallel import Map, Parallel
+from ._records import StartRecord, Status, StepRecord
 from ._route_table import END
 from ._subflow import Subflow
 from .errors import (
-    InvalidResumeInputError,
     StepLimitError,
     StoreError,
     UndeclaredWriteError,
@@ -184,6 +181,51 @@ def mirror(flow: Flow, state: BaseModel, update: dict[str, Any], target: str) ->
     return state.model_copy(update={"dialog_state": target})
 
 
+def move(
+    flow: Flow,
+    thread_id: str,
+    source: str,
+    target: str,
+    state: BaseModel,
+    update: dict[str, Any],
+    version: int,
+) -> BaseModel:
+    """Take the edge ``source -> target`` (the machine refuses an undeclared one), mirror the
+    target into ``dialog_state`` and check the invariants on the new state; the state."""
+    flow.machine.advance(source, target)
+    state = mirror(flow, state, update, target)
+    if flow.invariants:
+        check_invariants(flow, thread_id, source, state, version)
+    return state
+
+
+def log_node_finished(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    node: str,
+    target: str,
+    latency: float,
+    attempts: int,
+    error: NodeError | None,
+) -> None:
+    """One line per finished node (its route, latency and outcome), never the state it read:
+    enough to follow and time a thread, nothing private. Built only when a debug line can go
+    anywhere: its fields cost more than the rest of a plain step."""
+    if runner._log.debug_enabled():
+        runner._log.debug(
+            "node_finished",
+            thread_id=thread_id,
+            run_id=run_id,
+            node=node,
+            target=target,
+            latency_ms=round(latency * 1000, 3),
+            attempts=attempts,
+            success=error is None,
+            error_type=None if error is None else error.type,
+        )
+
+
 def check_writes(name: str, writes: frozenset[str] | None, update: Mapping[str, Any]) -> None:
     if writes is None:
         return
@@ -201,12 +243,12 @@ def check_writes(name: str, writes: frozenset[str] | None, update: Mapping[str, 
 def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     """The cursor after one journal record (the same rules the live run used)."""
     if record.kind in ("item", "pause", "join"):
-        from ._batch import replay_batch_record
+        from ._batch_journal import replay_batch_record
 
         assert cursor is not None, "a journal starts with a start record"
         return replay_batch_record(flow, cursor, record)
     if record.kind == "sub" or (record.kind == "start" and record.sub is not None):
-        from ._subflow_run import replay_sub_record
+        from ._subflow_journal import replay_sub_record
 
         return replay_sub_record(flow, cursor, record)
     error = NodeError.model_validate(record.error) if getattr(record, "error", None) else None
@@ -220,112 +262,6 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     if sub is not None and (record.next, record.status) != (cursor.node, cursor.status):
         sub = None  # a patch that moved the thread leaves the child behind
     return Cursor(state, record.next, record.status, record.version, error, None, sub)
-
-
-def validate_gate_input(
-    flow: Flow, thread_id: str, gate: str, value: Any, spec: Gate | None = None
-) -> BaseModel:
-    """The resume input as the gate's model; ``InvalidResumeInputError`` lists what is wrong.
-
-    ``spec`` is the gate when it is not one of the flow's own (a ``Parallel``'s gate branch).
-    """
-    model = (spec or flow.gates[gate]).input
-    try:
-        if isinstance(value, model):
-            return value
-        return model.model_validate({} if value is None else value)
-    except ValidationError as exc:
-        # Never echo the input back: it may hold personal data.
-        errors = exc.errors(include_url=False, include_input=False, include_context=False)
-        detail = "\n".join(
-            f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
-        )
-        raise InvalidResumeInputError(
-            gate, thread_id=thread_id, errors=[dict(e) for e in errors], detail=detail
-        ) from exc
-
-
-def gate_input_step(
-    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, value: BaseModel
-) -> Cursor:
-    """Apply validated gate input: reduce it into the state, route on, commit."""
-    flow = runner.flow
-    gate_name = cursor.node
-    gate = flow.gates[gate_name]
-    try:
-        raw = gate.to_update(cursor.state, value, thread_id=thread_id)
-    except (ValueError, TypeError, LookupError) as exc:
-        # The gate's own checks refused the input: the thread keeps waiting, nothing saved.
-        detail = f"  {exc}"
-        raise InvalidResumeInputError(
-            gate_name, thread_id=thread_id, errors=[{"msg": str(exc)}], detail=detail
-        ) from exc
-    check_writes(gate_name, gate.writes, raw)
-    state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
-    target = flow.next_state(gate_name, state)
-    runner._log.debug("route_decided", thread_id=thread_id, node=gate_name, target=target)
-    flow.machine.advance(gate_name, target)
-    state = mirror(flow, state, update, target)
-    if flow.invariants:
-        check_invariants(flow, thread_id, gate_name, state, cursor.version)
-    after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
-    record = InputRecord.model_construct(
-        version=after.version,
-        ts=round(time.time(), 3),
-        run_id=run_id,
-        next=target,
-        status=after.status,
-        gate=gate_name,
-        input=dump_input(thread_id, gate_name, value),
-        update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
-    )
-    runner._threads.commit(thread_id, cursor.version, after, record)
-    runner._announce(thread_id, run_id, gate_name, after, update)
-    return after
-
-
-def dump_input(thread_id: str, gate: str, value: BaseModel) -> dict[str, Any]:
-    """The gate input's JSON form as the input record keeps it, refused if JSON cannot."""
-    return dump_state(
-        value, thread_id=thread_id, who=gate, dump=lambda: value.model_dump(mode="json")
-    )
-
-
-def patch_step(
-    runner: Runner[Any],
-    thread_id: str,
-    cursor: Cursor,
-    values: Mapping[str, Any],
-    goto: str | None,
-    reason: str,
-    actor: str,
-) -> Cursor:
-    flow = runner.flow
-    state, update = flow.schema.apply(cursor.state, values, node="update_state")
-    target = cursor.node if goto is None else goto
-    status = cursor.status if goto is None else status_of(flow, target)
-    if goto is not None:
-        state = mirror(flow, state, update, target)
-    if flow.invariants:
-        check_invariants(flow, thread_id, "update_state", state, cursor.version)
-    # A running child stays (same rule as replay) unless the patch moved the thread.
-    sub = cursor.sub if (target, status) == (cursor.node, cursor.status) else None
-    after = Cursor(
-        state, target, status, cursor.version + 1, cursor.error if goto is None else None, None, sub
-    )
-    record = PatchRecord.model_construct(
-        version=after.version,
-        ts=round(time.time(), 3),
-        run_id=None,
-        next=target,
-        status=status,
-        update=runner._threads.dump(update, thread_id=thread_id, who="update_state"),
-        reason=reason,
-        actor=actor,
-    )
-    runner._threads.commit(thread_id, cursor.version, after, record)
-    runner._announce(thread_id, None, "update_state", after, update)
-    return after
 
 
 def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) -> Steps:
@@ -370,21 +306,8 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
                 return cursor
             state, update = schema.apply(cursor.state, {flow.error_field: error}, node=name)
         target = flow.next_state(name, state)
-        # One line per finished node (its route, latency and outcome), never the state it
-        # read: enough to follow and time a thread, nothing private. Built only when a debug
-        # line can go anywhere: its fields cost more than the rest of a plain step.
-        if runner._log.debug_enabled():
-            runner._log.debug(
-                "node_finished",
-                thread_id=thread_id,
-                run_id=run_id,
-                node=name,
-                target=target,
-                latency_ms=round(latency * 1000, 3),
-                attempts=attempt,
-                success=error is None,
-                error_type=None if error is None else error.type,
-            )
+        log_node_finished(runner, thread_id, run_id, name, target, latency, attempt, error)
+        # Not `move`: the hot loop has looked up whether the state mirrors once per run.
         flow.machine.advance(name, target)
         if mirrors:
             state = mirror(flow, state, update, target)
@@ -421,7 +344,7 @@ def _run_composite(
     runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, name: str, node: Node
 ) -> Steps:
     """A Map or Parallel (fan-out, join) or a Subflow (a child flow) at ``name``."""
-    if isinstance(node, BatchNode):
+    if isinstance(node, Map | Parallel):
         from ._batch import run_batch  # loaded by the flows that have one
 
         return (yield from run_batch(runner, thread_id, run_id, cursor, name, node))

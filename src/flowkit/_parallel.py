@@ -20,7 +20,7 @@ from typing import Any
 from ._gate import Gate
 from ._node import Node, NodeFn, RetryPolicy, as_node
 
-__all__ = ["BatchNode", "Call", "Map", "Parallel"]
+__all__ = ["BatchNode", "Batched", "Call", "Map", "Parallel"]
 
 #: ``over(state)`` -> the items a ``Map`` runs its function on, one call per item.
 Items = Callable[[Any], Sequence[Any] | Iterable[Any]]
@@ -47,13 +47,11 @@ def _not_callable_directly(*_: Any) -> Any:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BatchNode(Node):
-    """What ``Map`` and ``Parallel`` share: bounded concurrency and a list of calls."""
+    """What ``Map`` and ``Parallel`` share: bounded concurrency and a join. Each lists its calls
+    for a state with ``calls(state)``; the engine takes either as a ``Batched`` node."""
 
     concurrency: Concurrency = 8
     merge: Merge | None = None
-
-    def calls(self, state: Any) -> list[Call]:  # pragma: no cover - abstract
-        raise NotImplementedError
 
     def limit(self, state: Any) -> int:
         """How many calls may run at once for this state."""
@@ -263,3 +261,7 @@ def _arity(fn: NodeFn) -> int:
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
         return 3
     return sum(1 for p in params if p.kind in kinds)
+
+
+#: The nodes the engine runs as a batch of calls (fan-out, checkpoint per call, join).
+Batched = Map | Parallel

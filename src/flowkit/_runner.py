@@ -16,11 +16,12 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from . import _execution as core
-from ._batch import answer_gates, open_gates
+from ._batch_gates import answer_gates, open_gates
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
 from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ._logging import get_logger
+from ._outside_steps import gate_input_step, patch_step, validate_gate_input
 from ._parallel import Parallel
 from ._result import Checkpoint, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
@@ -210,8 +211,8 @@ class Runner(Generic[S]):
                     status=cursor.status,
                     node=cursor.node,
                 )
-            model = core.validate_gate_input(self.flow, thread_id, cursor.node, value)
-            cursor = core.gate_input_step(self, thread_id, run_id, cursor, model)
+            model = validate_gate_input(self.flow, thread_id, cursor.node, value)
+            cursor = gate_input_step(self, thread_id, run_id, cursor, model)
         elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
             # Calls of a Map/Parallel node that had finished stay finished.
             cursor = cursor._replace(status="pending", error=None)
@@ -362,7 +363,7 @@ class Runner(Generic[S]):
         for record, cursor in self._threads.replay(thread_id):
             shown, node, next_, child = record, None, record.next, None
             if record.kind == "sub":  # a child flow's step: shown as the child's, by path
-                from ._subflow_run import unwrap
+                from ._subflow_journal import unwrap
 
                 shown, node, next_, child = unwrap(record, cursor)
             found.append(
@@ -442,7 +443,7 @@ class Runner(Generic[S]):
             cursor = self._threads.load(thread_id)
             if expected_version is not None:
                 self._check_version(thread_id, cursor.version, expected_version)
-            cursor = core.patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
+            cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
         return self._result(thread_id, cursor, None)
 
     def threads(self) -> list[str]:

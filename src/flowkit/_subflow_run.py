@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from ._batch import answer_gates, items_from_snapshot, open_gates, snapshot_items
+from ._batch_gates import answer_gates, open_gates
 from ._events import Event, Failed, NodeFinished, NodeStarted, StateChanged, Waiting
 from ._execution import (
     Cursor,
@@ -26,17 +26,17 @@ from ._execution import (
     _fail,
     check_invariants,
     check_writes,
-    gate_input_step,
     mirror,
-    replay_record,
+    move,
     run_steps,
     status_of,
-    validate_gate_input,
 )
-from ._jsonform import dump_state, dump_update
+from ._jsonform import dump_update
 from ._node import NodeError, check_update
-from ._records import AnyRecord, Snapshot, StartRecord, Status, StepRecord, SubRecord
+from ._outside_steps import gate_input_step, validate_gate_input
+from ._records import AnyRecord, StartRecord, Status, StepRecord, SubRecord
 from ._subflow import Subflow
+from ._subflow_journal import child_error, child_flow_of, dump_child_state
 from .errors import NotWaitingError
 
 if TYPE_CHECKING:
@@ -46,18 +46,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ChildRunner",
     "answer_child",
-    "child_error",
-    "replay_sub_record",
     "run_subflow",
-    "sub_from_snapshot",
-    "sub_snapshot",
-    "unwrap",
     "waiting_gates",
     "waiting_path",
 ]
-
-#: ``NodeError.type`` when the child stopped in a final state marked ``failed``.
-SUBFLOW_FAILED = "SubflowFailed"
 
 
 class ChildRunner:
@@ -148,28 +140,6 @@ def parent_status(flow: Flow, name: str, child: Cursor) -> Status:
     return "pending"  # running, or finished: the parent's own step comes next
 
 
-def child_error(name: str, child: Cursor) -> NodeError:
-    """The ``Subflow`` node's error for a child that failed."""
-    if child.error is not None:
-        error = child.error
-        # A nested child's message starts with its own path already.
-        where = "" if child.sub is not None else f"{error.node or child.node}: "
-        return NodeError(
-            type=error.type,
-            message=f"{name}/{where}{error.message}",
-            node=name,
-            retryable=error.retryable,
-            attempts=error.attempts,
-        )
-    return NodeError(
-        type=SUBFLOW_FAILED,
-        message=f"`{name}` ended at its failed final state `{child.node}`",
-        node=name,
-        retryable=False,
-        attempts=1,
-    )
-
-
 def run_subflow(
     runner: Any, thread_id: str, run_id: str, cursor: Cursor, name: str, node: Subflow
 ) -> Generator[Instruction, Any, Cursor]:
@@ -234,7 +204,7 @@ def _start_child(holder: ChildRunner, thread_id: str, run_id: str, state: BaseMo
             next=child.node,
             status=child.status,
             flow=flow.name,
-            state=_dump_state(flow, thread_id, state),
+            state=dump_child_state(flow, thread_id, state),
         )
     holder.commit(thread_id, -1, child, record)
     return child
@@ -276,10 +246,7 @@ def _step(
     state, update = flow.schema.apply(cursor.state, raw, node=name)
     target = flow.next_state(name, state)
     runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
-    flow.machine.advance(name, target)
-    state = mirror(flow, state, update, target)
-    if flow.invariants:
-        check_invariants(flow, thread_id, name, state, cursor.version)
+    state = move(flow, thread_id, name, target, state, update, cursor.version)
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
     record = None
     if runner.store is not None:
@@ -312,7 +279,7 @@ def leaf(flow: Flow, cursor: Cursor) -> tuple[Flow, Cursor, str]:
     path = []
     while cursor.sub is not None:
         path.append(cursor.node)
-        flow = _child_flow(flow, cursor.node)
+        flow = child_flow_of(flow, cursor.node)
         cursor = cursor.sub
     return flow, cursor, "/".join(path)
 
@@ -388,82 +355,3 @@ def _answer(
 
 
 # -- replay, snapshots, history -----------------------------------------------------------------
-
-
-def _child_flow(flow: Flow, name: str) -> Flow:
-    node = flow.nodes[name]
-    assert isinstance(node, Subflow), f"`{name}` is not a Subflow node"
-    return node.flow
-
-
-def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
-    """The cursor after a ``sub`` record (or a start record that carries a child)."""
-    if isinstance(record, StartRecord):
-        base = replay_record(flow, None, record.model_copy(update={"sub": None}))
-        return base._replace(sub=sub_from_snapshot(flow, record.next, record.sub))
-    assert cursor is not None, "a journal starts with a start record"
-    inner = record.record
-    child_flow = _child_flow(flow, record.node)
-    child = replay_record(child_flow, None if inner.kind == "start" else cursor.sub, inner)
-    error = child_error(record.node, child) if record.status == "failed" else None
-    return Cursor(cursor.state, record.next, record.status, record.version, error, None, child)
-
-
-def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[str, Any] | None:
-    """The child's position as a snapshot keeps it (recursively), or ``None``."""
-    if cursor.sub is None:
-        return None
-    child_flow = _child_flow(flow, cursor.node)
-    sub = cursor.sub
-    return Snapshot(
-        version=sub.version,
-        ts=ts,
-        next=sub.node,
-        status=sub.status,
-        flow=child_flow.name,
-        state=_dump_state(child_flow, thread_id, sub.state),
-        error=sub.error.model_dump() if sub.error else None,
-        items=snapshot_items(sub),
-        sub=sub_snapshot(child_flow, sub, thread_id, ts),
-    ).model_dump(mode="json")
-
-
-def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> Cursor | None:
-    if data is None:
-        return None
-    snap = Snapshot.model_validate(data)
-    child_flow = _child_flow(flow, node)
-    return Cursor(
-        child_flow.schema.load_state(snap.state),
-        snap.next,
-        snap.status,
-        snap.version,
-        NodeError.model_validate(snap.error) if snap.error else None,
-        items_from_snapshot(snap.items),
-        sub_from_snapshot(child_flow, snap.next, snap.sub),
-    )
-
-
-def _dump_state(flow: Flow, thread_id: str, state: BaseModel) -> dict[str, Any]:
-    return dump_state(
-        state, thread_id=thread_id, who="subflow", dump=lambda: flow.schema.dump_state(state)
-    )
-
-
-def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None]:
-    """A ``sub`` record as history shows it: the child's record, its node and next as paths,
-    and the state of the (innermost) child after it."""
-    prefix: list[str] = []
-    while record.kind == "sub":
-        prefix.append(record.node)
-        record = record.record
-        assert cursor.sub is not None, "a sub record leaves a child cursor"
-        cursor = cursor.sub
-    node = getattr(record, "node", None) or getattr(record, "gate", None)
-    where = "/".join(prefix)
-    return (
-        record,
-        f"{where}/{node}" if node else where,
-        f"{where}/{record.next}",
-        cursor.state,
-    )

@@ -16,14 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._batch import items_from_snapshot, snapshot_items
+from ._batch_journal import items_from_snapshot, snapshot_items
 from ._execution import Cursor, replay_record
 from ._flow import Flow
 from ._jsonform import dump_state, dump_update
 from ._logging import get_logger
 from ._node import NodeError
 from ._records import Snapshot, StartRecord
-from ._subflow_run import sub_from_snapshot, sub_snapshot
+from ._subflow_journal import sub_from_snapshot, sub_snapshot
 from .errors import (
     ConflictError,
     RunError,

@@ -1,0 +1,138 @@
+"""How ``Subflow`` records read back: replay, snapshots and history's view of a child.
+
+A child's records are ``sub`` records in the parent's journal and its cursor rides in the
+parent's (``Cursor.sub``); these functions turn them back into cursors at any depth, and give
+the paths (``review/check``) that history and the CLI show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ._batch_journal import items_from_snapshot, snapshot_items
+from ._execution import Cursor, replay_record
+from ._jsonform import dump_state
+from ._node import NodeError
+from ._records import Snapshot, StartRecord
+from ._subflow import Subflow
+
+if TYPE_CHECKING:
+    from ._flow import Flow
+
+__all__ = [
+    "SUBFLOW_FAILED",
+    "child_error",
+    "child_flow_of",
+    "dump_child_state",
+    "replay_sub_record",
+    "sub_from_snapshot",
+    "sub_snapshot",
+    "unwrap",
+]
+
+#: ``NodeError.type`` when the child stopped in a final state marked ``failed``.
+SUBFLOW_FAILED = "SubflowFailed"
+
+
+def child_error(name: str, child: Cursor) -> NodeError:
+    """The ``Subflow`` node's error for a child that failed."""
+    if child.error is not None:
+        error = child.error
+        # A nested child's message starts with its own path already.
+        where = "" if child.sub is not None else f"{error.node or child.node}: "
+        return NodeError(
+            type=error.type,
+            message=f"{name}/{where}{error.message}",
+            node=name,
+            retryable=error.retryable,
+            attempts=error.attempts,
+        )
+    return NodeError(
+        type=SUBFLOW_FAILED,
+        message=f"`{name}` ended at its failed final state `{child.node}`",
+        node=name,
+        retryable=False,
+        attempts=1,
+    )
+
+
+def child_flow_of(flow: Flow, name: str) -> Flow:
+    node = flow.nodes[name]
+    assert isinstance(node, Subflow), f"`{name}` is not a Subflow node"
+    return node.flow
+
+
+def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
+    """The cursor after a ``sub`` record (or a start record that carries a child)."""
+    if isinstance(record, StartRecord):
+        base = replay_record(flow, None, record.model_copy(update={"sub": None}))
+        return base._replace(sub=sub_from_snapshot(flow, record.next, record.sub))
+    assert cursor is not None, "a journal starts with a start record"
+    inner = record.record
+    child_flow = child_flow_of(flow, record.node)
+    child = replay_record(child_flow, None if inner.kind == "start" else cursor.sub, inner)
+    error = child_error(record.node, child) if record.status == "failed" else None
+    return Cursor(cursor.state, record.next, record.status, record.version, error, None, child)
+
+
+def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[str, Any] | None:
+    """The child's position as a snapshot keeps it (recursively), or ``None``."""
+    if cursor.sub is None:
+        return None
+    child_flow = child_flow_of(flow, cursor.node)
+    sub = cursor.sub
+    return Snapshot(
+        version=sub.version,
+        ts=ts,
+        next=sub.node,
+        status=sub.status,
+        flow=child_flow.name,
+        state=dump_child_state(child_flow, thread_id, sub.state),
+        error=sub.error.model_dump() if sub.error else None,
+        items=snapshot_items(sub),
+        sub=sub_snapshot(child_flow, sub, thread_id, ts),
+    ).model_dump(mode="json")
+
+
+def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> Cursor | None:
+    if data is None:
+        return None
+    snap = Snapshot.model_validate(data)
+    child_flow = child_flow_of(flow, node)
+    return Cursor(
+        child_flow.schema.load_state(snap.state),
+        snap.next,
+        snap.status,
+        snap.version,
+        NodeError.model_validate(snap.error) if snap.error else None,
+        items_from_snapshot(snap.items),
+        sub_from_snapshot(child_flow, snap.next, snap.sub),
+    )
+
+
+def dump_child_state(flow: Flow, thread_id: str, state: BaseModel) -> dict[str, Any]:
+    return dump_state(
+        state, thread_id=thread_id, who="subflow", dump=lambda: flow.schema.dump_state(state)
+    )
+
+
+def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None]:
+    """A ``sub`` record as history shows it: the child's record, its node and next as paths,
+    and the state of the (innermost) child after it."""
+    prefix: list[str] = []
+    while record.kind == "sub":
+        prefix.append(record.node)
+        record = record.record
+        assert cursor.sub is not None, "a sub record leaves a child cursor"
+        cursor = cursor.sub
+    node = getattr(record, "node", None) or getattr(record, "gate", None)
+    where = "/".join(prefix)
+    return (
+        record,
+        f"{where}/{node}" if node else where,
+        f"{where}/{record.next}",
+        cursor.state,
+    )
