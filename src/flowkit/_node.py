@@ -190,7 +190,7 @@ class Node:
         if not callable(self.fn):
             raise TypeError(f"A node is a function (state) -> update, not {type(self.fn).__name__}")
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
-        object.__setattr__(self, "takes_context", _positional_arity(self.fn) >= 2)
+        object.__setattr__(self, "takes_context", takes_at_least(self.fn, 2))
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("node timeout must be positive seconds")
 
@@ -202,15 +202,17 @@ class Node:
         return self.fn(*args, **kwargs)
 
 
-def _positional_arity(fn: NodeFn) -> int:
+def takes_at_least(fn: NodeFn, count: int) -> bool:
+    """Whether ``fn`` takes ``count`` positional arguments (``*args`` does; a callable whose
+    signature cannot be read is taken not to): how the engine decides to pass ``ctx``."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return 1
+        return False
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 2
-    return sum(1 for p in params if p.kind in kinds)
+        return True
+    return sum(1 for p in params if p.kind in kinds) >= count
 
 
 @overload

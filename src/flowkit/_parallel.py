@@ -11,14 +11,13 @@ calls failed.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from ._gate import Gate
-from ._node import Node, NodeFn, RetryPolicy, as_node
+from ._node import Node, NodeFn, RetryPolicy, as_node, takes_at_least
 
 __all__ = ["BatchNode", "Batched", "Call", "Map", "Parallel"]
 
@@ -102,7 +101,7 @@ class Map(BatchNode):
         if self.key is not None and not callable(self.key):
             raise TypeError("Map key= is a function item -> the call's name in events and logs")
         self._check_concurrency()
-        object.__setattr__(self, "item_takes_context", _arity(self.fn) >= 3)
+        object.__setattr__(self, "item_takes_context", takes_at_least(self.fn, 3))
         # The engine calls each item through a plain node: (state) or (state, ctx).
         object.__setattr__(self, "takes_context", self.item_takes_context)
 
@@ -250,17 +249,6 @@ def _union(sets: Iterable[frozenset[str] | None]) -> frozenset[str] | None:
             return None
         found |= each
     return frozenset(found)
-
-
-def _arity(fn: NodeFn) -> int:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return 2
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 3
-    return sum(1 for p in params if p.kind in kinds)
 
 
 #: The nodes the engine runs as a batch of calls (fan-out, checkpoint per call, join).
