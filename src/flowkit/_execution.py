@@ -264,14 +264,20 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     return Cursor(state, record.next, record.status, record.version, error, None, sub)
 
 
-def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) -> Steps:
+# One function on purpose: it is the hot loop, and every helper call is paid on every step.
+def run_steps(  # noqa: PLR0915
+    runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor
+) -> Steps:
     """Run nodes from ``cursor`` until the thread waits, finishes or fails."""
     flow = runner.flow
     schema = flow.schema
     # Fixed for the whole run: looked up once here, not on every step.
     mirrors = "dialog_state" in schema
     store = runner.store
+    owner = store if store is not None else runner
     composite = flow.composite
+    statuses = flow.statuses
+    debug = runner._log.debug_enabled()
     steps = 0
     while cursor.status == "pending":
         name = cursor.node
@@ -283,7 +289,15 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
             cursor = yield from _run_composite(runner, thread_id, run_id, cursor, name, node)
             continue
         started = time.perf_counter()
-        outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
+        if node.single_call and runner._marks is None and not runner._subscribers:
+            # One attempt with nothing to note, announce or pass: the attempt loop's
+            # generator would cost more than the node itself.
+            outcome = yield CallNode(node, name, cursor.state, None, thread_id, owner)
+            assert outcome is not None
+            attempt = 1
+            calls: list[dict[str, Any]] = []
+        else:
+            outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
         latency = time.perf_counter() - started
         error: NodeError | None = None
         if outcome.error is None:
@@ -306,38 +320,63 @@ def run_steps(runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor) 
                 return cursor
             state, update = schema.apply(cursor.state, {flow.error_field: error}, node=name)
         target = flow.next_state(name, state)
-        log_node_finished(runner, thread_id, run_id, name, target, latency, attempt, error)
+        if debug:
+            log_node_finished(runner, thread_id, run_id, name, target, latency, attempt, error)
         # Not `move`: the hot loop has looked up whether the state mirrors once per run.
         flow.machine.advance(name, target)
         if mirrors:
             state = mirror(flow, state, update, target)
         if flow.invariants:
             check_invariants(flow, thread_id, name, state, cursor.version)
-        after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+        after = Cursor(state, target, statuses[target], cursor.version + 1, error)
         # Without a store nothing reads records, so none is built (a third of a step's cost).
-        # Built by validation, not model_construct: pydantic's validator is compiled and
-        # costs about half of model_construct's Python loop over the fields.
-        record = None
-        if store is not None:
-            record = StepRecord(
-                version=after.version,
-                ts=round(time.time(), 3),
-                run_id=run_id,
-                next=target,
-                status=after.status,
-                node=name,
-                update=runner._threads.dump(update, thread_id=thread_id, who=name),
-                attempts=attempt,
-                latency_s=round(latency, 6),
-                error=error.model_dump() if error else None,
-                llm_calls=calls,
+        record = (
+            None
+            if store is None
+            else _step_record(
+                runner, thread_id, run_id, name, after, update, attempt, calls, latency
             )
+        )
         runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:
             runner._emit(NodeFinished(thread_id, run_id, name, latency, attempt, error))
             runner._announce(thread_id, run_id, name, after, update)
         cursor = after
     return cursor
+
+
+def _step_record(
+    runner: Runner[Any],
+    thread_id: str,
+    run_id: str,
+    name: str,
+    after: Cursor,
+    update: Mapping[str, Any],
+    attempt: int,
+    calls: list[dict[str, Any]],
+    latency: float,
+) -> StepRecord:
+    """The journal record of node ``name``'s step to ``after``.
+
+    Built by validating a dict, not model_construct: pydantic's validator is compiled and
+    costs about half of model_construct's Python loop over the fields (and a little less
+    than keyword arguments to the model's __init__)."""
+    error = after.error
+    return StepRecord.model_validate(
+        {
+            "version": after.version,
+            "ts": round(time.time(), 3),
+            "run_id": run_id,
+            "next": after.node,
+            "status": after.status,
+            "node": name,
+            "update": runner._threads.dump(update, thread_id=thread_id, who=name),
+            "attempts": attempt,
+            "latency_s": round(latency, 6),
+            "error": error.model_dump() if error else None,
+            "llm_calls": calls,
+        }
+    )
 
 
 def _run_composite(

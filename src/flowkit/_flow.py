@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from ._gate import Gate, as_gate
 from ._machine import MachineAdapter
 from ._node import Node, NodeFn, as_node
+from ._records import Status
 from ._route_table import END, RouteTable, targets_of
 from ._state import StateSchema
 from .errors import FlowDefinitionError
@@ -67,6 +68,7 @@ class Flow:
         "schema",
         "start",
         "state",
+        "statuses",
     )
 
     def __init__(
@@ -126,6 +128,15 @@ class Flow:
         ]
         if problems:
             raise FlowDefinitionError(name, problems)
+        # A thread's status at each machine state, looked up once per step.
+        self.statuses: Mapping[str, Status] = MappingProxyType(
+            {
+                **{n: "pending" for n in self.nodes},
+                **{g: "waiting" for g in self.gates},
+                **self.finals,
+                END: "done",
+            }
+        )
         self.machine = MachineAdapter(
             name,
             states=[*self.nodes, *self.gates, *self.finals, END],

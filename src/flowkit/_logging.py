@@ -76,6 +76,23 @@ def log_content() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() in {"1", "true", "yes"}
 
 
+#: Whether each structlog wrapper class seen passes debug lines (a class's level is fixed).
+_WRAPPER_PASSES_DEBUG: dict[type, bool] = {}
+
+
+def _passes_debug(wrapper: type) -> bool:
+    known = _WRAPPER_PASSES_DEBUG.get(wrapper)
+    if known is None:
+        known = True
+        if callable(getattr(wrapper, "is_enabled_for", None)):
+            try:  # a filtering logger compares the level with its own: no logger needed
+                known = bool(wrapper(None, (), {}).is_enabled_for(logging.DEBUG))
+            except Exception:  # an unusual wrapper: let its own pipeline decide
+                known = True
+        _WRAPPER_PASSES_DEBUG[wrapper] = known
+    return known
+
+
 class Logger:
     """A structlog-style logger (``debug`` ... ``exception``, ``bind``) choosing its sink per call.
 
@@ -95,11 +112,13 @@ class Logger:
     def debug_enabled() -> bool:
         """Whether a debug line could be emitted now: lets a hot path skip building one.
 
-        With structlog configured, its own filtering decides later, so this says yes.
+        With structlog configured, a filtering wrapper (``make_filtering_bound_logger``, what
+        production apps configure) says whether it passes debug; any other wrapper decides in
+        its processors later, so this says yes. Asked once per run, not per line.
         """
         structlog = sys.modules.get("structlog")
         if structlog is not None and structlog.is_configured():
-            return True
+            return _passes_debug(structlog.get_config()["wrapper_class"])
         return _STD.isEnabledFor(logging.DEBUG)
 
     def bind(self, **values: Any) -> Logger:

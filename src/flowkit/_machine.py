@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from transitions import Machine, MachineError
+from transitions.core import Event, EventData, State, Transition
 
 from .errors import RouteError
 
@@ -50,10 +51,17 @@ class MachineAdapter:
             model_override=True,
             name=name,
         )
-        # Each edge's event, looked up by the edge itself: cheaper on every step than
-        # building the trigger's name and looking that up.
-        events = self._machine.events
-        self._events = {(s, d): events[_trigger(s, d)] for s, d in self._edges}
+        # Each edge's own Transition with its event and source state, looked up by the edge
+        # itself. `advance` executes that Transition (conditions, callbacks, exit, the state
+        # set on the model, enter) as `Event.trigger` would, without the dispatch around it
+        # (the event queue and the source lookup): flowkit already knows both, and the
+        # dispatch was a third of a step's cost in transitions.
+        machine = self._machine
+        self._edge_transitions: dict[tuple[str, str], tuple[Transition, Event, State]] = {}
+        for s, d in self._edges:
+            event = machine.events[_trigger(s, d)]
+            (transition,) = event.transitions[s]
+            self._edge_transitions[(s, d)] = (transition, event, machine.get_state(s))
 
     @property
     def states(self) -> frozenset[str]:
@@ -65,21 +73,28 @@ class MachineAdapter:
 
     def advance(self, source: str, dest: str) -> str:
         """Move from ``source`` to ``dest`` along a declared edge; return the new state."""
-        event = self._events.get((source, dest))
-        if event is None:
+        edge = self._edge_transitions.get((source, dest))
+        if edge is None:
             raise RouteError(
                 f"Flow `{self.name}` has no route from `{source}` to `{dest}`; add it to the "
                 f"flow's routes or fix the route table.",
                 table=source,
                 node=source,
             )
+        transition, event, state = edge
         cursor = _Cursor(source)
         try:
-            event.trigger(cursor)
+            moved = transition.execute(EventData(state, event, self._machine, cursor, (), {}))
         except MachineError as exc:
             raise RouteError(
                 f"Flow `{self.name}` refused `{source} -> {dest}`: {exc.value}",
                 table=source,
                 node=source,
             ) from exc
+        if not moved or cursor.state != dest:  # a condition on the edge said no
+            raise RouteError(
+                f"Flow `{self.name}` refused `{source} -> {dest}`: the machine did not move.",
+                table=source,
+                node=source,
+            )
         return cursor.state

@@ -185,12 +185,20 @@ class Node:
     retry: RetryPolicy | None = None
     is_async: bool = field(init=False)
     takes_context: bool = field(init=False)
+    #: Called once, with the state alone: no context, no timeout, no retry. The engine runs
+    #: such a node without its attempt loop (most nodes are like this; see ``run_steps``).
+    single_call: bool = field(init=False)
 
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise TypeError(f"A node is a function (state) -> update, not {type(self.fn).__name__}")
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.fn))
         object.__setattr__(self, "takes_context", takes_at_least(self.fn, 2))
+        object.__setattr__(
+            self,
+            "single_call",
+            not self.takes_context and self.timeout is None and self.retry is None,
+        )
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("node timeout must be positive seconds")
 

@@ -160,7 +160,8 @@ class Runner(Generic[S]):
                 thread_id=thread_id,
             ) from exc
         update: dict[str, Any] = {}
-        model = flow.schema.own_form(model)  # as replay will rebuild it from the start record
+        # As replay will rebuild it from the start record; a model built here is ours alone.
+        model = flow.schema.own_form(model, fresh=model is not state)
         model = core.mirror(flow, model, update, flow.start)
         return core.Cursor(model, flow.start, core.status_of(flow, flow.start), 0)
 

@@ -77,6 +77,8 @@ class StateSchema:
         ``strict_json=False`` accepts JSON-mode values (strings for datetimes, dicts for nested
         models), which is how updates come back from the journal.
         """
+        if not update:  # many nodes change nothing: no dicts to build, no copy
+            return state, {}
         normalised: Update = {}
         values: dict[str, Any] = {}
         fields = self.fields
@@ -118,16 +120,21 @@ class StateSchema:
     def load_state(self, data: Mapping[str, Any]) -> BaseModel:
         return self.own_form(self.model.model_validate(data, strict=False))
 
-    def own_form(self, state: BaseModel) -> BaseModel:
+    def own_form(self, state: BaseModel, *, fresh: bool = False) -> BaseModel:
         """``state`` with its reducer fields in their reducers' own form (see ``Reducer``).
 
         A state loaded whole and the same state replayed step by step must be identical, type
-        for type: an ``append`` field holds an ``AppendedList`` either way.
+        for type: an ``append`` field holds an ``AppendedList`` either way. ``fresh=True``
+        says the caller has just built ``state`` and nobody else holds it, so it is changed
+        in place instead of copied (the copy was most of what starting a thread cost).
         """
         if not self._own_forms:
             return state
         values = {name: form(getattr(state, name)) for name, form in self._own_forms.items()}
         if all(values[name] is getattr(state, name) for name in values):
+            return state
+        if fresh:
+            state.__dict__.update(values)
             return state
         return state.model_copy(update=values)
 

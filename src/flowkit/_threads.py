@@ -55,7 +55,7 @@ class Threads:
 
         ``UnstorableValueError`` (nothing written) if JSON cannot carry a value faithfully.
         """
-        if self.store is None:
+        if self.store is None or not update:
             return {}
         return dump_update(self.flow.schema, update, thread_id=thread_id, who=who)
 

@@ -244,3 +244,89 @@ def test_threads_appending_to_one_version_each_get_their_own() -> None:
     for n, versions in got.items():
         assert [list(v) for v in versions] == [["a", f"{n}.{k}"] for k in range(200)]
     assert base == ["a"]
+
+
+# -- the second round of shortcuts: each keeps what it skips ---------------------------------
+
+
+def _bump(state: Chat) -> dict[str, Any]:
+    return {"messages": ["hi"], "count": state.count + 1}
+
+
+def _bump_flow() -> Flow:
+    return Flow(name="chat", state=Chat, start="bump", nodes={"bump": _bump}, routes={"bump": END})
+
+
+def test_a_start_state_passed_in_is_never_changed_in_place() -> None:
+    """A state built by the runner is put in its own form in place; one passed in is copied."""
+    mine = Chat(messages=["a"])
+    result = Runner(_bump_flow(), store=MemoryStore()).start("t", mine)
+    assert type(mine.messages) is list and mine.messages == ["a"]
+    assert result.state.messages == ["a", "hi"]
+    assert isinstance(Runner(_bump_flow()).start("u").state.messages, AppendedList)
+
+
+def test_a_node_is_single_call_only_without_context_timeout_and_retry() -> None:
+    from flowkit import RetryPolicy
+    from flowkit._node import Node
+
+    def with_ctx(state: Chat, ctx: Any) -> dict[str, Any]:
+        return {}
+
+    assert Node(_bump).single_call
+    assert not Node(with_ctx).single_call
+    assert not Node(_bump, timeout=1.0).single_call
+    assert not Node(_bump, retry=RetryPolicy(max_attempts=2)).single_call
+
+
+def test_single_call_nodes_still_record_every_step_and_event() -> None:
+    from flowkit.testing import capture_events
+
+    runner = Runner(_bump_flow(), store=MemoryStore())
+    with capture_events(runner) as events:
+        runner.start("t")
+    assert events.kinds()[:2] == ["node_started", "node_finished"]
+    (step,) = [r for r in runner.store.records("t") if r.kind == "step"]  # type: ignore[union-attr]
+    assert (step.node, step.attempts, step.update["count"]) == ("bump", 1, 1)
+
+
+def test_the_machine_still_refuses_an_edge_the_flow_does_not_have() -> None:
+    from flowkit.errors import RouteError
+
+    machine = _bump_flow().machine
+    assert machine.advance("bump", END) == END
+    with pytest.raises(RouteError, match="no route from `bump` to `bump`"):
+        machine.advance("bump", "bump")
+
+
+def test_debug_lines_are_built_only_where_structlog_would_pass_them() -> None:
+    import logging
+
+    import structlog
+
+    from flowkit._logging import Logger
+
+    try:
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+        assert Logger.debug_enabled() is False
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+        assert Logger.debug_enabled() is True
+        structlog.configure(wrapper_class=structlog.BoundLogger)  # decides in its processors
+        assert Logger.debug_enabled() is True
+    finally:
+        structlog.reset_defaults()
+
+
+def test_thread_ids_seen_to_pass_are_remembered_but_never_a_str_subclass() -> None:
+    from flowkit.errors import InvalidThreadIdError
+    from flowkit.stores._ids import _PASSED, check_thread_id
+
+    class Sly(str):
+        __slots__ = ()
+
+    assert check_thread_id("ok-1") == "ok-1" and "ok-1" in _PASSED
+    check_thread_id(Sly("ok-2"))
+    assert "ok-2" not in _PASSED
+    for bad in ("../x", "", "a/b", "x" * 200):
+        with pytest.raises(InvalidThreadIdError):
+            check_thread_id(bad)
