@@ -421,13 +421,20 @@ class Runner(Generic[S]):
         reason: str = "",
         actor: str = "user",
         expected_version: int | None = None,
+        child: str | None = None,
     ) -> RunResult[S]:
         """Patch a thread's state (through its reducers), optionally moving it to ``goto``.
 
         The patch is a checkpoint of its own (kind ``patch``, with ``reason`` and ``actor``), so
         history shows who changed what; nothing earlier is rewritten. ``expected_version``
         makes the call fail with ``ConflictError`` if the thread moved since the caller looked.
+        ``child="review"`` (a path, ``outer/inner`` when nested) patches the state of the
+        subflow running there instead, and ``goto`` names a state of that child's flow.
         """
+        if child is not None:
+            return self._patch_child(
+                thread_id, child, values, goto, reason, actor, expected_version
+            )
         if values is not None and not isinstance(values, Mapping):
             raise InvalidStateError(
                 f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
@@ -445,6 +452,41 @@ class Runner(Generic[S]):
             if expected_version is not None:
                 self._check_version(thread_id, cursor.version, expected_version)
             cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
+        return self._result(thread_id, cursor, None)
+
+    def _patch_child(
+        self,
+        thread_id: str,
+        path: str,
+        values: Mapping[str, Any] | None,
+        goto: str | None,
+        reason: str,
+        actor: str,
+        expected_version: int | None,
+    ) -> RunResult[S]:
+        from ._subflow_run import patch_child
+
+        if values is not None and not isinstance(values, Mapping):
+            raise InvalidStateError(
+                f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
+                "the child's state fields to new values.",
+                thread_id=thread_id,
+            )
+
+        def patch(holder: Any, cursor: core.Cursor) -> core.Cursor:
+            if goto is not None and goto not in holder.flow.states:
+                raise InvalidStateError(
+                    f"Cannot move the child `{path}` of thread `{thread_id}` to `{goto}`: not a "
+                    f"state of flow `{holder.flow.name}` ({', '.join(holder.flow.states)}).",
+                    thread_id=thread_id,
+                )
+            return patch_step(holder, thread_id, cursor, values or {}, goto, reason, actor)
+
+        with self._threads.lock(thread_id):
+            cursor = self._threads.load(thread_id)
+            if expected_version is not None:
+                self._check_version(thread_id, cursor.version, expected_version)
+            cursor = patch_child(self, thread_id, cursor, path, patch)
         return self._result(thread_id, cursor, None)
 
     def threads(self) -> list[str]:

@@ -37,7 +37,7 @@ from ._outside_steps import gate_input_step, validate_gate_input
 from ._records import AnyRecord, StartRecord, Status, StepRecord, SubRecord
 from ._subflow import Subflow
 from ._subflow_journal import child_error, child_flow_of, dump_child_state
-from .errors import NotWaitingError
+from .errors import InvalidStateError, NotWaitingError
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ChildRunner",
     "answer_child",
+    "patch_child",
     "run_subflow",
     "waiting_gates",
     "waiting_path",
@@ -351,6 +352,48 @@ def _answer(
         return at_leaf(runner, cursor)
     holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor, run_id)
     _answer(holder, run_id, cursor.sub, at_leaf)
+    return holder.cursor
+
+
+def patch_child(
+    runner: Any,
+    thread_id: str,
+    cursor: Cursor,
+    path: str,
+    patch: Callable[[Any, Cursor], Cursor],
+) -> Cursor:
+    """Apply ``patch`` (an ``update_state`` step) to the running child at ``path``
+    (``review``, ``outer/inner``); the parent's cursor after.
+
+    The patch is the child's own record, wrapped like the child's steps, so history shows it
+    by path and replay rebuilds it; ``InvalidStateError`` when no child runs at ``path``.
+    """
+    names = path.split("/")
+    flow, at = runner.flow, cursor
+    running: list[str] = []
+    for name in names:
+        if at.sub is None or at.node != name:
+            where = "/".join(running) or "the thread"
+            inner = f"`{'/'.join([*running, at.node])}`" if at.sub is not None else "none"
+            raise InvalidStateError(
+                f"Thread `{thread_id}` has no running subflow at `{path}`: in {where} the "
+                f"running child is {inner}. Patch a child while its subflow node runs or "
+                "waits, by the path `get_state().gates` shows (without the gate).",
+                thread_id=thread_id,
+            )
+        running.append(name)
+        flow, at = child_flow_of(flow, name), at.sub
+    return _down(runner, "", cursor, len(names), patch)
+
+
+def _down(
+    runner: Any, run_id: str, cursor: Cursor, depth: int, at_leaf: Callable[[Any, Cursor], Cursor]
+) -> Cursor:
+    if depth == 0:
+        return at_leaf(runner, cursor)
+    holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor, run_id)
+    assert cursor.sub is not None
+    _down(holder, run_id, cursor.sub, depth - 1, at_leaf)
     return holder.cursor
 
 

@@ -96,3 +96,82 @@ def test_resume_without_gate_at_child_gate_branches_names_them_by_path() -> None
     with pytest.raises(NotWaitingError, match=r"\(`rv/legal`, `rv/tech`\).*gate='<path>'"):
         runner.resume("t", {"legal_ok": True})
     assert runner.get_state("t").gates == ("rv/legal", "rv/tech")
+
+
+# -- update_state of a child's own state ------------------------------------------------------
+
+
+def test_update_state_patches_the_waiting_childs_own_state(tmp_path: Path) -> None:
+    with JsonFileStore(tmp_path / "s") as store:
+        runner = Runner(parent, store=store)
+        runner.start("t")
+        patched = runner.update_state("t", {"text": "edited"}, child="sub", reason="typo")
+        assert patched.gates == ("sub/approve",) and patched.state.text == "hi"
+        last = runner.history("t")[-1]
+        assert (last.kind, last.node, last.child_state.text) == ("patch", "sub", "edited")
+    with JsonFileStore(tmp_path / "s") as store:  # replayed from the journal in a new runner
+        done = Runner(parent, store=store).resume("t", {"ok": True})
+    assert done.done and (done.state.text, done.state.ok) == ("edited", True)
+
+
+def test_update_state_of_a_child_two_levels_down_and_goto_in_the_child() -> None:
+    from test_subflow import nested_flow
+
+    runner = Runner(nested_flow(), store=MemoryStore())
+    runner.start("t")
+    runner.update_state("t", {"notes": ["by hand"]}, child="review/inner")
+    inner = runner.history("t")[-1]
+    assert (inner.node, inner.child_state.notes) == ("review/inner", ["checked hello", "by hand"])
+    # goto END skips the inner child's gate and `tidy`: its notes are [checked hello, by hand]
+    moved = runner.update_state("t", child="review/inner", goto=END)
+    assert moved.status == "pending"  # the child finished: the middle flow's step is next
+    done = runner.resume("t")
+    assert done.done and not done.state.approved
+    assert done.state.verdict == "hello: 3 notes"  # [checked hello, by hand] + signed
+
+
+@pytest.mark.parametrize(
+    ("path", "goto", "message"),
+    [
+        ("nope", None, "no running subflow at `nope`"),
+        ("sub/deeper", None, "no running subflow at `sub/deeper`"),
+        ("sub", "nowhere", "not a state of flow `child`"),
+    ],
+)
+def test_update_state_of_a_child_that_is_not_there_is_refused(
+    path: str, goto: str | None, message: str
+) -> None:
+    from flowkit.errors import InvalidStateError
+
+    runner = Runner(parent, store=MemoryStore())
+    runner.start("t")
+    before = runner.get_state("t")
+    with pytest.raises(InvalidStateError, match=message):
+        runner.update_state("t", {"text": "x"}, child=path, goto=goto)
+    assert runner.get_state("t") == before
+
+
+def test_update_state_of_a_child_when_none_runs_is_refused() -> None:
+    from flowkit.errors import InvalidStateError
+
+    runner = Runner(parent, store=MemoryStore())
+    runner.start("t")
+    runner.resume("t", {"ok": True})
+    with pytest.raises(InvalidStateError, match="running child is none"):
+        runner.update_state("t", {"text": "x"}, child="sub")
+
+
+def test_cli_update_state_child_patches_the_child(tmp_path: Path, capsys: Any) -> None:
+    import json
+
+    target = f"{Path(__file__).resolve()}:parent"
+    with JsonFileStore(tmp_path) as store:
+        Runner(parent, store=store).start("t")
+    argv = ["update-state", "t", "--patch", '{"text": "by cli"}', "--child", "sub"]
+    assert main([*argv, "--store", str(tmp_path), "--flow", target, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["state"]["text"] == "hi"  # the parent's
+    with JsonFileStore(tmp_path) as store:
+        assert Runner(parent, store=store).history("t")[-1].child_state.text == "by cli"
+    assert main([*argv[:-1], "nope", "--store", str(tmp_path), "--flow", target]) == 1
+    err = capsys.readouterr().err
+    assert "no running subflow at `nope`" in err and "Traceback" not in err

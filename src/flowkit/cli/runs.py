@@ -71,6 +71,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--patch", metavar="JSON", required=True, help=f"fields to change; {_JSON_HELP}"
     )
     update.add_argument("--goto", metavar="STATE", help="also move the thread to this state")
+    update.add_argument(
+        "--child",
+        metavar="PATH",
+        help="patch the state of the subflow running at PATH (e.g. review) instead",
+    )
     update.add_argument("--reason", metavar="TEXT", default="", help="why (kept in history)")
     _common_options(update)
     update.set_defaults(run=_cmd_update_state)
@@ -146,7 +151,7 @@ def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError("--patch must be a JSON object of fields to change.", code=2)
     runner = _runner(args, _existing(args), args.thread)
     result = runner.update_state(
-        args.thread, patch, goto=args.goto, reason=args.reason, actor="cli"
+        args.thread, patch, goto=args.goto, reason=args.reason, actor="cli", child=args.child
     )
     return _report(result, runner.flow, args, out)
 
