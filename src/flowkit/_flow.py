@@ -186,6 +186,7 @@ class Flow:
                     "writes": sorted(n.writes) if n.writes is not None else None,
                     "timeout": n.timeout,
                     "retry": n.retry.max_attempts if n.retry else 1,
+                    **_shape_of(n),
                 }
                 for name, n in self.nodes.items()
             },
@@ -202,6 +203,28 @@ class Flow:
             f"Flow({self.name!r}, {len(self.nodes)} nodes, {len(self.gates)} gates, "
             f"start={self.start!r})"
         )
+
+
+def _shape_of(node: Node) -> dict[str, Any]:
+    """What kind of node ``node`` is, with what a reader of the flow's data needs of it: a
+    ``Map``'s concurrency, a ``Parallel``'s branches and gate branches, a ``Subflow``'s
+    child flow (as data, recursively)."""
+    from ._parallel import Map, Parallel
+    from ._subflow import Subflow
+
+    if isinstance(node, Map):
+        limit = node.concurrency
+        return {"kind": "map", "concurrency": limit if isinstance(limit, int) else "per state"}
+    if isinstance(node, Parallel):
+        return {
+            "kind": "parallel",
+            "concurrency": node.concurrency if isinstance(node.concurrency, int) else "per state",
+            "branches": sorted(node.branches),
+            "gate_branches": {name: g.input.__name__ for name, g in node.gates.items()},
+        }
+    if isinstance(node, Subflow):
+        return {"kind": "subflow", "flow": node.flow.to_data()}
+    return {"kind": "node"}
 
 
 def _named(

@@ -175,3 +175,30 @@ def test_cli_update_state_child_patches_the_child(tmp_path: Path, capsys: Any) -
     assert main([*argv[:-1], "nope", "--store", str(tmp_path), "--flow", target]) == 1
     err = capsys.readouterr().err
     assert "no running subflow at `nope`" in err and "Traceback" not in err
+
+
+def test_flow_data_describes_map_parallel_and_subflow_nodes() -> None:
+    from flowkit import Map
+
+    shapes = Flow(
+        name="shapes",
+        state=Reviews,
+        start="each",
+        nodes={
+            "each": Map(lambda s, item: {}, over=lambda s: [1, 2], concurrency=3),
+            "both": Parallel(
+                {"legal": Gate(Legal), "tech": lambda s: {"tech_ok": True}},
+                concurrency=lambda s: 2,
+            ),
+            "plain": lambda s: {},
+        },
+        routes={"each": "both", "both": "plain", "plain": END},
+    )
+    nodes = shapes.to_data()["nodes"]
+    assert nodes["each"]["kind"] == "map" and nodes["each"]["concurrency"] == 3
+    assert (nodes["both"]["kind"], nodes["both"]["concurrency"]) == ("parallel", "per state")
+    assert nodes["both"]["branches"] == ["tech"]
+    assert nodes["both"]["gate_branches"] == {"legal": "Legal"}
+    assert nodes["plain"]["kind"] == "node"
+    sub = parent.to_data()["nodes"]["sub"]
+    assert sub["kind"] == "subflow" and sub["flow"]["gates"] == {"approve": "Approve"}
