@@ -430,6 +430,8 @@ def _attempts(
                 clock=runner.clock,
                 cancel_event=threading.Event() if node.timeout is not None else None,
                 emit=runner._emit if runner._subscribers else None,
+                deps=runner._deps_for(run_id),
+                memory=runner.memory,
             )
         outcome = yield CallNode(node, name, cursor.state, ctx, thread_id, owner)
         assert outcome is not None

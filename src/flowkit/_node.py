@@ -14,19 +14,24 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
-from .errors import FlowkitError, InvalidUpdateError
+from .errors import FlowkitError, InvalidUpdateError, RunError
 
 if TYPE_CHECKING:
     from ._events import Event
     from ._logging import Logger
+    from .memory import Memory
 
 __all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]
 
 NodeFn = Callable[..., Any]
+
+#: The type of ``ctx.deps``: whatever the application hands its nodes at run time.
+D = TypeVar("D", default=Any)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,22 +103,31 @@ class NodeError(BaseModel):
         )
 
 
-class Context:
-    """What a node may use besides the state: ids, the LLM, a bound logger, the clock, and
-    the cancellation signal.
+class Context(Generic[D]):
+    """What a node may use besides the state: ids, the LLM, a bound logger, the clock, the
+    cancellation signal, the run-time dependencies (``deps``), long-term memory (``memory``)
+    and the step's idempotency key (``step_key``).
 
     ``cancel_event`` (a ``threading.Event``) is set when the node's timeout fires. A sync node
     cannot be stopped from outside, so one that moves hardware or loops for long should check
     ``ctx.cancelled`` (or wait on ``ctx.cancel_event`` instead of ``time.sleep``) and return;
     an async node is cancelled by ``asyncio`` and sees the flag set too.
+
+    ``deps`` is the object given as ``Runner(..., deps=...)`` or to the call
+    (``runner.start(..., deps=...)``): a database handle, a robot driver, a user id. It is
+    never stored, journaled, logged or put in an event. Annotate ``ctx: Context[MyDeps]`` to
+    have it typed.
     """
 
     __slots__ = (
         "__dict__",
         "_cancel",
         "_emit",
+        "_memory",
+        "_step",
         "attempt",
         "clock",
+        "deps",
         "llm",
         "node",
         "run_id",
@@ -131,6 +145,9 @@ class Context:
         clock: Callable[[], datetime],
         cancel_event: threading.Event | None = None,
         emit: Callable[[Event], None] | None = None,
+        deps: D = None,  # type: ignore[assignment]  # None when the runner was given none
+        memory: Memory | None = None,
+        step: str = "",
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
@@ -138,10 +155,13 @@ class Context:
         self.attempt = attempt
         self.llm = llm
         self.clock = clock
+        self.deps: D = deps
         # Made up front for nodes with a timeout (the engine sets it from another thread),
         # on demand for the rest, where nothing ever sets it.
         self._cancel = cancel_event
         self._emit = emit
+        self._memory = memory
+        self._step = step
 
     def emit(self, value: Any) -> None:
         """Send ``value`` to whoever watches the run: the ``custom`` mode of ``Runner.stream``
@@ -151,6 +171,26 @@ class Context:
             from ._events import Emitted
 
             self._emit(Emitted(self.thread_id, self.run_id, self.node, value))
+
+    @property
+    def memory(self) -> Memory:
+        """Long-term memory shared across threads (``Runner(..., memory=...)``)."""
+        if self._memory is None:
+            raise RunError(
+                f"Node `{self.node}` uses ctx.memory, but the runner has no memory; make it "
+                "with Runner(flow, memory=JsonFileMemory(path)) (or InProcessMemory()).",
+                thread_id=self.thread_id,
+            )
+        return self._memory
+
+    @property
+    def step_key(self) -> str:
+        """A key for this step that is the same on every attempt and every re-run after a
+        crash, and differs between steps: hand it to an external service as its idempotency
+        key. ``thread/version/node`` (``node[index]`` for a ``Map`` or ``Parallel`` call;
+        ``.../subflow/child-version/node`` inside a ``Subflow``). See docs/lifecycle.md.
+        """
+        return self._step or f"{self.thread_id}/?/{self.node}"
 
     @property
     def cancel_event(self) -> threading.Event:
@@ -171,6 +211,7 @@ class Context:
         return get_logger().bind(thread_id=self.thread_id, run_id=self.run_id, node=self.node)
 
     def __repr__(self) -> str:
+        # Never the deps: they may hold credentials.
         return f"Context(thread_id={self.thread_id!r}, node={self.node!r}, attempt={self.attempt})"
 
 

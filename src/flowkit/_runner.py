@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
 
 from . import _execution as core
 from ._batch_gates import answer_gates, open_gates
@@ -37,12 +39,17 @@ from .errors import (
 from .stores._protocol import AttemptMarks, Store, attempt_marks
 from .stores.memory import MemoryStore
 
+if TYPE_CHECKING:
+    from .memory import Memory
+
 __all__ = ["Runner"]
 
 S = TypeVar("S", bound=BaseModel)
+#: The type of the run-time dependencies nodes receive as ``ctx.deps``.
+D = TypeVar("D", default=Any)
 
 
-class Runner(Generic[S]):
+class Runner(Generic[S, D]):
     """Runs threads of ``flow``, persisting every step in ``store``.
 
     ``store`` defaults to a ``MemoryStore``; pass ``JsonFileStore(path)`` for durability, or
@@ -50,6 +57,9 @@ class Runner(Generic[S]):
     ``llm`` is handed to nodes as ``ctx.llm``. ``step_limit`` stops a run that never pauses.
     ``track_attempts=True`` has the store note each node before it runs (the store must have
     the ``AttemptMarks`` capability), so recovery can name the node a dead process was in.
+    ``deps`` is handed to nodes as ``ctx.deps`` (a call may pass its own: ``start(...,
+    deps=...)``); it is never stored. ``memory`` (a ``flowkit.memory.Memory``) is long-term
+    memory shared across threads, handed to nodes as ``ctx.memory``.
     """
 
     def __init__(
@@ -62,10 +72,16 @@ class Runner(Generic[S]):
         step_limit: int = 10_000,
         cache_size: int = 1024,
         track_attempts: bool = False,
+        deps: D | None = None,
+        memory: Memory | None = None,
     ) -> None:
         self.flow = flow
         self.store: Store | None = MemoryStore() if store is UNSET else store
         self.llm = llm
+        self.deps = deps
+        self.memory = memory
+        #: Deps given to one call, by its run id (a call without its own uses ``deps``).
+        self._call_deps: dict[str, Any] = {}
         self.clock = clock or (lambda: datetime.now(UTC))
         self.step_limit = step_limit
         self._threads = Threads(flow, self.store, self.clock, cache_size)
@@ -132,6 +148,24 @@ class Runner(Generic[S]):
         return NodeLLM(
             self.llm, calls, announce=announce, thread_id=thread_id, run_id=run_id, node=node
         )
+
+    def _deps_for(self, run_id: str) -> Any:
+        """The deps the nodes of run ``run_id`` see: the call's own, else the runner's."""
+        if self._call_deps:
+            return self._call_deps.get(run_id, self.deps)
+        return self.deps
+
+    @contextmanager
+    def _using_deps(self, run_id: str, deps: Any) -> Iterator[None]:
+        """Hand ``deps`` to the nodes of run ``run_id`` (``UNSET``: the runner's own)."""
+        if deps is UNSET:
+            yield
+            return
+        self._call_deps[run_id] = deps
+        try:
+            yield
+        finally:
+            del self._call_deps[run_id]
 
     def llm_calls(self, thread_id: str) -> list[dict[str, Any]]:
         """Every LLM call journaled in the thread, in order: feed them to a ``ReplayLLM``."""
@@ -270,18 +304,23 @@ class Runner(Generic[S]):
 
     # -- public API ---------------------------------------------------------------------------
 
-    def start(self, thread_id: str, state: S | Mapping[str, Any] | None = None) -> RunResult[S]:
-        """Create thread ``thread_id`` from ``state`` and run until it waits, finishes or fails."""
+    def start(
+        self, thread_id: str, state: S | Mapping[str, Any] | None = None, *, deps: D = UNSET
+    ) -> RunResult[S]:
+        """Create thread ``thread_id`` from ``state`` and run until it waits, finishes or fails.
+
+        ``deps`` replaces the runner's ``deps`` for this call's nodes.
+        """
         refuse_inside_event_loop(self.flow, thread_id)
         run_id = _new_run_id()
-        with self._threads.lock(thread_id):
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             return self._drive(thread_id, run_id, self._start_steps(thread_id, state, run_id))
 
     async def astart(
-        self, thread_id: str, state: S | Mapping[str, Any] | None = None
+        self, thread_id: str, state: S | Mapping[str, Any] | None = None, *, deps: D = UNSET
     ) -> RunResult[S]:
         run_id = _new_run_id()
-        with self._threads.lock(thread_id):
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             return await self._adrive(
                 thread_id, run_id, self._start_steps(thread_id, state, run_id)
             )
@@ -293,15 +332,17 @@ class Runner(Generic[S]):
         *,
         gate: str | None = None,
         expected_version: int | None = None,
+        deps: D = UNSET,
     ) -> RunResult[S]:
         """Continue a thread: with ``input`` at the gate it waits at, or after a crash/failure.
 
         ``gate`` asserts which gate the caller means; ``expected_version`` makes the call fail
         with ``ConflictError`` if anyone else moved the thread since the caller looked.
+        ``deps`` replaces the runner's ``deps`` for this call's nodes.
         """
         refuse_inside_event_loop(self.flow, thread_id)
         run_id = _new_run_id()
-        with self._threads.lock(thread_id):
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return self._drive(thread_id, run_id, steps)
 
@@ -312,9 +353,10 @@ class Runner(Generic[S]):
         *,
         gate: str | None = None,
         expected_version: int | None = None,
+        deps: D = UNSET,
     ) -> RunResult[S]:
         run_id = _new_run_id()
-        with self._threads.lock(thread_id):
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return await self._adrive(thread_id, run_id, steps)
 
@@ -327,13 +369,15 @@ class Runner(Generic[S]):
         new: bool | None = None,
         gate: str | None = None,
         expected_version: int | None = None,
+        deps: D = UNSET,
     ) -> Stream[S]:
         """``start`` a new ``thread_id`` from ``input``, or ``resume`` an existing one with it,
         yielding items of ``mode`` (values, updates, events, tokens, custom; a list gives
         ``(mode, item)`` pairs) until it waits, finishes or fails; then ``.result`` is set.
+        ``deps`` replaces the runner's ``deps`` for this call's nodes.
         """
         modes, single = parse_modes(thread_id, mode)
-        items = sync_items(self, thread_id, input, modes, single, new, gate, expected_version)
+        items = sync_items(self, thread_id, input, modes, single, new, gate, expected_version, deps)
         return Stream(items)
 
     def astream(
@@ -345,12 +389,13 @@ class Runner(Generic[S]):
         new: bool | None = None,
         gate: str | None = None,
         expected_version: int | None = None,
+        deps: D = UNSET,
     ) -> AsyncStream[S]:
         """``stream`` for asyncio: ``async for item in runner.astream(...)``."""
         modes, single = parse_modes(thread_id, mode)
         return AsyncStream(
             lambda done: async_items(
-                self, thread_id, input, modes, single, new, gate, expected_version, done
+                self, thread_id, input, modes, single, new, gate, expected_version, deps, done
             )
         )
 

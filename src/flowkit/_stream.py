@@ -161,13 +161,14 @@ def sync_items(
     new: bool | None,
     gate: str | None,
     expected_version: int | None,
+    deps: Any,
 ) -> Generator[Any, None, RunResult[S]]:
     from ._runner import _new_run_id
 
     refuse_inside_event_loop(runner.flow, thread_id)
     run_id = _new_run_id()
     collector = _Collector(run_id, modes, single)
-    with runner._threads.lock(thread_id):
+    with runner._threads.lock(thread_id), runner._using_deps(run_id, deps):
         unsubscribe = runner.subscribe(collector)
         try:
             steps = _steps(runner, thread_id, input, new, gate, expected_version, run_id, collector)
@@ -195,6 +196,7 @@ async def async_items(
     new: bool | None,
     gate: str | None,
     expected_version: int | None,
+    deps: Any,
     done: list[RunResult[S]],
 ) -> AsyncGenerator[Any, None]:
     import asyncio
@@ -203,7 +205,7 @@ async def async_items(
 
     run_id = _new_run_id()
     collector = _Collector(run_id, modes, single)
-    with runner._threads.lock(thread_id):
+    with runner._threads.lock(thread_id), runner._using_deps(run_id, deps):
         unsubscribe = runner.subscribe(collector)
         try:
             steps = _steps(runner, thread_id, input, new, gate, expected_version, run_id, collector)

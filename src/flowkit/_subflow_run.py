@@ -72,6 +72,8 @@ class ChildRunner:
         self.store = parent.store
         self.step_limit = parent.step_limit
         self.clock = parent.clock
+        self.memory = parent.memory
+        self._deps_for = parent._deps_for  # the child's nodes see the parent's deps
         self._log = parent._log
         self._subscribers = parent._subscribers
         self._marks = None  # an attempt marker names a node of the flow the runner runs

@@ -28,7 +28,9 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── InvalidThreadIdError   e.g. ``../../etc``
     │   ├── ConflictError          another writer got there first; reload and retry
     │   ├── CorruptStoreError      a record cannot be read (.path, .line)
-    │   └── UnstorableValueError   a value JSON cannot carry (NaN, bytes, ...); nothing written
+    │   ├── UnstorableValueError   a value JSON cannot carry (NaN, bytes, ...); nothing written
+    │   └── MemoryItemError        long-term memory refuses a namespace, key or value
+    │                              (.namespace, .key); nothing written
     └── LLMError                   calling a language model failed
         ├── LLMConfigError         a bad spec, option, URL, message list or cassette
         ├── LLMTimeoutError
@@ -84,6 +86,7 @@ __all__ = [
     "LLMSchemaError",
     "LLMTimeoutError",
     "LLMUnavailableError",
+    "MemoryItemError",
     "NodeContractError",
     "NodeStillRunningError",
     "NodeTimeoutError",
@@ -396,6 +399,18 @@ class UnstorableValueError(StoreError):
             "number, None, text or a JSON-ready structure instead, then resume.",
             thread_id=thread_id,
         )
+
+
+class MemoryItemError(StoreError):
+    """Long-term memory (``flowkit.memory``) refused a namespace, key or value: empty, too
+    long, control characters, not JSON (NaN, bytes, tuples, objects), nested too deep or too
+    big. Nothing was written. ``namespace`` and ``key`` are what the caller passed (possibly
+    shortened), for the message; never the value, which may be private."""
+
+    def __init__(self, message: str, *, namespace: Any = None, key: Any = None) -> None:
+        self.namespace = namespace
+        self.key = key
+        super().__init__(message)
 
 
 class LLMError(FlowkitError):

@@ -3,6 +3,7 @@
 - ``assert_routes(table, cases)``: table-driven checks of a route table, no engine needed.
 - ``capture_events(runner)``: collect a runner's events in a list.
 - ``StoreContract``: the store contract suite; subclass it to check your own store.
+- ``MemoryContract``: the same for a long-term memory (``flowkit.memory.Memory``).
 - ``ScriptedLLM``: an LLM that answers from rules, for tests and offline examples.
 """
 
@@ -14,11 +15,13 @@ from ._events import EventLog, capture_events
 from ._routes import RouteCase, assert_routes
 
 if TYPE_CHECKING:
+    from .memory_contract import MemoryContract
     from .scripted import ScriptedLLM
     from .store_contract import StoreContract
 
 __all__ = [
     "EventLog",
+    "MemoryContract",
     "RouteCase",
     "ScriptedLLM",
     "StoreContract",
@@ -26,7 +29,11 @@ __all__ = [
     "capture_events",
 ]
 
-_LAZY = {"ScriptedLLM": ".scripted", "StoreContract": ".store_contract"}
+_LAZY = {
+    "MemoryContract": ".memory_contract",
+    "ScriptedLLM": ".scripted",
+    "StoreContract": ".store_contract",
+}
 
 
 def __getattr__(name: str) -> Any:
