@@ -78,6 +78,9 @@ class ChildRunner:
         self._subscribers = parent._subscribers
         self._marks = None  # an attempt marker names a node of the flow the runner runs
         self._threads = self
+        #: The parent's cursor to announce (waiting or failed inside the child), held until
+        #: the child's own events for the step that got it there have gone out.
+        self._untold: tuple[str, Cursor] | None = None
 
     # -- the Runner part -------------------------------------------------------------------
 
@@ -85,9 +88,19 @@ class ChildRunner:
         if isinstance(event, StateChanged | Waiting | Failed) or not hasattr(event, "node"):
             return
         self.parent._emit(replace(event, node=f"{self.name}/{event.node}"))  # type: ignore[call-arg]
+        if isinstance(event, NodeFinished):
+            self.flush()
 
     def _announce(self, *_: Any) -> None:
-        """The child's state is not the thread's state: the parent announces its own."""
+        """The child's state is not the thread's state: the parent announces its own (its
+        wait or failure inside the child, once the child's step that got there is told)."""
+        self.flush()
+
+    def flush(self) -> None:
+        """Say where the thread now waits or failed inside the child, if not said yet."""
+        untold, self._untold = self._untold, None
+        if untold is not None:
+            self._tell(untold[0], self.run_id, untold[1])
 
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
         return self.parent._node_llm(thread_id, run_id, f"{self.name}/{node}", calls)
@@ -121,7 +134,7 @@ class ChildRunner:
         self.parent._threads.commit(thread_id, parent.version, new, wrapped)
         self.cursor = new
         if status != "pending" and not isinstance(self.parent, ChildRunner):
-            self._tell(thread_id, self.run_id, new)
+            self._untold = (thread_id, new)  # told after the step's own events
 
     def _tell(self, thread_id: str, run_id: str, top: Cursor) -> None:
         """The thread (the top flow) now waits or failed inside a child: say where."""
@@ -164,6 +177,7 @@ def run_subflow(
         child = child._replace(status="pending", error=None)  # resumed after a failure
     if child.status == "pending":
         child = yield from run_steps(cast("Runner[Any]", holder), thread_id, run_id, child)
+    holder.flush()
     cursor = holder.cursor
     if cursor.status != "pending":
         return cursor  # the child waits at a gate, or failed with nowhere to route
@@ -354,6 +368,7 @@ def _answer(
         return at_leaf(runner, cursor)
     holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor, run_id)
     _answer(holder, run_id, cursor.sub, at_leaf)
+    holder.flush()
     return holder.cursor
 
 
@@ -396,6 +411,7 @@ def _down(
     holder = ChildRunner(runner, cursor.node, runner.flow.nodes[cursor.node], cursor, run_id)
     assert cursor.sub is not None
     _down(holder, run_id, cursor.sub, depth - 1, at_leaf)
+    holder.flush()
     return holder.cursor
 
 

@@ -202,3 +202,65 @@ def test_flow_data_describes_map_parallel_and_subflow_nodes() -> None:
     assert nodes["plain"]["kind"] == "node"
     sub = parent.to_data()["nodes"]["sub"]
     assert sub["kind"] == "subflow" and sub["flow"]["gates"] == {"approve": "Approve"}
+
+
+def _labels(events: Any) -> list[str]:
+    return [f"{e.kind}:{getattr(e, 'node', None) or getattr(e, 'gate', '')}" for e in events]
+
+
+def test_the_wait_inside_a_child_is_told_after_the_step_that_got_there() -> None:
+    from flowkit.testing import capture_events
+
+    two_gates = Flow(
+        name="two",
+        state=Child,
+        start="check",
+        nodes={"check": lambda s: {"text": "x"}},
+        gates={"first": Approve, "second": Approve},
+        routes={"check": "first", "first": "second", "second": END},
+    )
+    outer = Flow(
+        name="outer",
+        state=Parent,
+        start="sub",
+        nodes={"sub": Subflow(two_gates, writes=["ok"])},
+        routes={"sub": END},
+    )
+    runner = Runner(outer, store=MemoryStore())
+    with capture_events(runner) as events:
+        runner.start("t")
+    assert _labels(events)[-2:] == ["node_finished:sub/check", "waiting:sub/first"]
+    with capture_events(runner) as events:  # gate to gate inside the child: no core step
+        runner.resume("t", {"ok": True})
+    assert _labels(events)[-1] == "waiting:sub/second"
+    with capture_events(runner) as events:
+        runner.resume("t", {"ok": True})
+    assert _labels(events)[-1] == "completed:__end__"
+
+
+def test_a_failure_inside_a_child_is_told_after_the_failing_step() -> None:
+    from flowkit.testing import capture_events
+
+    def broken(state: Child) -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+    failing = Flow(
+        name="failing",
+        state=Child,
+        start="check",
+        nodes={"check": broken},
+        routes={"check": END},
+        error_field=None,
+    )
+    outer = Flow(
+        name="outer",
+        state=Parent,
+        start="sub",
+        nodes={"sub": Subflow(failing)},
+        routes={"sub": END},
+        error_field=None,
+    )
+    runner = Runner(outer)
+    with capture_events(runner) as events:
+        assert runner.start("t").status == "failed"
+    assert _labels(events)[-2:] == ["node_finished:sub/check", "failed:sub"]
