@@ -1,0 +1,87 @@
+"""Reading a configuration file: YAML or JSON within the untrusted-input limits, with the line
+of every key and item so each problem can say where it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .._untrusted import read_regular_file
+from ..errors import UntrustedInputError
+
+__all__ = ["MAX_BYTES", "Lines", "line_of", "read_config_file"]
+
+#: A configuration is a few kilobytes of personas and rules.
+MAX_BYTES = 1024 * 1024
+Lines = dict[tuple[str, ...], int]
+
+
+def read_config_file(path: Path) -> tuple[Any, Lines]:
+    """The data of ``path`` and the line of each key; raises ``ValueError`` with one plain
+    sentence when the file cannot be read as YAML or JSON."""
+    import yaml
+
+    from .._untrusted import compose_yaml, construct_yaml, parse_json
+
+    what = "roundtable configuration"
+    try:
+        raw = read_regular_file(path, what=what, max_bytes=MAX_BYTES)
+    except OSError as exc:
+        raise ValueError(f"cannot read it ({exc.strerror or type(exc).__name__})") from exc
+    except UntrustedInputError as exc:
+        raise ValueError(str(exc)) from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start}); save it as UTF-8") from exc
+    if not text.strip():
+        raise ValueError("the file is empty; write the configuration in it")
+    try:
+        if path.suffix.lower() == ".json":
+            data = parse_json(text, what=what, max_bytes=MAX_BYTES)
+            try:
+                node = compose_yaml(text, what=what, max_bytes=MAX_BYTES)
+            except (yaml.YAMLError, UntrustedInputError):
+                return data, {}
+            return data, _lines_of(node)
+        node = compose_yaml(text, what=what, max_bytes=MAX_BYTES, allow_aliases=False)
+        return construct_yaml(node), _lines_of(node)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"line {exc.lineno}: invalid JSON: {exc.msg}; fix the syntax") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        reason = getattr(exc, "problem", None) or type(exc).__name__
+        raise ValueError(f"{where}invalid YAML: {reason}; fix the syntax") from exc
+    except UntrustedInputError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _lines_of(root: Any) -> Lines:
+    import yaml
+
+    lines: Lines = {}
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                child = (*path, str(key.value))
+                lines.setdefault(child, key.start_mark.line + 1)
+                stack.append((value, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, value in enumerate(node.value):
+                child = (*path, str(index))
+                lines.setdefault(child, value.start_mark.line + 1)
+                stack.append((value, child))
+    return lines
+
+
+def line_of(lines: Lines, parts: tuple[str, ...]) -> int | None:
+    """The line of ``parts``, or of the nearest enclosing key the file has."""
+    while parts:
+        if parts in lines:
+            return lines[parts]
+        parts = parts[:-1]
+    return None
