@@ -27,6 +27,7 @@ ENTRY_POINT_GROUP = "flowkit.workflows"
 BUILTIN: Mapping[str, str] = {
     "dialogue": "flowkit.dialogue.workflow:example_flow",
     "review": "flowkit.examples.review:flow",
+    "roundtable": "flowkit.roundtable.workflow:example_flow",
     "sas": "flowkit.sas.workflow:flow",
 }
 

@@ -1,0 +1,142 @@
+"""``Roundtable``: the roundtable flow as a small service for apps and the command line.
+
+``Roundtable(config, store=...)`` builds the flow with its characters' LLMs, a memory store
+and the log folders; ``send(session, text)`` runs one round and returns the characters'
+messages; ``stream(session, text)`` yields the origin's event payloads as they happen.
+Sessions live in the store, so any process with the same store continues them; with a
+``JsonFileStore`` the round summaries go to ``<store>/roundtable/memory/session_threads.jsonl``
+(shared by every session at the table, across processes).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+from .._flow import UNSET
+from .._result import RunResult
+from .._runner import Runner
+from .._stream import Stream
+from ..errors import ThreadNotFoundError
+from ..llm import LLM
+from ..routing.roundtable import PERSON
+from ..stores._protocol import Store
+from .config import RoundtableConfig, load_config
+from .errors import RoundtableConfigError
+from .events import MessageEvent
+from .logs import RoundLogs
+from .memory import InMemorySessionMemory, JsonlSessionMemory, SessionMemory
+from .state import LogEntry, RoundtableState
+from .workflow import build
+
+__all__ = ["Round", "Roundtable", "memory_file"]
+
+
+def memory_file(store_root: str | os.PathLike[str]) -> Path:
+    """Where a ``JsonFileStore`` at ``store_root`` keeps the round summaries."""
+    return Path(store_root) / "roundtable" / "memory" / "session_threads.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """What one message of the person brought: the characters' messages, in order."""
+
+    session: str
+    messages: list[MessageEvent]
+    state: RoundtableState
+
+    @property
+    def texts(self) -> list[tuple[str, str]]:
+        """(speaker, text) of each message."""
+        return [(m["speaker"], m["text"]) for m in self.messages]
+
+
+class Roundtable:
+    """Sessions at one table on one store (see the module docstring).
+
+    ``llm`` is the runner's LLM, used by characters whose configuration names none; ``llms``
+    gives characters their own by internal id. ``memory`` defaults to the store's summary
+    file (a ``JsonFileStore``) or to memory; pass ``None`` for no summaries.
+
+    Raises:
+        RoundtableConfigError: the configuration has problems, or a character has no LLM
+            (none of its own and no ``llm``).
+    """
+
+    def __init__(
+        self,
+        config: RoundtableConfig | Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        store: Store | None = UNSET,
+        llm: LLM | None = None,
+        llms: Mapping[str, LLM] | None = None,
+        memory: SessionMemory | None = UNSET,
+        logs: RoundLogs | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.config = load_config(config)
+        if memory is UNSET:
+            root = getattr(store, "root", None)
+            memory = JsonlSessionMemory(memory_file(root)) if root else InMemorySessionMemory()
+        self.memory = memory
+        self.flow, self.services = build(self.config, llms=llms, memory=memory, logs=logs)
+        missing = [
+            c.id
+            for c in self.config.characters
+            if llm is None and not self.services.cast.has_own(c.id)
+        ]
+        if missing:
+            raise RoundtableConfigError(
+                [
+                    f"characters {', '.join(missing)} have no LLM: give each `llm:` in the "
+                    "configuration, or pass llm= (the CLI's --llm) for all of them"
+                ]
+            )
+        self.runner: Runner[RoundtableState] = Runner(self.flow, store=store, llm=llm, clock=clock)
+
+    def open(self, session: str) -> RunResult[RoundtableState]:
+        """Session ``session``, started (waiting for the person) if it does not exist yet."""
+        try:
+            return self.runner.get_state(session)
+        except ThreadNotFoundError:
+            return self.runner.start(
+                session, {"session_id": session, "config_name": self.config.name}
+            )
+
+    def stream(self, session: str, text: str) -> Stream[RoundtableState]:
+        """Run one round for the person's ``text``, yielding each event payload (status and
+        message dicts) as it is emitted. ``.result`` of the returned stream is set at the end."""
+        self.open(session)
+        return self.runner.stream(session, {"text": text}, mode="custom", gate=PERSON)
+
+    def send(self, session: str, text: str) -> Round:
+        """Run one round for the person's ``text``; the characters' messages in order."""
+        stream = self.stream(session, text)
+        messages = [cast(MessageEvent, item) for item in stream if _is_message(item)]
+        assert stream.result is not None  # set once the stream is exhausted
+        return Round(session, messages, stream.result.state)
+
+    def state(self, session: str) -> RoundtableState:
+        return self.runner.get_state(session).state
+
+    def transcript(self, session: str) -> list[LogEntry]:
+        """Every utterance of the session so far, the person's included."""
+        return list(self.state(session).conversation_log)
+
+    def close(self) -> None:
+        """Close the HTTP clients the table built for its characters."""
+        self.services.cast.close()
+
+    def __enter__(self) -> Roundtable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _is_message(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == "message"
