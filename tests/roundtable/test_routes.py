@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from flowkit import NodeError
-from flowkit.routing import roundtable as r
 from flowkit.roundtable.state import RoundtableState
+from flowkit.routing import roundtable as r
 from flowkit.testing import assert_routes
 
 
