@@ -30,6 +30,7 @@ CREATES = {
     "start": {"store", "thread"},
     "sas start": {"store"},
     "chat": {"store"},
+    "roundtable": {"store"},
     "demo": {"store"},
 }
 #: Runs that succeed by design: deleting a corrupt thread is how one gets rid of it; an empty
@@ -59,6 +60,7 @@ _KIND = {
     "FLOW.xml": "file",
     "DOMAIN": "file",
     "CONVERSATIONS": "file",
+    "CONFIG": "file",
     "TEXT": "text",
     "NAME": "name",
     "JSON": "json",

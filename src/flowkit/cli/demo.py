@@ -2,7 +2,8 @@
 
 The review demo drafts a document, pauses at the review gate, gets feedback, redrafts,
 gets approval and publishes; then a fresh runner reloads the thread from disk to show
-that the store, not the process, holds the run. The sas demo lives in ``flowkit.sas.demo``.
+that the store, not the process, holds the run. The sas demo lives in ``flowkit.sas.demo``,
+the roundtable demo in ``flowkit.roundtable.demo``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = ["register", "run_demo"]
 _DEMOS = {
     "sas": "robot task -> reviewed plan -> Blockly robot program, offline (recorded LLM answers)",
     "review": "draft -> review gate -> feedback -> redraft -> approve -> publish",
+    "roundtable": "three LLM characters talk with you, each on its own (scripted) model",
 }
 
 
@@ -41,6 +43,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--output-dir", metavar="DIR",
         help="sas: where flow.xml is written (default: a new temporary folder)",
     )  # fmt: skip
+    demo.add_argument(
+        "--lang", choices=["en", "ja"], default="en",
+        help="roundtable: the table's language (default: en)",
+    )  # fmt: skip
     demo.set_defaults(run=_cmd_demo)
 
 
@@ -49,6 +55,10 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         from ..sas.demo import run_sas_demo
 
         return run_sas_demo(args.store, args.output_dir, out)
+    if args.name == "roundtable":
+        from ..roundtable.demo import run_roundtable_demo
+
+        return run_roundtable_demo(args.store, out, language=args.lang)
     return run_demo(args.name, args.store, out)
 
 

@@ -269,7 +269,7 @@ def load_config(
     except ValueError as exc:
         raise RoundtableConfigError([str(exc)], path=str(path)) from exc
     config = _validated(data, lines, str(path))
-    return _anchored(config, path.parent)
+    return _anchored(config, path.parent.resolve())
 
 
 def _anchored(config: RoundtableConfig, folder: Path) -> RoundtableConfig:
