@@ -74,8 +74,13 @@ def test_a_piped_conversation_and_its_continuation(
         "Claris: Noted.",
         "Nox: Noted.",
     ]
-    memory = Path(store) / "roundtable" / "memory" / "session_threads.jsonl"
-    assert len(memory.read_text(encoding="utf-8").splitlines()) == 2
+    from flowkit.memory import JsonFileMemory
+
+    kept = JsonFileMemory(Path(store) / "memory").search(("roundtable", "trio-en", "sessions"))
+    assert [(item.value["session_id"], item.value["thread_id"]) for item in kept] == [
+        ("t1", 1),
+        ("t1", 2),
+    ]
 
 
 def test_a_session_belongs_to_its_table(

@@ -13,8 +13,8 @@ import pytest
 
 from flowkit import Emitted, Runner
 from flowkit.errors import LLMTimeoutError, LLMUnavailableError
+from flowkit.memory import InProcessMemory
 from flowkit.roundtable.app import Roundtable
-from flowkit.roundtable.memory import InMemorySessionMemory
 from flowkit.testing import ScriptedLLM
 
 from .conftest import SUMMARY, noon, path_of, table, turns
@@ -56,7 +56,7 @@ def test_tags_fuzzy_names_missing_tags_errors_and_timeouts_take_their_routes() -
             "要点。[Next: BOB]",  # round 3: nobody of that name
         ),
     }
-    bot = Roundtable(table(), llms=llms, memory=InMemorySessionMemory(), clock=noon)
+    bot = Roundtable(table(), llms=llms, memory=InProcessMemory(), clock=noon)
 
     first = bot.send("s", "今日の天気は？")
     assert first.texts == [
@@ -195,12 +195,18 @@ def test_an_empty_reply_is_shown_as_no_response() -> None:
 
 
 def test_round_summaries_are_kept_and_reach_the_next_sessions_prompt() -> None:
-    memory = InMemorySessionMemory()
+    memory = InProcessMemory()
     llms = {name: turns(name, "はい。", "いいえ。") for name in ("LUMINA", "CLARIS", "NOX")}
     bot = Roundtable(table(), llms=llms, memory=memory, clock=noon)
     bot.send("first", "晴れ？")
     bot.send("first", "雨？")
-    records = sorted(memory.search(("roundtable", "trio")), key=lambda r: r["thread_id"])
+    items = memory.search(("roundtable", "trio", "sessions"), limit=100)
+    assert [(i.namespace, i.key) for i in items] == [
+        (("roundtable", "trio", "sessions", "first"), "000001"),
+        (("roundtable", "trio", "sessions", "first"), "000002"),
+    ]
+    records = bot.summaries("first")
+    assert records == [i.value for i in items]
     assert [(r["session_id"], r["thread_id"]) for r in records] == [("first", 1), ("first", 2)]
     record = records[0]
     assert record["summary"] == SUMMARY["summary"] and record["keywords"] == SUMMARY["keywords"]
@@ -217,21 +223,21 @@ def test_round_summaries_are_kept_and_reach_the_next_sessions_prompt() -> None:
 
 
 def test_a_failed_summary_falls_back_to_the_last_log_lines_and_never_raises() -> None:
-    memory = InMemorySessionMemory()
+    memory = InProcessMemory()
     plain = {
         name: ScriptedLLM(default="了解です。", model=name) for name in ("LUMINA", "CLARIS", "NOX")
     }
     bot = Roundtable(table(), llms=plain, memory=memory)
     bot.send("s", "要約できる？")
-    (record,) = memory.search(("roundtable",))
+    (record,) = bot.summaries("s")
     assert record["keywords"] == [] and record["by"] == "fallback"
     assert record["summary"].startswith("[") and len(record["summary"]) <= 200
 
-    class BrokenMemory:
+    class BrokenMemory(InProcessMemory):
         def put(self, namespace: Any, key: str, value: Any) -> None:
             raise OSError("disk full")
 
-        def search(self, namespace: Any) -> list[Any]:
+        def get(self, namespace: Any, key: str) -> Any:
             raise OSError("disk gone")
 
     bot = Roundtable(table(), llms=plain, memory=BrokenMemory())

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from flowkit.memory import InProcessMemory
 from flowkit.roundtable.app import Roundtable
 from flowkit.roundtable.logs import RoundLogs
-from flowkit.roundtable.memory import InMemorySessionMemory
 
 from .conftest import table
 
@@ -57,7 +57,7 @@ def test_each_request_goes_to_its_characters_model(
     server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RT_TEST_KEY", KEY)
-    with Roundtable(config(server.url), memory=InMemorySessionMemory()) as bot:
+    with Roundtable(config(server.url), memory=InProcessMemory()) as bot:
         result = bot.send("s", "Where shall we start?")
     assert result.texts == [
         ("ルミナ", "Lumina speaks."),
@@ -102,7 +102,7 @@ def test_no_api_key_and_no_persons_text_in_any_log_line(
     monkeypatch.setenv("RT_TEST_KEY", KEY)
     logs = RoundLogs(conversation_dir=tmp_path / "conv", operation_dir=tmp_path / "ops")
     caplog.set_level(logging.DEBUG, logger="flowkit")  # stricter than the default level
-    with Roundtable(config(server.url), memory=InMemorySessionMemory(), logs=logs) as bot:
+    with Roundtable(config(server.url), memory=InProcessMemory(), logs=logs) as bot:
         bot.send("s", SECRET)
         bot.send("s", "and " + SECRET)
     lines = [r.getMessage() for r in caplog.records]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flowkit.roundtable.app import Roundtable, memory_file
+from flowkit.roundtable.app import Roundtable
 from flowkit.stores import JsonFileStore
 
 WORKER = Path(__file__).with_name("resume_worker.py")
@@ -85,7 +85,7 @@ def test_a_conversation_resumes_in_a_new_process(tmp_path: Path) -> None:
     state = bot.state("s1")
     assert state.round_index == 2 and state.turn_index == 6
     assert [e.speaker for e in state.conversation_log] == ["USER", "Lumina", "Nox", "Claris"] * 2
-    records = [json.loads(line) for line in memory_file(store).read_text().splitlines()]
+    records = bot.summaries("s1")
     assert [(r["session_id"], r["thread_id"], r["summary"]) for r in records] == [
         ("s1", 1, "Two rounds."),
         ("s1", 2, "Two rounds."),

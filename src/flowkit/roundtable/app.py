@@ -1,11 +1,11 @@
 """``Roundtable``: the roundtable flow as a small service for apps and the command line.
 
-``Roundtable(config, store=...)`` builds the flow with its characters' LLMs, a memory store
-and the log folders; ``send(session, text)`` runs one round and returns the characters'
-messages; ``stream(session, text)`` yields the origin's event payloads as they happen.
-Sessions live in the store, so any process with the same store continues them; with a
-``JsonFileStore`` the round summaries go to ``<store>/roundtable/memory/session_threads.jsonl``
-(shared by every session at the table, across processes).
+``Roundtable(config, store=...)`` builds the flow with its characters' LLMs and the log
+folders and runs it with a long-term memory for the round summaries; ``send(session, text)``
+runs one round and returns the characters' messages; ``stream(session, text)`` yields the
+origin's event payloads as they happen. Sessions live in the store, so any process with the
+same store continues them; with a ``JsonFileStore`` the summaries go to a ``JsonFileMemory``
+in ``<store>/memory`` (shared by every session at the table, across processes).
 """
 
 from __future__ import annotations
@@ -23,22 +23,23 @@ from .._runner import Runner
 from .._stream import Stream
 from ..errors import ThreadNotFoundError
 from ..llm import LLM
+from ..memory import InProcessMemory, JsonFileMemory, Memory
 from ..routing.roundtable import PERSON
 from ..stores._protocol import Store
 from .config import RoundtableConfig, load_config
 from .errors import RoundtableConfigError
 from .events import MessageEvent
 from .logs import RoundLogs
-from .memory import InMemorySessionMemory, JsonlSessionMemory, SessionMemory
+from .memory import session_records
 from .state import LogEntry, RoundtableState
 from .workflow import build
 
-__all__ = ["Round", "Roundtable", "memory_file"]
+__all__ = ["Round", "Roundtable", "memory_folder"]
 
 
-def memory_file(store_root: str | os.PathLike[str]) -> Path:
-    """Where a ``JsonFileStore`` at ``store_root`` keeps the round summaries."""
-    return Path(store_root) / "roundtable" / "memory" / "session_threads.jsonl"
+def memory_folder(store_root: str | os.PathLike[str]) -> Path:
+    """Where ``Roundtable`` keeps the long-term memory of a ``JsonFileStore`` at ``store_root``."""
+    return Path(store_root) / "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,9 @@ class Roundtable:
     """Sessions at one table on one store (see the module docstring).
 
     ``llm`` is the runner's LLM, used by characters whose configuration names none; ``llms``
-    gives characters their own by internal id. ``memory`` defaults to the store's summary
-    file (a ``JsonFileStore``) or to memory; pass ``None`` for no summaries.
+    gives characters their own by internal id. ``memory`` (a ``flowkit.memory.Memory``)
+    defaults to a ``JsonFileMemory`` in the store's folder (a ``JsonFileStore``), else to an
+    ``InProcessMemory``; pass ``None`` for no summaries.
 
     Raises:
         RoundtableConfigError: the configuration has problems, or a character has no LLM
@@ -74,16 +76,16 @@ class Roundtable:
         store: Store | None = UNSET,
         llm: LLM | None = None,
         llms: Mapping[str, LLM] | None = None,
-        memory: SessionMemory | None = UNSET,
+        memory: Memory | None = UNSET,
         logs: RoundLogs | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.config = load_config(config)
         if memory is UNSET:
             root = getattr(store, "root", None)
-            memory = JsonlSessionMemory(memory_file(root)) if root else InMemorySessionMemory()
-        self.memory = memory
-        self.flow, self.services = build(self.config, llms=llms, memory=memory, logs=logs)
+            memory = JsonFileMemory(memory_folder(root)) if root else InProcessMemory()
+        self.memory: Memory | None = memory
+        self.flow, self.services = build(self.config, llms=llms, logs=logs)
         missing = [
             c.id
             for c in self.config.characters
@@ -96,7 +98,9 @@ class Roundtable:
                     "configuration, or pass llm= (the CLI's --llm) for all of them"
                 ]
             )
-        self.runner: Runner[RoundtableState] = Runner(self.flow, store=store, llm=llm, clock=clock)
+        self.runner: Runner[RoundtableState] = Runner(
+            self.flow, store=store, llm=llm, clock=clock, memory=memory
+        )
 
     def open(self, session: str) -> RunResult[RoundtableState]:
         """Session ``session``, started (waiting for the person) if it does not exist yet."""
@@ -122,6 +126,12 @@ class Roundtable:
 
     def state(self, session: str) -> RoundtableState:
         return self.runner.get_state(session).state
+
+    def summaries(self, session: str) -> list[dict[str, Any]]:
+        """The memory records of the session's rounds, in round order ([] without memory)."""
+        if self.memory is None:
+            return []
+        return session_records(self.memory, self.config.name, session)
 
     def transcript(self, session: str) -> list[LogEntry]:
         """Every utterance of the session so far, the person's included."""

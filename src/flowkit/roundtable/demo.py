@@ -123,7 +123,7 @@ def run_roundtable_demo(store_dir: str | None, out: TextIO, *, language: str = "
     """Run the demo; the session stays in the store for ``flowkit show`` and ``history``."""
     from ..cli._output import command_hint
     from ..stores.jsonfile import JsonFileStore
-    from .app import Roundtable, memory_file
+    from .app import Roundtable, memory_folder
 
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-roundtable-"))
     config = f"trio-{language}"
@@ -151,14 +151,12 @@ def run_roundtable_demo(store_dir: str | None, out: TextIO, *, language: str = "
         for item in stream:
             show(item)
     state = bot.state(session)
-    records = bot.memory.search(("roundtable", bot.config.name)) if bot.memory else []
     out.write(f"\nrounds: {state.round_index}, characters' turns: {state.turn_index}\n")
-    for record in sorted(records, key=lambda r: r["thread_id"]):
-        if record["session_id"] == session:
-            out.write(f"memory, round {record['thread_id']}: {record['summary']}\n")
+    for record in bot.summaries(session):
+        out.write(f"memory, round {record['thread_id']}: {record['summary']}\n")
     where = str(root)
     out.write(
-        f"summaries file: {memory_file(root)}\n"
+        f"memory: {memory_folder(root)}\n"
         f"\nlook around:\n  {command_hint('history', session, store=where)}\n"
         f"  {command_hint('show', session, store=where)}\n"
     )

@@ -1,59 +1,48 @@
-"""Round summaries kept across sessions (the origin's ``persist_thread_from_log``).
+"""Round summaries kept across sessions (the origin's ``persist_thread_from_log``), in the
+runner's long-term memory (``flowkit.memory``, reached by nodes as ``ctx.memory``).
 
 At the end of each round the first character's LLM is asked for strict JSON
 ``{"summary": <= 200 characters, "keywords": [5 strings]}``; when that fails, the summary is
 the round's last 10 log lines (cut to 200 characters) with no keywords. The record, with the
 origin's fields (``session_id``, ``thread_id``, ``ts_start``, ``ts_end``, ``domain``,
-``summary``, ``keywords``, ``embedding``, ``full_log``), is put in a cross-thread memory
-store under the namespace ``("roundtable", <configuration name>)`` and the key
-``<session_id>/<thread_id>``: one record per round ("session thread") of each session. The
-next session's prompts carry the most recent summaries of other sessions (``{memory}``).
-Nothing here raises into the conversation: failures are logged and the round goes on.
-
-``SessionMemory`` is the small part of a memory store this needs (``put`` and ``search`` by
-namespace prefix); ``JsonlSessionMemory`` keeps records in the origin's
-``session_threads.jsonl`` form, ``InMemorySessionMemory`` in a dict.
+``summary``, ``keywords``, ``embedding``, ``full_log``), is one item per round ("session
+thread") of each session: namespace ``("roundtable", <table>, "sessions", <session>)``, key
+the round number (``000001``). An index item, ``("roundtable", <table>)`` / ``recent``,
+lists the newest summaries, so the next session's prompts can carry them (``{memory}``)
+without reading every record. Nothing here raises into the conversation: the nodes log
+failures and the round goes on.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..memory import Memory
+
 __all__ = [
+    "RECENT_KEY",
     "SUMMARY_CHARS",
-    "InMemorySessionMemory",
-    "JsonlSessionMemory",
     "RoundSummary",
-    "SessionMemory",
     "fallback_summary",
-    "namespace_for",
     "recent_summaries",
+    "remember",
+    "session_namespace",
+    "session_records",
     "summary_messages",
+    "table_namespace",
 ]
 
 #: Longest summary kept (the origin's limit).
 SUMMARY_CHARS = 200
 #: How many log lines the fallback summary is made of.
 FALLBACK_LINES = 10
-
-
-@runtime_checkable
-class SessionMemory(Protocol):
-    """What the roundtable needs of a cross-thread memory store."""
-
-    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> None:
-        """Store ``value`` under ``namespace`` / ``key`` (replacing what was there)."""
-        ...
-
-    def search(self, namespace: tuple[str, ...]) -> Iterable[Any]:
-        """The values (or items with a ``.value``) under ``namespace`` and its sub-namespaces."""
-        ...
+#: The index item of a table: its newest summaries.
+RECENT_KEY = "recent"
+#: How many summaries the index keeps.
+RECENT_KEPT = 20
 
 
 class RoundSummary(BaseModel):
@@ -63,10 +52,6 @@ class RoundSummary(BaseModel):
 
     summary: str = Field(min_length=1, max_length=SUMMARY_CHARS)
     keywords: list[str] = Field(min_length=5, max_length=5)
-
-
-def namespace_for(config_name: str) -> tuple[str, ...]:
-    return ("roundtable", config_name)
 
 
 def summary_messages(lines: Sequence[str], language: str) -> list[dict[str, str]]:
@@ -93,77 +78,47 @@ def fallback_summary(lines: Sequence[str]) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
-def _value(item: Any) -> Any:
-    return item if isinstance(item, Mapping) else getattr(item, "value", None)
+def table_namespace(table: str) -> tuple[str, ...]:
+    return ("roundtable", table)
+
+
+def session_namespace(table: str, session: str) -> tuple[str, ...]:
+    return ("roundtable", table, "sessions", session)
+
+
+def round_key(round_index: int) -> str:
+    return f"{round_index:06d}"
+
+
+def remember(memory: Memory, table: str, record: Mapping[str, Any]) -> None:
+    """Put ``record`` (one round of one session) and list it first in the table's index."""
+    session, round_index = str(record["session_id"]), int(record["thread_id"])
+    memory.put(session_namespace(table, session), round_key(round_index), dict(record))
+    item = memory.get(table_namespace(table), RECENT_KEY)
+    kept = item.value.get("records", []) if item and isinstance(item.value, dict) else []
+    brief = {k: record[k] for k in ("session_id", "thread_id", "summary", "keywords", "ts_end")}
+    others = [
+        r
+        for r in kept
+        if isinstance(r, dict)
+        and (r.get("session_id"), r.get("thread_id")) != (session, round_index)
+    ]
+    memory.put(table_namespace(table), RECENT_KEY, {"records": [brief, *others][:RECENT_KEPT]})
 
 
 def recent_summaries(
-    memory: SessionMemory, config_name: str, *, exclude_session: str, limit: int
-) -> list[Mapping[str, Any]]:
-    """The newest records of other sessions at this table, newest first, at most ``limit``."""
+    memory: Memory, table: str, *, exclude_session: str, limit: int
+) -> list[dict[str, Any]]:
+    """The newest summaries of other sessions at ``table``, newest first, at most ``limit``."""
     if limit <= 0:
         return []
-    records = [
-        value
-        for value in map(_value, memory.search(namespace_for(config_name)))
-        if isinstance(value, Mapping) and value.get("session_id") != exclude_session
-    ]
-    records.sort(key=lambda r: str(r.get("ts_end", "")), reverse=True)
-    return records[:limit]
+    item = memory.get(table_namespace(table), RECENT_KEY)
+    kept = item.value.get("records", []) if item and isinstance(item.value, dict) else []
+    found = [r for r in kept if isinstance(r, dict) and r.get("session_id") != exclude_session]
+    return found[:limit]
 
 
-class InMemorySessionMemory:
-    """Records in a dict: for tests and one-process apps."""
-
-    def __init__(self) -> None:
-        self._items: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
-        self._lock = threading.Lock()
-
-    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._items[(tuple(namespace), key)] = dict(value)
-
-    def search(self, namespace: tuple[str, ...]) -> list[dict[str, Any]]:
-        prefix = tuple(namespace)
-        with self._lock:
-            return [dict(v) for (ns, _), v in self._items.items() if ns[: len(prefix)] == prefix]
-
-
-class JsonlSessionMemory:
-    """Records as JSON lines in one file (the origin's ``memory/session_threads.jsonl``).
-
-    Each ``put`` appends a line with the record's fields plus ``namespace`` and ``key``; the
-    last line of a key wins when reading, so a round persisted twice (a crash between the
-    write and the checkpoint) still counts once.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-
-    def put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> None:
-        line = json.dumps({**value, "namespace": list(namespace), "key": key}, ensure_ascii=False)
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
-
-    def search(self, namespace: tuple[str, ...]) -> list[dict[str, Any]]:
-        prefix = list(namespace)
-        latest: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
-        with self._lock:
-            if not self.path.is_file():
-                return []
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # a torn last line from a crash mid-write
-            if not isinstance(record, dict):
-                continue
-            space = record.get("namespace")
-            if not isinstance(space, list) or space[: len(prefix)] != prefix:
-                continue
-            latest[(tuple(space), str(record.get("key")))] = record
-        return list(latest.values())
+def session_records(memory: Memory, table: str, session: str) -> list[dict[str, Any]]:
+    """Every round record of ``session`` at ``table``, in round order."""
+    items = memory.search(session_namespace(table, session), limit=100_000)
+    return [item.value for item in items if isinstance(item.value, dict)]

@@ -1,6 +1,6 @@
 """What the roundtable's nodes use besides the state: the configuration, the characters'
-LLMs, the log files and the memory store (seed 004 §3's I/O handles, as run-time services of
-the flow rather than state)."""
+LLMs and the log files (seed 004 §3's I/O handles, as services of the flow rather than
+state). Long-term memory is the runner's (``ctx.memory``): ``memory_of`` reaches it."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from .config import RoundtableConfig
 from .events import Status, status_event
 from .llms import Cast
 from .logs import RoundLogs
-from .memory import SessionMemory
 
 if TYPE_CHECKING:
     from .._node import Context
+    from ..memory import Memory
 
-__all__ = ["Services"]
+__all__ = ["Services", "memory_of"]
 
 Level = Literal["debug", "info", "warning", "error"]
 
@@ -28,7 +28,6 @@ class Services:
     config: RoundtableConfig
     cast: Cast
     logs: RoundLogs
-    memory: SessionMemory | None
 
     def operation(self, ctx: Context, level: Level, event: str, module: str, **fields: Any) -> None:
         """One operation-log event: flowkit's logger (``event`` with ``fields``) and, when
@@ -43,3 +42,13 @@ class Services:
         """Send a status event per character (the origin's ``update_status``)."""
         for name in display_names:
             ctx.emit(status_event(name, status))
+
+
+def memory_of(ctx: Context) -> Memory | None:
+    """The runner's long-term memory, or ``None`` when it was given none."""
+    from ..errors import RunError
+
+    try:
+        return ctx.memory
+    except RunError:
+        return None

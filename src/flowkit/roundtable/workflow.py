@@ -33,7 +33,6 @@ from ..routing import roundtable as r
 from .config import RoundtableConfig, load_config
 from .llms import Cast
 from .logs import RoundLogs
-from .memory import SessionMemory
 from .services import Services
 from .state import PersonInput, RoundtableState
 
@@ -57,24 +56,22 @@ def build_flow(
     config: RoundtableConfig | Mapping[str, Any] | str | os.PathLike[str],
     *,
     llms: Mapping[str, LLM] | None = None,
-    memory: SessionMemory | None = None,
     logs: RoundLogs | None = None,
 ) -> Flow:
     """The roundtable flow for ``config`` (a ``RoundtableConfig``, its data, a file or a
     shipped example's name).
 
     ``llms`` gives characters their LLM by internal id (else their configuration's, else
-    the runner's); ``memory`` keeps round summaries across sessions (none: no summaries);
-    ``logs`` overrides the configuration's log folders.
+    the runner's); ``logs`` overrides the configuration's log folders. Round summaries go to
+    the runner's memory (``Runner(flow, memory=...)``); a runner without one keeps none.
     """
-    return build(config, llms=llms, memory=memory, logs=logs)[0]
+    return build(config, llms=llms, logs=logs)[0]
 
 
 def build(
     config: RoundtableConfig | Mapping[str, Any] | str | os.PathLike[str],
     *,
     llms: Mapping[str, LLM] | None = None,
-    memory: SessionMemory | None = None,
     logs: RoundLogs | None = None,
 ) -> tuple[Flow, Services]:
     """``build_flow``, also returning the services its nodes share (LLMs, logs, memory)."""
@@ -87,7 +84,6 @@ def build(
             conversation_dir=config.logs.conversation_dir,
             operation_dir=config.logs.operation_dir,
         ),
-        memory=memory,
     )
     flow = Flow(
         name="roundtable",

@@ -12,13 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..._node import Context, Node, node
-from ...roundtable.memory import (
-    RoundSummary,
-    fallback_summary,
-    namespace_for,
-    summary_messages,
-)
-from ...roundtable.services import Services
+from ...roundtable.memory import RoundSummary, fallback_summary, remember, summary_messages
+from ...roundtable.services import Services, memory_of
 from ...roundtable.state import RoundtableState
 from .call_llm import call_with_deadline
 
@@ -33,12 +28,12 @@ def make_persist_memory(services: Services) -> Node:
         writes=["last_summary"],
     )
     def persist_memory(state: RoundtableState, ctx: Context) -> dict[str, Any]:
-        memory = services.memory
+        memory = memory_of(ctx)
         if memory is None or not config.memory.enabled:
             return {}
         try:
             record = _record(services, state, ctx)
-            memory.put(namespace_for(config.name), f"{ctx.thread_id}/{state.round_index}", record)
+            remember(memory, config.name, record)
         except Exception as exc:
             services.operation(
                 ctx, "error", "roundtable_memory_failed", "MemoryManager",

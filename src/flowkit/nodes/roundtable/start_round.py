@@ -12,7 +12,7 @@ from typing import Any
 
 from ..._node import Context, Node, node
 from ...roundtable.memory import recent_summaries
-from ...roundtable.services import Services
+from ...roundtable.services import Services, memory_of
 from ...roundtable.speaker import match_nomination
 from ...roundtable.state import PERSON, LogEntry, RoundtableState
 
@@ -89,7 +89,7 @@ def make_start_round(services: Services) -> Node:
 
 def _memory_context(services: Services, ctx: Context) -> str:
     """The recent summaries of other sessions, one line each; "" without memory."""
-    memory, config = services.memory, services.config
+    memory, config = memory_of(ctx), services.config
     if memory is None or not config.memory.enabled or config.memory.recent == 0:
         return ""
     try:
