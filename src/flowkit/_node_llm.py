@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from .llm import LLM, Chunk, LLMResponse, Message
+    from .llm._tools import ToolLike
 
 __all__ = ["NodeLLM"]
 
@@ -52,32 +53,44 @@ class NodeLLM:
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
-        return self._recording.complete(messages, schema=schema, timeout=timeout)
+        return self._recording.complete(messages, schema=schema, tools=tools, timeout=timeout)
 
     async def acomplete(
         self,
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
-        return await self._recording.acomplete(messages, schema=schema, timeout=timeout)
+        return await self._recording.acomplete(
+            messages, schema=schema, tools=tools, timeout=timeout
+        )
 
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
         call = len(self._calls)  # the index this call gets in the step's journal
-        for chunk in self._recording.stream(messages, timeout=timeout):
+        for chunk in self._recording.stream(messages, tools=tools, timeout=timeout):
             self._token(chunk, call)
             yield chunk
 
     async def astream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[Chunk]:
         call = len(self._calls)
-        async for chunk in self._recording.astream(messages, timeout=timeout):
+        async for chunk in self._recording.astream(messages, tools=tools, timeout=timeout):
             self._token(chunk, call)
             yield chunk
 

@@ -31,13 +31,18 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── UnstorableValueError   a value JSON cannot carry (NaN, bytes, ...); nothing written
     │   └── MemoryItemError        long-term memory refuses a namespace, key or value
     │                              (.namespace, .key); nothing written
-    └── LLMError                   calling a language model failed
-        ├── LLMConfigError         a bad spec, option, URL, message list or cassette
-        ├── LLMTimeoutError
-        ├── LLMUnavailableError    refused connection, 5xx or 429 after all retries
-        ├── LLMResponseError       the server answered something unusable
-        ├── LLMSchemaError         the answer is not the requested schema (.raw_text)
-        └── ReplayMismatchError    a replayed call does not match the recording
+    ├── LLMError                   calling a language model failed
+    │   ├── LLMConfigError         a bad spec, option, URL, message list or cassette
+    │   ├── LLMTimeoutError
+    │   ├── LLMUnavailableError    refused connection, 5xx or 429 after all retries
+    │   ├── LLMResponseError       the server answered something unusable
+    │   ├── LLMSchemaError         the answer is not the requested schema (.raw_text)
+    │   └── ReplayMismatchError    a replayed call does not match the recording
+    ├── ToolError                  a tool call cannot be run; the tool loop tells the model
+    │   ├── UnknownToolError       the model named a tool it was not offered (.tool)
+    │   ├── ToolArgumentsError     the arguments are not a JSON object
+    │   └── ToolValidationError    the arguments fail the tool's parameters (.errors)
+    └── ToolLoopLimitError         the model still asks for tools after max_rounds (.rounds)
     RobotProgramError              a robot program (Blockly XML, module steps) is unusable
     ├── UnsafeXMLError             DOCTYPE, entities or external references in the XML
     ├── InvalidProgramError        a program fails validation (.problems, each with its line)
@@ -104,8 +109,13 @@ __all__ = [
     "TaskCycleError",
     "ThreadExistsError",
     "ThreadNotFoundError",
+    "ToolArgumentsError",
+    "ToolError",
+    "ToolLoopLimitError",
+    "ToolValidationError",
     "UndeclaredWriteError",
     "UnknownGateError",
+    "UnknownToolError",
     "UnsafePatternError",
     "UnsafeXMLError",
     "UnstorableValueError",
@@ -468,6 +478,47 @@ class ReplayMismatchError(LLMError):
 
 class LLMConfigError(LLMError):
     """The LLM layer is set up or called wrongly: a bad spec string, option, URL or cassette."""
+
+
+class ToolError(FlowkitError):
+    """A tool call cannot be run. Raise it from a tool to give the model a message instead
+    of failing the node; the tool loop sends ``str(error)`` back as the tool's result."""
+
+    def __init__(self, message: str, *, tool: str | None = None, call_id: str | None = None):
+        self.tool = tool
+        self.call_id = call_id
+        super().__init__(message)
+
+
+class UnknownToolError(ToolError):
+    """The model asked for a tool that was not offered."""
+
+
+class ToolArgumentsError(ToolError):
+    """A tool call's arguments are not a JSON object (malformed JSON, or another value)."""
+
+
+class ToolValidationError(ToolError):
+    """A tool call's arguments do not fit the tool's parameters."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str | None = None,
+        call_id: str | None = None,
+        errors: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        self.errors = list(errors)
+        super().__init__(message, tool=tool, call_id=call_id)
+
+
+class ToolLoopLimitError(FlowkitError):
+    """The model kept asking for tools after the loop's ``max_rounds`` rounds."""
+
+    def __init__(self, message: str, *, rounds: int) -> None:
+        self.rounds = rounds
+        super().__init__(message)
 
 
 class RobotProgramError(FlowkitError):

@@ -1,5 +1,5 @@
-"""Pluggable LLMs: the ``LLM`` protocol, HTTP clients (OpenAI-compatible, Ollama), and
-recording and replay of calls.
+"""Pluggable LLMs: the ``LLM`` protocol, HTTP clients (OpenAI-compatible, Ollama), tool
+calling with a prebuilt tool loop, and recording and replay of calls.
 
 Importing this package is cheap: the HTTP clients (and httpx) load on first use.
 """
@@ -11,16 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 from flowkit.llm._protocol import LLM
 from flowkit.llm._retry import Backoff
-from flowkit.llm._types import Chunk, LLMResponse, Message, Usage
+from flowkit.llm._types import Chunk, LLMResponse, Message, ToolCall, Usage
 
 if TYPE_CHECKING:
     from flowkit.llm._extract import extract_json
     from flowkit.llm._spec import from_spec
     from flowkit.llm._structured import parse_answer, schema_name
+    from flowkit.llm._tools import Tool, tool_message
     from flowkit.llm.ollama import OllamaLLM
     from flowkit.llm.openai import OpenAICompatibleLLM
     from flowkit.llm.recording import RecordingLLM
     from flowkit.llm.replay import ReplayLLM, load_cassette, save_cassette
+    from flowkit.llm.tool_loop import ToolLoop, ToolLoopResult, ToolLoopState
 
 __all__ = [
     "LLM",
@@ -32,6 +34,11 @@ __all__ = [
     "OpenAICompatibleLLM",
     "RecordingLLM",
     "ReplayLLM",
+    "Tool",
+    "ToolCall",
+    "ToolLoop",
+    "ToolLoopResult",
+    "ToolLoopState",
     "Usage",
     "extract_json",
     "from_spec",
@@ -39,6 +46,7 @@ __all__ = [
     "parse_answer",
     "save_cassette",
     "schema_name",
+    "tool_message",
 ]
 
 _LAZY = {
@@ -46,12 +54,17 @@ _LAZY = {
     "OpenAICompatibleLLM": "flowkit.llm.openai",
     "RecordingLLM": "flowkit.llm.recording",
     "ReplayLLM": "flowkit.llm.replay",
+    "Tool": "flowkit.llm._tools",
+    "ToolLoop": "flowkit.llm.tool_loop",
+    "ToolLoopResult": "flowkit.llm.tool_loop",
+    "ToolLoopState": "flowkit.llm.tool_loop",
     "extract_json": "flowkit.llm._extract",
     "from_spec": "flowkit.llm._spec",
     "load_cassette": "flowkit.llm.replay",
     "parse_answer": "flowkit.llm._structured",
     "save_cassette": "flowkit.llm.replay",
     "schema_name": "flowkit.llm._structured",
+    "tool_message": "flowkit.llm._tools",
 }
 
 

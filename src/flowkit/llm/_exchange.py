@@ -27,6 +27,7 @@ from flowkit.errors import (
 from flowkit.llm._retry import RETRYABLE_STATUS, Backoff, parse_retry_after
 from flowkit.llm._stream import Delta
 from flowkit.llm._structured import Ask, answer_plan, drive
+from flowkit.llm._tools import Tool
 from flowkit.llm._types import LLMResponse, Message
 
 __all__ = ["ChatExchange", "Exchange", "HTTPRequest", "HTTPResponse", "Sleep", "TransportFailure"]
@@ -130,8 +131,15 @@ class ChatExchange(ABC):
     # -- wire format, per backend ------------------------------------------------------------
 
     @abstractmethod
-    def _body(self, messages: list[Message], *, stream: bool, want_json: bool) -> dict[str, Any]:
-        """The JSON body of a chat request."""
+    def _body(
+        self,
+        messages: list[Message],
+        *,
+        stream: bool,
+        want_json: bool,
+        tools: Sequence[Tool] = (),
+    ) -> dict[str, Any]:
+        """The JSON body of a chat request (``tools`` offered to the model, if any)."""
 
     @abstractmethod
     def _parse(self, data: Any) -> LLMResponse:
@@ -152,13 +160,19 @@ class ChatExchange(ABC):
     # -- the steps of a call -------------------------------------------------------------------
 
     def _request(
-        self, messages: list[Message], *, stream: bool, want_json: bool, timeout: float | None
+        self,
+        messages: list[Message],
+        *,
+        stream: bool,
+        want_json: bool,
+        timeout: float | None,
+        tools: Sequence[Tool] = (),
     ) -> HTTPRequest:
         if timeout is not None:
             _check_timeout(timeout)
         return HTTPRequest(
             url=self.base_url + self._path,
-            body=self._body(messages, stream=stream, want_json=want_json),
+            body=self._body(messages, stream=stream, want_json=want_json, tools=tools),
             timeout=self.timeout if timeout is None else float(timeout),
             stream=stream,
         )
@@ -168,16 +182,23 @@ class ChatExchange(ABC):
         messages: Sequence[Message],
         schema: type[BaseModel] | None,
         timeout: float | None,
+        tools: Sequence[Tool] = (),
     ) -> Exchange[LLMResponse]:
         def ask(request: Ask) -> Exchange[LLMResponse]:
-            return self._ask(request.messages, schema is not None, timeout)
+            return self._ask(request.messages, schema is not None, timeout, tools)
 
         return drive(answer_plan(messages, schema, model=self.model), ask)
 
     def _ask(
-        self, messages: list[Message], want_json: bool, timeout: float | None
+        self,
+        messages: list[Message],
+        want_json: bool,
+        timeout: float | None,
+        tools: Sequence[Tool] = (),
     ) -> Exchange[LLMResponse]:
-        request = self._request(messages, stream=False, want_json=want_json, timeout=timeout)
+        request = self._request(
+            messages, stream=False, want_json=want_json, timeout=timeout, tools=tools
+        )
         started = time.perf_counter()
         response = yield from self._send(request)
         result = self._read(response, request)
@@ -188,6 +209,7 @@ class ChatExchange(ABC):
             latency_s=round(time.perf_counter() - started, 4),
             usage=result.usage.model_dump() if result.usage else None,
             chars=len(result.text),
+            tool_calls=[call.name for call in result.tool_calls],
             **({"content": result.text} if log_content() else {}),
         )
         return result

@@ -41,6 +41,7 @@ from flowkit.llm._exchange import (
 from flowkit.llm._retry import Backoff
 from flowkit.llm._secrets import check_api_key, redact
 from flowkit.llm._stream import StreamDecoder
+from flowkit.llm._tools import ToolLike, as_tools
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
 
 __all__ = ["HTTPChatLLM"]
@@ -110,16 +111,22 @@ class HTTPChatLLM(ChatExchange):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Answer the conversation (see :class:`flowkit.llm.LLM`)."""
-        return self._run(self._sync_client(), self._complete_steps(messages, schema, timeout))
+        steps = self._complete_steps(messages, schema, timeout, as_tools(tools))
+        return self._run(self._sync_client(), steps)
 
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
         """Yield the answer as it arrives; the last chunk has ``done=True``."""
-        request, decoder = self._stream_start(messages, timeout)
+        request, decoder = self._stream_start(messages, timeout, tools)
         opened = self._run(self._sync_client(), self._send(request))
         body: _OpenBody = opened.handle
         try:
@@ -165,17 +172,23 @@ class HTTPChatLLM(ChatExchange):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Answer the conversation without blocking the event loop."""
+        steps = self._complete_steps(messages, schema, timeout, as_tools(tools))
         async with self._async_session() as client:
-            return await self._arun(client, self._complete_steps(messages, schema, timeout))
+            return await self._arun(client, steps)
 
     async def astream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[Chunk]:
         """Async version of :meth:`stream`."""
-        request, decoder = self._stream_start(messages, timeout)
+        request, decoder = self._stream_start(messages, timeout, tools)
         async with self._async_session() as client:
             opened = await self._arun(client, self._send(request))
             body: _OpenBody = opened.handle
@@ -315,10 +328,17 @@ class HTTPChatLLM(ChatExchange):
         return redact(text, key, credentials=error)
 
     def _stream_start(
-        self, messages: Sequence[Message], timeout: float | None
+        self,
+        messages: Sequence[Message],
+        timeout: float | None,
+        tools: Sequence[ToolLike] | None,
     ) -> tuple[HTTPRequest, StreamDecoder]:
         request = self._request(
-            check_messages(messages), stream=True, want_json=False, timeout=timeout
+            check_messages(messages),
+            stream=True,
+            want_json=False,
+            timeout=timeout,
+            tools=as_tools(tools),
         )
         decoder = StreamDecoder(
             self._parse_line, model=self.model, url=request.url, timeout=request.timeout

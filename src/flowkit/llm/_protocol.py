@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from flowkit.llm._types import Chunk, LLMResponse, Message
+
+if TYPE_CHECKING:
+    from flowkit.llm._tools import ToolLike
 
 __all__ = ["LLM", "InProcessLLM"]
 
@@ -23,8 +26,12 @@ class LLM(Protocol):
 
     ``timeout`` is in seconds and overrides the backend's default for one call. With
     ``schema``, the answer is parsed into that pydantic model and returned as ``.parsed``;
-    an answer that does not fit raises :class:`flowkit.errors.LLMSchemaError`. Every failure
-    is a :class:`flowkit.errors.LLMError`.
+    an answer that does not fit raises :class:`flowkit.errors.LLMSchemaError`. With
+    ``tools``, the model may answer with ``.tool_calls`` instead (see docs/tools.md). Every
+    failure is a :class:`flowkit.errors.LLMError`.
+
+    ``tools`` is optional for an implementation: flowkit's wrappers pass it only when the
+    caller gives it, so an LLM written before tool calling keeps working without them.
     """
 
     @property
@@ -37,6 +44,7 @@ class LLM(Protocol):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Answer the conversation."""
@@ -47,19 +55,28 @@ class LLM(Protocol):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Answer the conversation without blocking the event loop."""
         ...
 
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
         """Yield the answer as it is generated; raise if the stream ends early."""
         ...
 
     def astream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[Chunk]:
         """Async version of :meth:`stream`."""
         ...
@@ -82,13 +99,18 @@ class InProcessLLM(ABC):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Answer the conversation."""
 
     @abstractmethod
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
         """Yield the answer in chunks, the last with ``done=True``."""
 
@@ -97,14 +119,19 @@ class InProcessLLM(ABC):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Same as :meth:`complete`; nothing here blocks on I/O."""
-        return self.complete(messages, schema=schema, timeout=timeout)
+        return self.complete(messages, schema=schema, tools=tools, timeout=timeout)
 
     async def astream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[Chunk]:
         """Same as :meth:`stream`."""
-        for chunk in self.stream(messages, timeout=timeout):
+        for chunk in self.stream(messages, tools=tools, timeout=timeout):
             yield chunk

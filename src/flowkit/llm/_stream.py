@@ -9,9 +9,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from flowkit.errors import LLMError, LLMResponseError, LLMTimeoutError, LLMUnavailableError
-from flowkit.llm._types import Chunk, Usage
+from flowkit.llm._types import Chunk, ToolCall, Usage
 
-__all__ = ["Delta", "ServerStreamError", "StreamDecoder"]
+__all__ = ["Delta", "ServerStreamError", "StreamDecoder", "ToolCallPart"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    """A piece of a streamed tool call.
+
+    OpenAI sends a call in pieces keyed by ``index``: the first has its ``id`` and ``name``,
+    the rest add to ``arguments``. Ollama sends each call whole (``index=None``: a new call).
+    """
+
+    index: int | None = None
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +40,7 @@ class Delta:
     usage: Usage | None = None
     finished: bool = False
     done: bool = False
+    tool_calls: tuple[ToolCallPart, ...] = ()
 
 
 class ServerStreamError(Exception):
@@ -45,6 +60,7 @@ class StreamDecoder:
         self._parts: list[str] = []
         self._usage: Usage | None = None
         self._finished = False
+        self._calls: dict[int, list[str]] = {}  # index -> [id, name, arguments so far]
         self.done = False
 
     @property
@@ -77,10 +93,30 @@ class StreamDecoder:
         self._parts.append(delta.text)
         self._usage = delta.usage or self._usage
         self._finished = self._finished or delta.finished
+        for part in delta.tool_calls:
+            self._add_call(part)
         if delta.done:
             self.done = True
-            return Chunk(text=delta.text, done=True, usage=self._usage)
+            return self._last(delta.text)
         return Chunk(text=delta.text) if delta.text else None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls assembled so far, in order."""
+        return [
+            ToolCall(id=call_id or f"call_{index}", name=name, arguments=arguments or "{}")
+            for index, (call_id, name, arguments) in sorted(self._calls.items())
+        ]
+
+    def _add_call(self, part: ToolCallPart) -> None:
+        index = part.index if part.index is not None else len(self._calls)
+        call = self._calls.setdefault(index, ["", "", ""])
+        call[0] = call[0] or part.id
+        call[1] = call[1] or part.name
+        call[2] += part.arguments
+
+    def _last(self, text: str) -> Chunk:
+        return Chunk(text=text, done=True, usage=self._usage, tool_calls=self.tool_calls)
 
     def end(self) -> Chunk | None:
         """The body ended cleanly: the closing chunk, or raise if the end marker is missing."""
@@ -88,7 +124,7 @@ class StreamDecoder:
             return None
         if self._finished:
             self.done = True
-            return Chunk(text="", done=True, usage=self._usage)
+            return self._last("")
         raise LLMResponseError(
             f"The stream from {self._where} ended after {len(self.text)} characters without "
             "its end marker, so the answer is incomplete. Retry the call.",

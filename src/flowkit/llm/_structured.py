@@ -104,10 +104,14 @@ def parse_answer(text: str, schema: type[BaseModel], *, model: str | None = None
 
 
 def answer_plan(messages: Sequence[Message], schema: type[BaseModel] | None, *, model: str) -> Plan:
-    """Ask once; with a schema, validate and on failure ask once more with the error."""
+    """Ask once; with a schema, validate and on failure ask once more with the error.
+
+    An answer that asks for tools is returned as is: it is not the answer to validate yet.
+    """
     asked = check_messages(messages)
     first = yield Ask(asked)
-    if schema is None:
+    if schema is None or first.tool_calls:
+        # A model that asks for tools has not answered yet: its answer comes after them.
         return first
     try:
         return _with_parsed(first, schema, model)
@@ -130,6 +134,8 @@ def answer_plan(messages: Sequence[Message], schema: type[BaseModel] | None, *, 
     usage = (
         second.usage if first.usage is None or second.usage is None else first.usage + second.usage
     )
+    if second.tool_calls:
+        return second.model_copy(update={"usage": usage})
     try:
         return _with_parsed(second.model_copy(update={"usage": usage}), schema, model)
     except LLMSchemaError as final:

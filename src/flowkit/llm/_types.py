@@ -12,10 +12,31 @@ from pydantic import BaseModel, ConfigDict
 
 from flowkit.errors import LLMConfigError
 
-__all__ = ["Chunk", "LLMResponse", "Message", "Usage", "check_messages"]
+__all__ = ["Chunk", "LLMResponse", "Message", "ToolCall", "Usage", "check_messages"]
 
-#: One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
-Message = dict[str, str]
+#: One chat message: ``{"role": "system" | "user" | "assistant" | "tool", "content": "..."}``.
+#: An assistant message that asked for tools also has ``"tool_calls": [{"id", "name",
+#: "arguments"}]``; a tool result has ``"tool_call_id"`` and ``"name"`` (see docs/tools.md).
+Message = dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    """One tool the model asked to run.
+
+    ``arguments`` is the JSON text the model wrote, kept as sent: a model may write
+    malformed JSON, and the tool loop tells it so instead of failing. ``id`` pairs the call
+    with its result message (servers that give none, like Ollama, get ``call_<n>``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def as_message_part(self) -> dict[str, str]:
+        """The call as it goes in an assistant message's ``tool_calls``."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
 class Usage(BaseModel):
@@ -40,7 +61,9 @@ class LLMResponse(BaseModel):
     """What one ``complete`` call produced.
 
     ``parsed`` holds the validated model instance when a schema was asked for (dumped to a
-    plain dict in JSON mode). ``raw`` is the server's last response body.
+    plain dict in JSON mode). ``tool_calls`` are the tools the model asked to run when it
+    was offered ``tools=`` (``text`` is then often empty). ``raw`` is the server's last
+    response body.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -51,23 +74,36 @@ class LLMResponse(BaseModel):
     latency_s: float = 0.0
     model: str
     raw: dict[str, Any] = {}
+    tool_calls: list[ToolCall] = []
+
+    def assistant_message(self) -> Message:
+        """This answer as the assistant message to append to the conversation."""
+        message: Message = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [call.as_message_part() for call in self.tool_calls]
+        return message
 
 
 class Chunk(BaseModel):
-    """A piece of a streamed answer; the last chunk of a complete stream has ``done=True``."""
+    """A piece of a streamed answer; the last chunk of a complete stream has ``done=True``.
+
+    Tool calls arrive in pieces too; they are assembled and given whole on the last chunk.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     text: str
     done: bool = False
     usage: Usage | None = None
+    tool_calls: list[ToolCall] = []
 
 
 def check_messages(messages: Sequence[Message]) -> list[Message]:
     """Return ``messages`` as a list, or raise if they are not chat messages.
 
     Raises:
-        LLMConfigError: empty, or an item is not ``{"role": str, "content": str}``.
+        LLMConfigError: empty, or an item is not ``{"role": str, "content": str}``, or its
+            ``tool_calls`` / ``tool_call_id`` / ``name`` are not of the documented shape.
     """
     if isinstance(messages, str | bytes) or not messages:
         raise LLMConfigError(
@@ -83,4 +119,26 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
                 f"Message {index} is not a chat message; each must be a dict with string "
                 f'"role" and "content", like {{"role": "user", "content": "..."}}.'
             )
+        problem = _tool_fields_problem(message)
+        if problem:
+            raise LLMConfigError(f"Message {index} ({message['role']}): {problem}.")
     return list(messages)
+
+
+def _tool_fields_problem(message: Message) -> str | None:
+    for key in ("tool_call_id", "name"):
+        if key in message and not isinstance(message[key], str):
+            return f'"{key}" must be a string'
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list) or not all(
+        isinstance(call, dict)
+        and all(isinstance(call.get(key), str) for key in ("id", "name", "arguments"))
+        for call in calls
+    ):
+        return (
+            '"tool_calls" must be a list of {"id": str, "name": str, "arguments": str} '
+            "(LLMResponse.assistant_message() writes it)"
+        )
+    return None

@@ -6,7 +6,8 @@ which reports load errors and token counts more precisely.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -15,8 +16,9 @@ from flowkit._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
-from flowkit.llm._stream import Delta, ServerStreamError
-from flowkit.llm._types import LLMResponse, Message, Usage
+from flowkit.llm._stream import Delta, ServerStreamError, ToolCallPart
+from flowkit.llm._tools import Tool
+from flowkit.llm._types import LLMResponse, Message, ToolCall, Usage
 
 __all__ = ["OllamaLLM"]
 
@@ -63,8 +65,21 @@ class OllamaLLM(HTTPChatLLM):
         self.options = dict(options or {})
         self.keep_alive = keep_alive
 
-    def _body(self, messages: list[Message], *, stream: bool, want_json: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+    def _body(
+        self,
+        messages: list[Message],
+        *,
+        stream: bool,
+        want_json: bool,
+        tools: Sequence[Tool] = (),
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            "stream": stream,
+        }
+        if tools:
+            body["tools"] = [t.spec() for t in tools]
         if want_json or self.json_mode:
             body["format"] = "json"
         options = dict(self.options)
@@ -77,11 +92,20 @@ class OllamaLLM(HTTPChatLLM):
         return body
 
     def _parse(self, data: Any) -> LLMResponse:
-        content = data["message"]["content"]
+        message = data["message"]
+        content = message["content"]
         if not isinstance(content, str):
             raise TypeError("message.content is not text")
+        calls = [
+            ToolCall(id=part.id or f"call_{i}", name=part.name, arguments=part.arguments)
+            for i, part in enumerate(_tool_call_parts(message))
+        ]
         return LLMResponse(
-            text=content, usage=_usage(data), model=data.get("model") or self.model, raw=data
+            text=content,
+            usage=_usage(data),
+            model=data.get("model") or self.model,
+            raw=data,
+            tool_calls=calls,
         )
 
     def _parse_line(self, line: str) -> Delta | None:
@@ -89,10 +113,12 @@ class OllamaLLM(HTTPChatLLM):
         data = parse_json(line, what="LLM stream line", max_bytes=None)
         if "error" in data:
             raise ServerStreamError(str(data["error"]))
-        text = (data.get("message") or {}).get("content") or ""
+        message = data.get("message") or {}
+        text = message.get("content") or ""
+        calls = _tool_call_parts(message)
         if data.get("done"):
-            return Delta(text=text, usage=_usage(data), done=True)
-        return Delta(text=text)
+            return Delta(text=text, usage=_usage(data), done=True, tool_calls=calls)
+        return Delta(text=text, tool_calls=calls)
 
     def _status_hint(self, status: int) -> str:
         if status == 404:
@@ -101,6 +127,52 @@ class OllamaLLM(HTTPChatLLM):
                 f"pulled: `ollama pull {self.model}`."
             )
         return super()._status_hint(status)
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    """A flowkit message in Ollama's shape: arguments as objects, results by tool name."""
+    if message["role"] == "tool":
+        wire = {k: v for k, v in message.items() if k not in ("tool_call_id", "name")}
+        if "name" in message:
+            wire["tool_name"] = message["name"]
+        return wire
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    wire = dict(message)
+    wire["tool_calls"] = [
+        {"function": {"name": call["name"], "arguments": _arguments_object(call["arguments"])}}
+        for call in calls
+    ]
+    return wire
+
+
+def _arguments_object(arguments: str) -> Any:
+    # Ollama wants an object; arguments a model wrote malformed are sent back as text.
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _tool_call_parts(message: dict[str, Any]) -> tuple[ToolCallPart, ...]:
+    """Ollama's tool calls, each whole: ``{"function": {"name", "arguments": {...}}}``."""
+    parts = []
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        arguments = function.get("arguments", {})
+        if not isinstance(function["name"], str):
+            raise TypeError("tool call name is not text")
+        parts.append(
+            ToolCallPart(
+                id=call.get("id") or "",
+                name=function["name"],
+                arguments=arguments
+                if isinstance(arguments, str)
+                else json.dumps(arguments, ensure_ascii=False),
+            )
+        )
+    return tuple(parts)
 
 
 def _usage(data: dict[str, Any]) -> Usage | None:

@@ -6,17 +6,20 @@ set ``base_url`` to the server's ``.../v1``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from flowkit._untrusted import parse_json
+from flowkit.errors import LLMConfigError
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
-from flowkit.llm._stream import Delta, ServerStreamError
-from flowkit.llm._types import LLMResponse, Message, Usage
+from flowkit.llm._stream import Delta, ServerStreamError, ToolCallPart
+from flowkit.llm._tools import Tool
+from flowkit.llm._types import LLMResponse, Message, ToolCall, Usage
 
 __all__ = ["OpenAICompatibleLLM"]
 
@@ -63,10 +66,23 @@ class OpenAICompatibleLLM(HTTPChatLLM):
         self.json_mode = json_mode
         self.extra_body = dict(extra_body or {})
 
-    def _body(self, messages: list[Message], *, stream: bool, want_json: bool) -> dict[str, Any]:
+    def _body(
+        self,
+        messages: list[Message],
+        *,
+        stream: bool,
+        want_json: bool,
+        tools: Sequence[Tool] = (),
+    ) -> dict[str, Any]:
         # A schema alone does not switch JSON mode on: many compatible servers reject
         # response_format, and OpenAI rejects it when the prompt does not say "JSON".
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_wire_message(m) for m in messages],
+            "stream": stream,
+        }
+        if tools:
+            body["tools"] = [t.spec() for t in tools]
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.json_mode:
@@ -76,14 +92,16 @@ class OpenAICompatibleLLM(HTTPChatLLM):
     def _parse(self, data: Any) -> LLMResponse:
         message = data["choices"][0]["message"]
         content = message.get("content")
-        if not isinstance(content, str):
+        calls = [_tool_call(i, c) for i, c in enumerate(message.get("tool_calls") or [])]
+        if not isinstance(content, str) and not calls:
             refusal = message.get("refusal")
             raise ValueError(f"no text content (refusal: {refusal!r})" if refusal else "no content")
         return LLMResponse(
-            text=content,
+            text=content if isinstance(content, str) else "",
             usage=_usage(data.get("usage")),
             model=data.get("model") or self.model,
             raw=data,
+            tool_calls=calls,
         )
 
     def _parse_line(self, line: str) -> Delta | None:
@@ -101,11 +119,13 @@ class OpenAICompatibleLLM(HTTPChatLLM):
             )
         choices = data.get("choices") or [{}]
         choice = choices[0]
-        text = (choice.get("delta") or {}).get("content") or ""
+        delta = choice.get("delta") or {}
+        text = delta.get("content") or ""
         return Delta(
             text=text,
             usage=_usage(data.get("usage")),
             finished=choice.get("finish_reason") is not None,
+            tool_calls=tuple(_tool_call_part(p) for p in delta.get("tool_calls") or ()),
         )
 
     def _status_hint(self, status: int) -> str:
@@ -117,6 +137,51 @@ class OpenAICompatibleLLM(HTTPChatLLM):
                 f"serves the model `{self.model}`."
             )
         return super()._status_hint(status)
+
+
+def _wire_message(message: Message) -> dict[str, Any]:
+    """A flowkit message in OpenAI's shape (tool calls nest under ``function``)."""
+    calls = message.get("tool_calls")
+    if message["role"] == "tool":
+        if "tool_call_id" not in message:
+            raise LLMConfigError(
+                'A "tool" message needs the "tool_call_id" of the call it answers; build it '
+                "with flowkit.llm.tool_message(call, content)."
+            )
+        return {k: v for k, v in message.items() if k != "name"}
+    if not calls:
+        return message
+    wire = {k: v for k, v in message.items() if k != "tool_calls"}
+    wire["content"] = message["content"] or None
+    wire["tool_calls"] = [
+        {
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": call["arguments"]},
+        }
+        for call in calls
+    ]
+    return wire
+
+
+def _tool_call(index: int, data: dict[str, Any]) -> ToolCall:
+    function = data["function"]
+    arguments = function.get("arguments")
+    return ToolCall(
+        id=data.get("id") or f"call_{index}",
+        name=function["name"],
+        arguments=arguments if isinstance(arguments, str) else json.dumps(arguments),
+    )
+
+
+def _tool_call_part(data: dict[str, Any]) -> ToolCallPart:
+    function = data.get("function") or {}
+    return ToolCallPart(
+        index=int(data.get("index", 0)),
+        id=data.get("id") or "",
+        name=function.get("name") or "",
+        arguments=function.get("arguments") or "",
+    )
 
 
 def _usage(data: Any) -> Usage | None:

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 
 from flowkit.llm._protocol import LLM
 from flowkit.llm._structured import schema_name
-from flowkit.llm._types import Chunk, LLMResponse, Message, Usage
+from flowkit.llm._tools import ToolLike, as_tools
+from flowkit.llm._types import Chunk, LLMResponse, Message, ToolCall, Usage
 
 __all__ = ["RecordingLLM", "call_record"]
 
@@ -27,20 +28,31 @@ def call_record(
     schema: type[BaseModel] | None,
     model: str,
     response: LLMResponse,
+    tools: Sequence[ToolLike] | None = None,
 ) -> dict[str, Any]:
     """The record of one call: ``{"request": {messages, schema, model}, "response": {...}}``.
 
-    ``schema`` is recorded by name (:func:`flowkit.llm._structured.schema_name`); the
-    response is ``LLMResponse.model_dump(mode="json")``, so the record is plain JSON.
+    ``schema`` is recorded by name (:func:`flowkit.llm._structured.schema_name`), and so are
+    the ``tools`` offered (``"tools": [names]``, only when some were); the response is
+    ``LLMResponse.model_dump(mode="json")`` without an empty ``tool_calls``, so the record is
+    plain JSON and a call without tools is recorded as before tool calling existed.
     """
-    return {
-        "request": {
-            "messages": [dict(m) for m in messages],
-            "schema": schema_name(schema) if schema is not None else None,
-            "model": model,
-        },
-        "response": response.model_dump(mode="json"),
+    request: dict[str, Any] = {
+        "messages": [dict(m) for m in messages],
+        "schema": schema_name(schema) if schema is not None else None,
+        "model": model,
     }
+    if tools:
+        request["tools"] = [t.name for t in as_tools(tools)]
+    answer = response.model_dump(mode="json")
+    if not answer.get("tool_calls"):
+        answer.pop("tool_calls", None)
+    return {"request": request, "response": answer}
+
+
+def _with_tools(tools: Sequence[ToolLike] | None) -> dict[str, Any]:
+    # Only when given: an LLM written before tool calling has no `tools` parameter.
+    return {} if tools is None else {"tools": tools}
 
 
 class RecordingLLM:
@@ -67,11 +79,14 @@ class RecordingLLM:
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Call the wrapped LLM and record the call."""
-        response = self.inner.complete(messages, schema=schema, timeout=timeout)
-        self._sink(call_record(messages, schema, self.model, response))
+        response = self.inner.complete(
+            messages, schema=schema, timeout=timeout, **_with_tools(tools)
+        )
+        self._sink(call_record(messages, schema, self.model, response, tools))
         return response
 
     async def acomplete(
@@ -79,28 +94,39 @@ class RecordingLLM:
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Async version of :meth:`complete`."""
-        response = await self.inner.acomplete(messages, schema=schema, timeout=timeout)
-        self._sink(call_record(messages, schema, self.model, response))
+        response = await self.inner.acomplete(
+            messages, schema=schema, timeout=timeout, **_with_tools(tools)
+        )
+        self._sink(call_record(messages, schema, self.model, response, tools))
         return response
 
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
         """Stream from the wrapped LLM; record the whole answer when it is complete."""
-        tape = _Tape(self, messages)
-        for chunk in self.inner.stream(messages, timeout=timeout):
+        tape = _Tape(self, messages, tools)
+        for chunk in self.inner.stream(messages, timeout=timeout, **_with_tools(tools)):
             tape.add(chunk)
             yield chunk
 
     async def astream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> AsyncIterator[Chunk]:
         """Async version of :meth:`stream`."""
-        tape = _Tape(self, messages)
-        async for chunk in self.inner.astream(messages, timeout=timeout):
+        tape = _Tape(self, messages, tools)
+        async for chunk in self.inner.astream(messages, timeout=timeout, **_with_tools(tools)):
             tape.add(chunk)
             yield chunk
 
@@ -108,16 +134,21 @@ class RecordingLLM:
 class _Tape:
     """Collects a stream's chunks; records the call as the final chunk passes through."""
 
-    def __init__(self, owner: RecordingLLM, messages: Sequence[Message]) -> None:
+    def __init__(
+        self, owner: RecordingLLM, messages: Sequence[Message], tools: Sequence[ToolLike] | None
+    ) -> None:
         self._owner = owner
         self._messages = [dict(m) for m in messages]
+        self._tools = tools
         self._parts: list[str] = []
         self._usage: Usage | None = None
+        self._calls: list[ToolCall] = []
         self._started = time.perf_counter()
 
     def add(self, chunk: Chunk) -> None:
         self._parts.append(chunk.text)
         self._usage = chunk.usage or self._usage
+        self._calls = chunk.tool_calls or self._calls
         if chunk.done:
             # Recorded before the caller sees the last chunk, which it may not ask past.
             response = LLMResponse(
@@ -126,5 +157,8 @@ class _Tape:
                 latency_s=time.perf_counter() - self._started,
                 model=self._owner.model,
                 raw={"stream": True},
+                tool_calls=self._calls,
             )
-            self._owner._sink(call_record(self._messages, None, self._owner.model, response))
+            self._owner._sink(
+                call_record(self._messages, None, self._owner.model, response, self._tools)
+            )

@@ -28,6 +28,7 @@ from flowkit.errors import (
 )
 from flowkit.llm._protocol import InProcessLLM
 from flowkit.llm._structured import parse_answer, schema_name
+from flowkit.llm._tools import ToolLike, as_tools
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
 
 from .._atomic import write_atomically
@@ -53,15 +54,24 @@ _GENERIC_RERECORD = (
 )
 
 
-def request_key(messages: Sequence[Mapping[str, Any]], schema: str | None) -> str:
-    """The content key of a request: a hash of its messages and its schema name.
+def request_key(
+    messages: Sequence[Mapping[str, Any]],
+    schema: str | None,
+    tools: Sequence[str] | None = None,
+) -> str:
+    """The content key of a request: a hash of its messages, its schema name and its tools.
 
-    Significant: every message with all its keys (role, content, ...), in order, and the
-    schema name. Not significant: the model name (the replaying LLM stands in for whatever
-    model recorded), the timeout, and JSON key order (keys are sorted before hashing).
+    Significant: every message with all its keys (role, content, tool calls ...), in order,
+    the schema name and the names of the tools offered, in order. Not significant: the model
+    name (the replaying LLM stands in for whatever model recorded), the timeout, the tools'
+    descriptions and schemas, and JSON key order (keys are sorted before hashing). A request
+    without tools has the key it had before tool calling existed.
     """
+    content: dict[str, Any] = {"messages": [dict(m) for m in messages], "schema": schema}
+    if tools:
+        content["tools"] = list(tools)
     canonical = json.dumps(
-        {"messages": [dict(m) for m in messages], "schema": schema},
+        content,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -136,11 +146,12 @@ class ReplayLLM(InProcessLLM):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Return the recorded response for this request (``timeout`` is ignored)."""
-        index, response = self._take(messages, schema)
-        if schema is None:
+        index, response = self._take(messages, schema, tools)
+        if schema is None or response.tool_calls:
             return response
         try:
             if response.parsed is not None:
@@ -157,21 +168,31 @@ class ReplayLLM(InProcessLLM):
         return response.model_copy(update={"parsed": parsed})
 
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
-        """Replay a recorded answer as one final chunk."""
-        _, response = self._take(messages, None)
-        yield Chunk(text=response.text, done=True, usage=response.usage)
+        """Replay a recorded answer as one final chunk (with its tool calls)."""
+        _, response = self._take(messages, None, tools)
+        yield Chunk(
+            text=response.text, done=True, usage=response.usage, tool_calls=response.tool_calls
+        )
 
     def _take(
-        self, messages: Sequence[Message], schema: type[BaseModel] | None
+        self,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        tools: Sequence[ToolLike] | None,
     ) -> tuple[int, LLMResponse]:
         asked = check_messages(messages)
         name = schema_name(schema) if schema is not None else None
-        key = request_key(asked, name)
+        offered = [t.name for t in as_tools(tools)]
+        key = request_key(asked, name, offered)
         with self._lock:
             if self.strict:
-                index = self._strict_index(self._next, asked, name)
+                index = self._strict_index(self._next, asked, name, offered)
                 self._next = index + 1
             else:
                 number = self._asked
@@ -180,11 +201,13 @@ class ReplayLLM(InProcessLLM):
                     (i for i, k in enumerate(self._keys) if k == key and not self._used[i]), -1
                 )
                 if index < 0:
-                    raise self._unmatched(number, asked, name, key)
+                    raise self._unmatched(number, asked, name, key, offered)
             self._used[index] = True
             return index, self._calls[index][1]
 
-    def _strict_index(self, number: int, asked: list[Message], name: str | None) -> int:
+    def _strict_index(
+        self, number: int, asked: list[Message], name: str | None, offered: list[str]
+    ) -> int:
         if number >= len(self._calls):
             raise ReplayMismatchError(
                 f"LLM call {number} has no recording{self._where()}: only {len(self._calls)} "
@@ -192,7 +215,7 @@ class ReplayLLM(InProcessLLM):
                 f"the LLM more often; {self._rerecord()}.",
                 model=self.model,
             )
-        how = _difference(self._calls[number][0], asked, name, self.show_prompts)
+        how = _difference(self._calls[number][0], asked, name, self.show_prompts, offered)
         if how is not None:
             raise ReplayMismatchError(
                 f"LLM call {number} does not match the recording{self._where()}: {how}. If "
@@ -202,7 +225,7 @@ class ReplayLLM(InProcessLLM):
         return number
 
     def _unmatched(
-        self, number: int, asked: list[Message], name: str | None, key: str
+        self, number: int, asked: list[Message], name: str | None, key: str, offered: list[str]
     ) -> ReplayMismatchError:
         same = [i for i, k in enumerate(self._keys) if k == key]
         if same:
@@ -212,7 +235,7 @@ class ReplayLLM(InProcessLLM):
             )
         else:
             why = "no recorded call has this content"
-            nearest = self._nearest(asked, name)
+            nearest = self._nearest(asked, name, offered)
             if nearest is not None:
                 index, how = nearest
                 why += f"; the closest, recorded call {index}, differs: {how}"
@@ -223,7 +246,9 @@ class ReplayLLM(InProcessLLM):
             model=self.model,
         )
 
-    def _nearest(self, asked: list[Message], name: str | None) -> tuple[int, str] | None:
+    def _nearest(
+        self, asked: list[Message], name: str | None, offered: list[str]
+    ) -> tuple[int, str] | None:
         """The recorded request sharing the longest prefix with ``asked``, and how it differs."""
         best: tuple[int, int] | None = None
         for i, (request, _) in enumerate(self._calls):
@@ -234,7 +259,7 @@ class ReplayLLM(InProcessLLM):
                 best = (i, shared)
         if best is None:
             return None
-        how = _difference(self._calls[best[0]][0], asked, name, self.show_prompts)
+        how = _difference(self._calls[best[0]][0], asked, name, self.show_prompts, offered)
         return (best[0], how) if how is not None else None
 
     def _where(self) -> str:
@@ -326,12 +351,21 @@ def _checked(index: int, call: Mapping[str, Any]) -> tuple[dict[str, Any], LLMRe
 
 def _key_of(request: Mapping[str, Any]) -> str:
     schema = request.get("schema")
-    return request_key(request["messages"], schema if isinstance(schema, str) else None)
+    tools = request.get("tools")
+    return request_key(
+        request["messages"],
+        schema if isinstance(schema, str) else None,
+        [str(t) for t in tools] if isinstance(tools, list) else None,
+    )
 
 
 def _describe(messages: Sequence[Message], schema: str | None) -> str:
     """A request in words without its text: schema, roles and sizes."""
-    roles = ", ".join(f"{m['role']} {len(m['content']):,} chars" for m in messages)
+    roles = ", ".join(
+        f"{m['role']} {len(m['content']):,} chars"
+        + (f" + {len(m['tool_calls'])} tool call(s)" if m.get("tool_calls") else "")
+        for m in messages
+    )
     return f"schema {schema or 'none (plain text)'} with {len(messages)} message(s) ({roles})"
 
 
@@ -353,11 +387,17 @@ def _shared_prefix(recorded: Sequence[Any], asked: Sequence[Message]) -> int:
 
 
 def _difference(
-    recorded: Mapping[str, Any], messages: list[Message], schema: str | None, show: bool
+    recorded: Mapping[str, Any],
+    messages: list[Message],
+    schema: str | None,
+    show: bool,
+    tools: list[str] | None = None,
 ) -> str | None:
     """How a request differs from a recorded one, in words; ``None`` when it matches."""
     if recorded.get("schema") != schema:
         return f"schema is {schema!r}, the recording has {recorded.get('schema')!r}"
+    if (recorded.get("tools") or []) != (tools or []):
+        return f"the tools offered are {tools or []}, the recording has {recorded.get('tools')}"
     expected: list[Any] = recorded["messages"]
     for i, (want, got) in enumerate(zip(expected, messages, strict=False)):
         if want == got:

@@ -20,14 +20,16 @@ from flowkit._untrusted import parse_json, read_regular_file
 from flowkit.errors import LLMConfigError
 from flowkit.llm._protocol import InProcessLLM
 from flowkit.llm._structured import Ask, complete_in_process
-from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
+from flowkit.llm._tools import ToolLike, as_tools
+from flowkit.llm._types import Chunk, LLMResponse, Message, ToolCall, check_messages
 
 __all__ = ["Matcher", "Reply", "ScriptedCall", "ScriptedLLM"]
 
 #: Substring, compiled regex (``search``), or a predicate over the matched text.
 Matcher: TypeAlias = str | re.Pattern[str] | Callable[[str], bool]
-#: Text; a dict, list or model (sent as JSON); a callable of the matched text returning any of
-#: those; or an exception (instance or class) to raise.
+#: Text; a dict, list or model (sent as JSON); a ``ToolCall`` or a list of them (the model
+#: asks for tools); a callable of the matched text returning any of those; or an exception
+#: (instance or class) to raise.
 Reply: TypeAlias = (
     str
     | Mapping[str, Any]
@@ -46,7 +48,8 @@ class ScriptedCall:
     """One request a ``ScriptedLLM`` received.
 
     ``prompt`` is the text the rules saw, ``rule`` the index of the rule that answered
-    (``None`` for the default), ``text`` the answer (``None`` when it raised).
+    (``None`` for the default), ``text`` the answer (``None`` when it raised), ``tools`` the
+    names of the tools offered and ``tool_calls`` the tools the answer asked for.
     """
 
     messages: list[Message]
@@ -54,6 +57,8 @@ class ScriptedCall:
     prompt: str
     rule: int | None
     text: str | None
+    tools: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 class ScriptedLLM(InProcessLLM):
@@ -64,7 +69,9 @@ class ScriptedLLM(InProcessLLM):
     '{"tasks": []}'
 
     A prompt no rule matches, without a ``default``, raises ``LLMConfigError`` naming it.
-    ``match_on="prompt"`` matches against all message contents joined by blank lines.
+    ``match_on="prompt"`` matches against all message contents joined by blank lines;
+    ``match_on="last"`` against the last message whatever its role (a tool result, in a
+    tool loop). A ``ToolCall`` reply (or a list of them) answers with tool calls.
     """
 
     def __init__(
@@ -73,10 +80,12 @@ class ScriptedLLM(InProcessLLM):
         *,
         default: Reply | None = None,
         model: str = "scripted",
-        match_on: Literal["last_user", "prompt"] = "last_user",
+        match_on: Literal["last_user", "last", "prompt"] = "last_user",
     ) -> None:
-        if match_on not in ("last_user", "prompt"):
-            raise LLMConfigError(f"match_on must be 'last_user' or 'prompt', not {match_on!r}.")
+        if match_on not in ("last_user", "last", "prompt"):
+            raise LLMConfigError(
+                f"match_on must be 'last_user', 'last' or 'prompt', not {match_on!r}."
+            )
         self._rules: list[tuple[Matcher, Reply]] = list(rules)
         self.default = default
         super().__init__(model=model)
@@ -127,28 +136,37 @@ class ScriptedLLM(InProcessLLM):
         messages: Sequence[Message],
         *,
         schema: type[BaseModel] | None = None,
+        tools: Sequence[ToolLike] | None = None,
         timeout: float | None = None,
     ) -> LLMResponse:
         """Answer by the rules; with ``schema``, parse and repair like the real clients."""
+        offered = tuple(t.name for t in as_tools(tools))
 
         def answer(request: Ask) -> LLMResponse:
-            return self._answer(request, schema)
+            return self._answer(request, schema, offered)
 
         return complete_in_process(messages, schema, model=self.model, answer=answer)
 
     def stream(
-        self, messages: Sequence[Message], *, timeout: float | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        timeout: float | None = None,
     ) -> Iterator[Chunk]:
         """Yield the scripted answer word by word, then a final ``done`` chunk."""
-        text = self._answer(Ask(check_messages(messages)), None).text
-        for piece in _WORDS.findall(text):
+        offered = tuple(t.name for t in as_tools(tools))
+        response = self._answer(Ask(check_messages(messages)), None, offered)
+        for piece in _WORDS.findall(response.text):
             yield Chunk(text=piece)
-        yield Chunk(text="", done=True)
+        yield Chunk(text="", done=True, tool_calls=response.tool_calls)
 
-    def _answer(self, request: Ask, schema: type[BaseModel] | None) -> LLMResponse:
+    def _answer(
+        self, request: Ask, schema: type[BaseModel] | None, offered: tuple[str, ...] = ()
+    ) -> LLMResponse:
         prompt = self._prompt(request.messages)
         index, reply = self._match(prompt)
-        record = ScriptedCall(request.messages, schema, prompt, index, None)
+        record = ScriptedCall(request.messages, schema, prompt, index, None, offered)
         if reply is None:
             self.calls.append(record)
             if request.repairing is not None:
@@ -160,18 +178,27 @@ class ScriptedLLM(InProcessLLM):
                 model=self.model,
             )
         try:
-            text = _render(reply, prompt)
+            if callable(reply) and not isinstance(reply, type):
+                reply, depth = reply(prompt), 1
+            else:
+                depth = 0
+            calls = _tool_calls(reply)
+            text = "" if calls else _render(reply, prompt, depth=depth)
         except BaseException:
             self.calls.append(record)
             raise
-        self.calls.append(replace(record, text=text))
-        return LLMResponse(text=text, model=self.model, raw={"scripted_rule": index})
+        self.calls.append(replace(record, text=text, tool_calls=tuple(calls)))
+        return LLMResponse(
+            text=text, model=self.model, raw={"scripted_rule": index}, tool_calls=calls
+        )
 
     def _prompt(self, messages: list[Message]) -> str:
         if self.match_on == "prompt":
             return "\n\n".join(m["content"] for m in messages)
-        users = [m["content"] for m in messages if m["role"] == "user"]
-        return users[-1] if users else messages[-1]["content"]
+        if self.match_on == "last":
+            return str(messages[-1]["content"])
+        users = [str(m["content"]) for m in messages if m["role"] == "user"]
+        return users[-1] if users else str(messages[-1]["content"])
 
     def _match(self, prompt: str) -> tuple[int | None, Reply | None]:
         for index, (matcher, reply) in enumerate(self._rules):
@@ -186,6 +213,15 @@ def _matches(matcher: Matcher, prompt: str) -> bool:
     if isinstance(matcher, re.Pattern):
         return matcher.search(prompt) is not None
     return bool(matcher(prompt))
+
+
+def _tool_calls(reply: Any) -> list[ToolCall]:
+    """The tool calls a reply makes (a ``ToolCall`` or a non-empty list of them), else []."""
+    if isinstance(reply, ToolCall):
+        return [reply]
+    if isinstance(reply, list) and reply and all(isinstance(v, ToolCall) for v in reply):
+        return list(reply)
+    return []
 
 
 def _render(reply: Reply, prompt: str, *, depth: int = 0) -> str:
