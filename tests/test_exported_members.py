@@ -26,6 +26,7 @@ def test_top_level_exports_are_locked() -> None:
         "Flow",
         "Gate",
         "Map",
+        "Migration",
         "Node",
         "NodeError",
         "NodeFinished",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._flow import Flow
     from ._gate import Gate
     from ._logging import mask_pii
+    from ._migration import Migration
     from ._node import Context, Node, NodeError, RetryPolicy, node
     from ._parallel import Map, Parallel
     from ._reducers import Reducer, append, reducer
@@ -48,6 +49,7 @@ __all__ = [
     "Flow",
     "Gate",
     "Map",
+    "Migration",
     "Node",
     "NodeError",
     "NodeFinished",
@@ -93,6 +95,7 @@ _LAZY = {
     "Flow": "._flow",
     "Gate": "._gate",
     "Map": "._parallel",
+    "Migration": "._migration",
     "Node": "._node",
     "NodeError": "._node",
     "NodeFinished": "._events",

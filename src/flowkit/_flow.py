@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel
 
@@ -20,6 +20,9 @@ from ._records import Status
 from ._route_table import END, RouteTable, targets_of
 from ._state import StateSchema
 from .errors import FlowDefinitionError
+
+if TYPE_CHECKING:
+    from ._migration import Migration
 
 __all__ = ["UNSET", "FinalStatus", "Flow", "Invariant"]
 
@@ -49,6 +52,8 @@ class Flow:
     state has it) and the node's route table decides where to go; without one, the run fails.
     ``invariants`` (callables, or a mapping name -> callable) are checked on every new state
     before it is committed; a broken one raises ``InvariantViolation`` and nothing is saved.
+    ``version`` (default 1) is recorded by every thread; ``migrations`` upgrade threads of
+    older versions when they are loaded (see ``Migration`` and docs/migrations.md).
     """
 
     __slots__ = (
@@ -62,6 +67,7 @@ class Flow:
         "has_async",
         "invariants",
         "machine",
+        "migrations",
         "name",
         "nodes",
         "routes",
@@ -69,6 +75,7 @@ class Flow:
         "start",
         "state",
         "statuses",
+        "version",
     )
 
     def __init__(
@@ -85,6 +92,8 @@ class Flow:
         error_field: str | None = UNSET,
         description: str = "",
         invariants: Mapping[str, Invariant] | Iterable[Invariant] | None = None,
+        version: int = 1,
+        migrations: Iterable[Migration] = (),
     ) -> None:
         if not (isinstance(state, type) and issubclass(state, BaseModel)):
             raise TypeError(f"Flow state must be a pydantic model class, got {state!r}")
@@ -117,10 +126,14 @@ class Flow:
         self.error_field: str | None = error_field
         # An empty tuple is falsy, so flows without invariants pay one truth test per step.
         self.invariants: tuple[tuple[str, Invariant], ...] = _named(invariants)
+        self.version = version
+        self.migrations: tuple[Migration, ...] = tuple(migrations)
 
+        from ._migration import migration_problems
         from ._validate import flow_problems
 
         problems = flow_problems(self)
+        problems += migration_problems(self)
         problems += [
             f"Invariant `{name}` is not callable; pass a function (state) -> list of problems."
             for name, check in self.invariants
@@ -178,6 +191,7 @@ class Flow:
         return {
             "name": self.name,
             "description": self.description,
+            "version": self.version,
             "state": self.state.__name__,
             "start": self.start,
             "nodes": {

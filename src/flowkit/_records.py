@@ -67,6 +67,9 @@ class StartRecord(_Record):
     error: dict[str, Any] | None = None
     #: A fork taken while a ``Subflow`` node ran: the child's position, as a ``Snapshot``.
     sub: dict[str, Any] | None = None
+    #: The ``Flow.version`` the thread started under; ``None`` (journals from before flow
+    #: versions, and every flow still at version 1) means 1.
+    flow_version: int | None = None
 
 
 class StepRecord(_Record):
@@ -145,6 +148,10 @@ class PatchRecord(_Record):
     update: dict[str, Any]
     reason: str = ""
     actor: str = "user"
+    #: Set on the patch a migration wrote (``actor="migration"``): the thread's whole position
+    #: after it, ``{"from", "to", "state", "error", "items", "sub"}``, so nothing before it is
+    #: read with the new flow (see ``flowkit._migration``).
+    migration: dict[str, Any] | None = None
 
 
 class SubRecord(_Record):
@@ -192,6 +199,8 @@ class Snapshot(BaseModel):
     items: dict[int, dict[str, Any]] | None = None
     #: The child's position while the ``Subflow`` node at ``next`` runs (a ``Snapshot``).
     sub: dict[str, Any] | None = None
+    #: The ``Flow.version`` the state above fits; ``None`` means 1.
+    flow_version: int | None = None
 
 
 SubRecord.model_rebuild()

@@ -11,6 +11,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -23,6 +24,7 @@ from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
 from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ._logging import get_logger
+from ._migration import MigrationReport
 from ._outside_steps import gate_input_step, patch_step, validate_gate_input
 from ._parallel import Parallel
 from ._result import Checkpoint, RunResult
@@ -218,7 +220,7 @@ class Runner(Generic[S, D]):
         expected_version: int | None,
         run_id: str,
     ) -> core.Steps:
-        cursor = self._threads.load(thread_id)
+        cursor = self._threads.load(thread_id, migrate=True)
         if expected_version is not None:
             self._check_version(thread_id, cursor.version, expected_version)
         if cursor.sub is not None and cursor.status == "waiting":  # a gate inside a Subflow
@@ -493,7 +495,7 @@ class Runner(Generic[S, D]):
                 thread_id=thread_id,
             )
         with self._threads.lock(thread_id):
-            cursor = self._threads.load(thread_id)
+            cursor = self._threads.load(thread_id, migrate=True)
             if expected_version is not None:
                 self._check_version(thread_id, cursor.version, expected_version)
             cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
@@ -537,6 +539,29 @@ class Runner(Generic[S, D]):
     def threads(self) -> list[str]:
         """Ids of the threads in the store."""
         return self._threads.ids()
+
+    def migrate(self, thread_id: str, *, dry_run: bool = False) -> MigrationReport:
+        """Bring a thread of an older flow version up to this flow's version now.
+
+        Threads are also migrated lazily, when ``resume`` or ``update_state`` loads them;
+        this does it ahead of time (``flowkit migrate`` calls it for every thread). The
+        report says what changed; with ``dry_run`` nothing is written. A thread already at
+        the flow's version is reported with ``from_version == to_version``.
+
+        Raises:
+            IncompatibleThreadError: the thread does not fit the flow even after the
+                migrations (the message names the record and what to do).
+        """
+        with self._threads.lock(thread_id):
+            cursor, report = self._threads.read(thread_id)
+            if report is None:
+                version = self.flow.version
+                node, status = cursor.node, cursor.status
+                return MigrationReport(thread_id, version, version, node, node, status)
+            if dry_run:
+                return report
+            after = self._threads.commit_migration(thread_id, cursor, report)
+        return replace(report, record=after.version)
 
     def __repr__(self) -> str:
         return f"Runner({self.flow.name!r}, store={self.store!r})"

@@ -16,14 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._batch_journal import items_from_snapshot, snapshot_items
-from ._execution import Cursor, replay_record
+from ._batch_journal import snapshot_items
+from ._execution import Cursor
 from ._flow import Flow
+from ._journal import JournalReader
 from ._jsonform import dump_state, dump_update
 from ._logging import get_logger
-from ._node import NodeError
-from ._records import Snapshot, StartRecord
-from ._subflow_journal import sub_from_snapshot, sub_snapshot
+from ._migration import MigrationReport
+from ._records import PatchRecord, Snapshot, StartRecord
+from ._subflow_journal import sub_snapshot
 from .errors import (
     ConflictError,
     RunError,
@@ -95,7 +96,13 @@ class Threads:
             error=cursor.error.model_dump() if cursor.error else None,
             items=snapshot_items(cursor),
             sub=sub_snapshot(self.flow, cursor, thread_id, ts),
+            flow_version=self._flow_version,
         )
+
+    @property
+    def _flow_version(self) -> int | None:
+        # Left out (None) at version 1, so journals of unversioned flows stay as they were.
+        return self.flow.version if self.flow.version != 1 else None
 
     def remember(self, thread_id: str, cursor: Cursor) -> None:
         self._cache[thread_id] = cursor
@@ -121,36 +128,81 @@ class Threads:
         finally:
             lock.release()
 
-    def load(self, thread_id: str) -> Cursor:
-        """The thread's latest committed cursor."""
+    def load(self, thread_id: str, *, migrate: bool = False) -> Cursor:
+        """The thread's latest committed cursor.
+
+        A thread of an older flow version comes back upgraded by the flow's migrations; with
+        ``migrate=True`` (the caller holds the thread's lock) the upgrade is also committed
+        as a ``patch`` record, and only then cached. ``IncompatibleThreadError`` when the
+        thread does not fit the flow.
+        """
+        cursor, report = self.read(thread_id)
+        if report is not None and migrate:
+            cursor = self.commit_migration(thread_id, cursor, report)
+        return cursor
+
+    def read(self, thread_id: str) -> tuple[Cursor, MigrationReport | None]:
+        """The thread's position under the flow and, when it stands at an older version,
+        what the migrations changed (nothing is written; the upgraded cursor is not cached)."""
         check_thread_id(thread_id)
         cached = self._cache.get(thread_id)
         if self.store is None:
             if cached is None:
                 raise ThreadNotFoundError(thread_id)
-            return cached
+            return cached, None
         log = self.store.load(thread_id, after=cached.version if cached else None)
-        cursor: Cursor | None
+        reader = JournalReader(self.flow, thread_id)
         if log.base is not None:
-            cursor = cached
+            reader = JournalReader(self.flow, thread_id, cached)
         elif log.snapshot is not None:
-            snap = log.snapshot
-            self._check_flow(thread_id, snap.flow)
-            state = self.flow.schema.load_state(snap.state)
-            error = NodeError.model_validate(snap.error) if snap.error else None
-            items = items_from_snapshot(snap.items)
-            sub = sub_from_snapshot(self.flow, snap.next, snap.sub)
-            cursor = Cursor(state, snap.next, snap.status, snap.version, error, items, sub)
+            self._check_flow(thread_id, log.snapshot.flow)
+            reader.begin_snapshot(log.snapshot)
         else:
             first = log.records[0]
             if isinstance(first, StartRecord):
                 self._check_flow(thread_id, first.flow)
-            cursor = None
         for record in log.records:
-            cursor = replay_record(self.flow, cursor, record)
-        assert cursor is not None
-        self.remember(thread_id, cursor)
-        return cursor
+            reader.feed(record)
+        cursor, report = reader.position()
+        if report is None:
+            self.remember(thread_id, cursor)
+        else:
+            self._cache.pop(thread_id, None)
+        return cursor, report
+
+    def commit_migration(self, thread_id: str, cursor: Cursor, report: MigrationReport) -> Cursor:
+        """Record an upgrade as a ``patch`` holding the whole new position; the new cursor."""
+        self.require_store("migrations")
+        after = cursor._replace(version=cursor.version + 1)
+        position = self.snapshot(after, thread_id)
+        reason = f"migrated from version {report.from_version} to {report.to_version}"
+        if report.steps:
+            reason += ": " + "; ".join(report.steps)
+        if report.dropped:
+            reason += f" (dropped: {', '.join(report.dropped)})"
+        record = PatchRecord(
+            version=after.version,
+            ts=round(position.ts, 3),
+            next=after.node,
+            status=after.status,
+            update={k: position.state[k] for k in report.changed if k in position.state},
+            reason=reason,
+            actor="migration",
+            migration={
+                "from": report.from_version,
+                "to": report.to_version,
+                "position": position.model_dump(mode="json"),
+            },
+        )
+        self.commit(thread_id, cursor.version, after, record)
+        get_logger().info(
+            "thread_migrated",
+            thread_id=thread_id,
+            from_version=report.from_version,
+            to_version=report.to_version,
+            version=after.version,
+        )
+        return after
 
     def _check_flow(self, thread_id: str, name: str) -> None:
         if name != self.flow.name:
@@ -179,18 +231,25 @@ class Threads:
                     forked_from=forked_from,
                     error=cursor.error.model_dump() if cursor.error else None,
                     sub=sub_snapshot(self.flow, cursor, thread_id, ts),
+                    flow_version=self._flow_version,
                 ),
             )
         self.remember(thread_id, cursor)
 
     def replay(self, thread_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, Cursor]]:
-        """Each record of the thread with the cursor after it, oldest first."""
+        """Each record of the thread with the cursor after it, oldest first.
+
+        Checkpoints of an older flow version are shown upgraded by the migrations, where
+        they stood (a position the flow no longer has is kept as it was).
+        """
         store = self.require_store("history and fork")
-        cursor: Cursor | None = None
-        for record in store.records(check_thread_id(thread_id)):
+        reader = JournalReader(self.flow, check_thread_id(thread_id))
+        for record in store.records(thread_id):
             if upto is not None and record.version > upto:
                 return
-            cursor = replay_record(self.flow, cursor, record)
+            reader.feed(record)
+            cursor = reader.cursor if not reader.behind else reader.position(strict=False)[0]
+            assert cursor is not None
             yield record, cursor
 
     def require_store(self, what: str) -> Store:

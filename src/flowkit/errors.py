@@ -21,7 +21,9 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── InvalidStateError      a start state or patch the state model rejects
     │   ├── StepLimitError         a run took more steps than its limit (a loop without exit?)
     │   ├── CheckpointNotFoundError
-    │   └── InvariantViolation     a step made a state that breaks a flow invariant; not saved
+    │   ├── InvariantViolation     a step made a state that breaks a flow invariant; not saved
+    │   └── IncompatibleThreadError  a stored thread no longer fits its changed flow (.version,
+    │                              the record; .problems); add a migration (docs/migrations.md)
     ├── QueueClosedError           a broadcaster queue was closed or evicted (.thread_id)
     ├── RecoveryPolicyError        a recovery policy does not fit its flow (.problems)
     ├── StoreError                 persistence failed (.thread_id, .path)
@@ -77,6 +79,7 @@ __all__ = [
     "DomainError",
     "FlowDefinitionError",
     "FlowkitError",
+    "IncompatibleThreadError",
     "InputTooDeepError",
     "InputTooLargeError",
     "InvalidProgramError",
@@ -280,6 +283,29 @@ class InvalidResumeInputError(RunError):
 
 class InvalidStateError(RunError):
     """A start state, patch or target state that the flow cannot accept."""
+
+
+class IncompatibleThreadError(RunError):
+    """A stored thread does not fit the flow any more: its gate or node was renamed or
+    removed, or its state fails the changed state model, and no migration covers it.
+
+    ``version`` is the journal record where it stopped fitting (its position or state),
+    ``flow_version`` the flow version the thread ran under, ``problems`` what does not fit.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str,
+        version: int | None = None,
+        flow_version: int | None = None,
+        problems: Sequence[str] = (),
+    ) -> None:
+        self.version = version
+        self.flow_version = flow_version
+        self.problems = list(problems)
+        super().__init__(message, thread_id=thread_id)
 
 
 class StepLimitError(RunError):

@@ -140,6 +140,8 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "llm_calls": [],
     "attempts": 1,
     "sub": None,
+    "flow_version": None,
+    "migration": None,
 }
 
 
