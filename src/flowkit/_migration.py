@@ -245,10 +245,12 @@ def upgrade(
     except ValidationError as exc:
         raise state_error(flow, thread_id, raw.version, from_version, exc, what) from exc
     status = raw.status
-    if status in ("pending", "waiting") and not (
-        status == "waiting" and node in flow.nodes and raw.items is not None
-    ):
-        status = status_of(flow, node) if node in flow.states else status
+    if status in ("pending", "waiting") and node in flow.states:
+        # A gate mapped to a node runs it; a node mapped to a gate waits there. A thread
+        # waiting at a Parallel's gate branches or inside a Subflow keeps waiting.
+        inside = isinstance(flow.nodes.get(node), Parallel | Subflow)
+        if not (status == "waiting" and inside):
+            status = status_of(flow, node)
     error = NodeError.model_validate(raw.error) if raw.error else None
     cursor = Cursor(model, node, status, raw.version, error, _items(raw), None)
     if strict:
