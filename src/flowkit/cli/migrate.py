@@ -26,7 +26,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     migrate = commands.add_parser(
         "migrate",
         parents=[common],
-        help="upgrade every stored thread of a flow to its version (Flow migrations)",
+        help="upgrade stored threads to the flow's version",
     )
     migrate.add_argument("target", metavar="TARGET", help=TARGET_HELP)
     add_store_option(migrate)
