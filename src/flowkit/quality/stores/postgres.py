@@ -1,0 +1,259 @@
+"""``PostgresWorkflowStateStore``: the workflow state store on PostgreSQL (psycopg 3).
+
+A commit is one transaction: the session row is locked (``FOR UPDATE``), its
+``state_version`` checked, then the unit's rows upserted; any failure rolls the transaction
+back, so nothing of the unit is visible. Episode locks are session-level advisory locks on a
+connection of their own: PostgreSQL drops them when the connection ends, so a killed process
+never leaves an episode locked. Records are kept as JSONB beside the columns queries use.
+
+Needs ``pip install "flowkit[postgres]"``; ``import flowkit`` never imports psycopg.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ..errors import StatePersistenceError
+from ..models import Issue, IssueResolution, ManuscriptFetchLog, Session, StepExecution
+from ._staged import StagedStore, Unit, stale
+
+__all__ = ["SCHEMA", "PostgresWorkflowStateStore"]
+
+#: First key of the two-key advisory locks this store takes (the second is the episode).
+_LOCK_SPACE = 0x51C0
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS quality_sessions (
+    session_id text PRIMARY KEY,
+    episode_number integer NOT NULL,
+    initiator text NOT NULL,
+    created_at timestamptz NOT NULL,
+    current_status text NOT NULL,
+    state_version integer NOT NULL,
+    record jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS quality_sessions_episode ON quality_sessions (episode_number);
+CREATE TABLE IF NOT EXISTS quality_issues (
+    issue_id text PRIMARY KEY,
+    session_id text NOT NULL REFERENCES quality_sessions ON DELETE CASCADE,
+    seq bigserial,
+    record jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS quality_issues_session ON quality_issues (session_id);
+CREATE TABLE IF NOT EXISTS quality_issue_resolutions (
+    issue_id text NOT NULL,
+    resolution_attempt integer NOT NULL,
+    session_id text NOT NULL REFERENCES quality_sessions ON DELETE CASCADE,
+    seq bigserial,
+    record jsonb NOT NULL,
+    PRIMARY KEY (issue_id, resolution_attempt)
+);
+CREATE TABLE IF NOT EXISTS quality_step_executions (
+    session_id text NOT NULL REFERENCES quality_sessions ON DELETE CASCADE,
+    step_id integer NOT NULL,
+    attempt integer NOT NULL,
+    seq bigserial,
+    record jsonb NOT NULL,
+    PRIMARY KEY (session_id, step_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS quality_fetch_log (
+    fetch_id text PRIMARY KEY,
+    session_id text NOT NULL REFERENCES quality_sessions ON DELETE CASCADE,
+    seq bigserial,
+    record jsonb NOT NULL
+);
+"""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise StatePersistenceError(
+            'The PostgreSQL store needs psycopg: pip install "flowkit[postgres]".'
+        ) from exc
+    return psycopg
+
+
+class PostgresWorkflowStateStore(StagedStore):
+    """A ``WorkflowStateStore`` in the PostgreSQL database ``dsn`` names (tables created)."""
+
+    def __init__(self, dsn: str, *, clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__(clock=clock)
+        psycopg = _psycopg()
+        self._errors = psycopg.Error
+        try:
+            self._conn = psycopg.connect(dsn, autocommit=True)
+            self._lock_conn = psycopg.connect(dsn, autocommit=True)
+            with self._conn.transaction():
+                self._conn.execute(SCHEMA)
+        except psycopg.Error as exc:
+            raise StatePersistenceError(
+                f"Cannot use PostgreSQL ({type(exc).__name__}: {exc}); check that the server "
+                "runs and the connection string is right."
+            ) from exc
+        self._locked: set[int] = set()
+
+    def __repr__(self) -> str:
+        return "PostgresWorkflowStateStore(...)"
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._lock_conn.close()
+            self._conn.close()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def _rows(self, sql: str, *params: Any) -> list[Any]:
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(sql, params)
+                return list(cur.fetchall())
+        except self._errors as exc:
+            raise _persist_error(exc) from exc
+
+    def _read_session(self, session_id: str) -> Session | None:
+        rows = self._rows("SELECT record FROM quality_sessions WHERE session_id = %s", session_id)
+        return Session.model_validate(rows[0][0]) if rows else None
+
+    def _session_ids(self, episode_number: int | None) -> list[str]:
+        if episode_number is None:
+            rows = self._rows("SELECT session_id FROM quality_sessions ORDER BY session_id")
+        else:
+            rows = self._rows(
+                "SELECT session_id FROM quality_sessions WHERE episode_number = %s "
+                "ORDER BY session_id",
+                episode_number,
+            )
+        return [r[0] for r in rows]
+
+    def _records(self, table: str, session_id: str) -> list[Any]:
+        rows = self._rows(
+            f"SELECT record FROM {table} WHERE session_id = %s ORDER BY seq",
+            session_id,
+        )
+        return [r[0] for r in rows]
+
+    def _read_issues(self, session_id: str) -> list[Issue]:
+        return [Issue.model_validate(r) for r in self._records("quality_issues", session_id)]
+
+    def _read_resolutions(self, session_id: str) -> list[IssueResolution]:
+        records = self._records("quality_issue_resolutions", session_id)
+        return [IssueResolution.model_validate(r) for r in records]
+
+    def _read_steps(self, session_id: str) -> list[StepExecution]:
+        records = self._records("quality_step_executions", session_id)
+        return [StepExecution.model_validate(r) for r in records]
+
+    def _read_fetch(self, session_id: str) -> list[ManuscriptFetchLog]:
+        records = self._records("quality_fetch_log", session_id)
+        return [ManuscriptFetchLog.model_validate(r) for r in records]
+
+    def _issue_session(self, issue_id: str) -> str | None:
+        rows = self._rows("SELECT session_id FROM quality_issues WHERE issue_id = %s", issue_id)
+        return rows[0][0] if rows else None
+
+    # -- the unit ------------------------------------------------------------------------------
+
+    def _apply(self, unit: Unit, session: Session) -> None:
+        assert unit.session_id is not None
+        sid = unit.session_id
+        try:
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.execute(
+                    "SELECT state_version FROM quality_sessions WHERE session_id = %s FOR UPDATE",
+                    (sid,),
+                )
+                row = cur.fetchone()
+                stored = row[0] if row else None
+                if stored != unit.expected:
+                    raise stale(sid, unit.expected, stored)
+                cur.execute(
+                    "INSERT INTO quality_sessions (session_id, episode_number, initiator, "
+                    "created_at, current_status, state_version, record) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+                    "current_status = EXCLUDED.current_status, "
+                    "state_version = EXCLUDED.state_version, record = EXCLUDED.record",
+                    (
+                        sid,
+                        session.episode_number,
+                        session.initiator,
+                        session.created_at,
+                        session.current_status,
+                        session.state_version,
+                        _json(session),
+                    ),
+                )
+                for issue in unit.issues.values():
+                    cur.execute(
+                        "INSERT INTO quality_issues (issue_id, session_id, record) "
+                        "VALUES (%s, %s, %s) ON CONFLICT (issue_id) DO UPDATE SET "
+                        "record = EXCLUDED.record",
+                        (issue.issue_id, sid, _json(issue)),
+                    )
+                for res in unit.resolutions.values():
+                    cur.execute(
+                        "INSERT INTO quality_issue_resolutions (issue_id, resolution_attempt, "
+                        "session_id, record) VALUES (%s, %s, %s, %s) ON CONFLICT "
+                        "(issue_id, resolution_attempt) DO UPDATE SET record = EXCLUDED.record",
+                        (res.issue_id, res.resolution_attempt, sid, _json(res)),
+                    )
+                for step in unit.steps.values():
+                    cur.execute(
+                        "INSERT INTO quality_step_executions (session_id, step_id, attempt, "
+                        "record) VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, step_id, "
+                        "attempt) DO UPDATE SET record = EXCLUDED.record",
+                        (sid, step.step_id, step.attempt, _json(step)),
+                    )
+                for log in unit.fetch:
+                    cur.execute(
+                        "INSERT INTO quality_fetch_log (fetch_id, session_id, record) "
+                        "VALUES (%s, %s, %s)",
+                        (log.fetch_id, sid, _json(log)),
+                    )
+        except self._errors as exc:
+            raise _persist_error(exc) from exc
+
+    # -- episode locks -------------------------------------------------------------------------
+
+    def _try_lock(self, episode_number: int) -> bool:
+        if episode_number in self._locked:
+            return False
+        try:
+            row = self._lock_conn.execute(
+                "SELECT pg_try_advisory_lock(%s, %s)", (_LOCK_SPACE, episode_number)
+            ).fetchone()
+        except self._errors as exc:
+            raise _persist_error(exc) from exc
+        if row and row[0]:
+            self._locked.add(episode_number)
+            return True
+        return False
+
+    def _unlock(self, episode_number: int) -> None:
+        if episode_number in self._locked:
+            self._locked.discard(episode_number)
+            try:
+                self._lock_conn.execute(
+                    "SELECT pg_advisory_unlock(%s, %s)", (_LOCK_SPACE, episode_number)
+                )
+            except self._errors as exc:
+                raise _persist_error(exc) from exc
+
+
+def _json(model: Any) -> Any:
+    from psycopg.types.json import Jsonb
+
+    return Jsonb(json.loads(model.model_dump_json()))
+
+
+def _persist_error(exc: BaseException) -> StatePersistenceError:
+    return StatePersistenceError(
+        f"PostgreSQL failed ({type(exc).__name__}: {exc}); nothing of the unit was written. "
+        "Check the server, then retry."
+    )

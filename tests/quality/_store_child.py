@@ -1,0 +1,67 @@
+"""A child process for the cross-process store tests: ``python _store_child.py KIND WHERE CMD
+DIR``. KIND is ``json`` (WHERE a folder) or ``pg`` (WHERE a URL). Progress goes to files in
+DIR, which the parent polls."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from flowkit.quality.errors import SessionBusyError
+from flowkit.quality.models import IterationPolicy, Principal
+from flowkit.quality.store_contract import make_issue
+
+
+def open_store(kind: str, where: str):  # type: ignore[no-untyped-def]
+    if kind == "json":
+        from flowkit.quality.stores.jsonfile import JsonWorkflowStateStore
+
+        return JsonWorkflowStateStore(where, fsync=False)
+    from flowkit.quality.stores.postgres import PostgresWorkflowStateStore
+
+    return PostgresWorkflowStateStore(where)
+
+
+def wait_for(path: Path) -> None:
+    while not path.exists():
+        time.sleep(0.01)
+
+
+def main() -> None:
+    kind, where, command, folder = sys.argv[1:5]
+    out = Path(folder)
+    me = Principal(user_id="aki")
+    store = open_store(kind, where)
+    if command == "race":  # begin a session on episode 1 when told to; hold it until told
+        name = sys.argv[5]
+        wait_for(out / "go")
+        try:
+            store.begin_session(1, IterationPolicy(), principal=me)
+            store.commit()
+            result = "ok"
+        except SessionBusyError:
+            result = "busy"
+        (out / f"{name}.result").write_text(result)
+        wait_for(out / "stop")
+    elif command == "stage":  # begin, commit, stage a unit, then wait to be killed
+        session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
+        store.commit()
+        for n in range(5):
+            store.record_issue(make_issue(session_id, n))
+        (out / "session").write_text(session_id)
+        time.sleep(60)
+    elif command == "loop":  # commit units of 5 issues until killed
+        session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
+        store.commit()
+        (out / "session").write_text(session_id)
+        n = 0
+        while True:
+            for _ in range(5):
+                store.record_issue(make_issue(session_id, n))
+                n += 1
+            store.commit()
+
+
+if __name__ == "__main__":
+    main()
