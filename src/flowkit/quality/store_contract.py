@@ -102,7 +102,7 @@ class WorkflowStateStoreContract:
 
     # -- sessions and locks --------------------------------------------------------------------
 
-    def test_UNIT_QUALITY_120_001_begin_session_locks_and_starts_at_version_0(
+    def test_UNIT_QUALITY_120_001_begin_session_locks_and_starts_at_version_0(  # noqa: N802
         self, store: WorkflowStateStore, reopen: Reopen
     ) -> None:
         context = store.begin_session(1, IterationPolicy(count=2), principal=AKI)
