@@ -1,0 +1,225 @@
+"""Finding an issue's range again in a newer manuscript (seed 003 §3.3).
+
+Strategies run in the seed's order and every try is recorded as ``{strategy, result,
+confidence}``:
+
+- ``exact_match``: the old range's text (its SHA-256 must be the issue's ``range_checksum``)
+  found verbatim in the new text (the occurrence nearest where the diff moved the old place
+  to); confidence 1.0.
+- ``diff3``: the old offsets carried through a diff-match-patch diff of old and new text
+  (the seed's "diff-match-patch compatible" correction); confidence 0.7-0.9 by how much of the
+  20 characters either side of the range survived unchanged; fails below half.
+- ``semantic_search``: the range with 100 characters either side embedded and compared with
+  windows of the new text; the most similar window at similarity >= 0.8 wins and its
+  similarity is the confidence; below that, ``ManualAlignmentRequired`` (QC-013).
+- ``manual_confirmation``: when all fail, recorded as ``required``; a person places the range
+  (the flow's ``manual_alignment`` gate) and their confidence is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from diff_match_patch import diff_match_patch  # type: ignore[import-untyped]
+
+from .embed import Embedder, NGramEmbedder, cosine
+from .errors import ManualAlignmentRequired, QualityInputError
+from .models import AdjustmentAttempt, AdjustmentStrategy, TextRange, sha256_text
+
+__all__ = [
+    "CONTEXT_CHARS",
+    "SIMILARITY_THRESHOLD",
+    "Placement",
+    "Remapper",
+]
+
+#: Characters either side of a range compared by ``semantic_search`` (the seed's ±100).
+CONTEXT_CHARS: Final = 100
+#: Lowest similarity ``semantic_search`` accepts.
+SIMILARITY_THRESHOLD: Final = 0.8
+#: Characters either side of a range whose survival sets ``diff3``'s confidence.
+_ANCHOR: Final = 20
+_DIFF_EQUAL: Final = 0
+_DIFF_INSERT: Final = 1
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a range is in the new text (``range`` is ``None`` when no strategy placed it)."""
+
+    range: TextRange | None
+    method: AdjustmentStrategy | None
+    confidence: float
+    attempts: tuple[AdjustmentAttempt, ...]
+
+    @property
+    def placed(self) -> bool:
+        return self.range is not None
+
+
+class Remapper:
+    """Places ranges of ``old`` in ``new``; the diff is computed once for all of them."""
+
+    def __init__(self, old: str, new: str, *, embedder: Embedder | None = None) -> None:
+        if not isinstance(old, str) or not isinstance(new, str):
+            raise QualityInputError("Remapper takes the old and the new manuscript text.")
+        self.old, self.new = old, new
+        self.embedder = embedder or NGramEmbedder()
+        self._dmp: Any = diff_match_patch()
+        self._dmp.Diff_Timeout = 2.0
+        self._diffs: list[tuple[int, str]] | None = None
+
+    @property
+    def diffs(self) -> list[tuple[int, str]]:
+        if self._diffs is None:
+            diffs = self._dmp.diff_main(self.old, self.new)
+            self._dmp.diff_cleanupSemantic(diffs)
+            self._diffs = diffs
+        return self._diffs
+
+    def place(self, text_range: TextRange, range_checksum: str) -> Placement:
+        """Try every strategy in order; the first that succeeds places the range."""
+        start, end = self._checked(text_range)
+        attempts: list[AdjustmentAttempt] = []
+        for strategy in (self.exact_match, self.diff3):
+            found, attempt = strategy(start, end, range_checksum)
+            attempts.append(attempt)
+            if found is not None:
+                return Placement(found, attempt.strategy, attempt.confidence, tuple(attempts))
+        try:
+            found, attempt = self.semantic_search(start, end)
+            attempts.append(attempt)
+            return Placement(found, "semantic_search", attempt.confidence, tuple(attempts))
+        except ManualAlignmentRequired as exc:
+            attempts.append(
+                AdjustmentAttempt(
+                    strategy="semantic_search", result="failure", confidence=exc.best_confidence
+                )
+            )
+        attempts.append(
+            AdjustmentAttempt(strategy="manual_confirmation", result="required", confidence=0.0)
+        )
+        return Placement(None, None, 0.0, tuple(attempts))
+
+    # -- strategies ----------------------------------------------------------------------------
+
+    def exact_match(
+        self, start: int, end: int, range_checksum: str
+    ) -> tuple[TextRange | None, AdjustmentAttempt]:
+        piece = self.old[start:end]
+        if not piece or sha256_text(piece) != range_checksum:
+            return None, _failed("exact_match")
+        hits: list[int] = []
+        at = self.new.find(piece)
+        while at != -1:
+            hits.append(at)
+            at = self.new.find(piece, at + 1)
+        if not hits:
+            return None, _failed("exact_match")
+        # Repeated text (a refrain, a name) is found where the edits moved the range to.
+        expected = self._dmp.diff_xIndex(self.diffs, start) if len(hits) > 1 else start
+        best = min(hits, key=lambda h: abs(h - expected))
+        return TextRange.of(self.new, best, best + len(piece)), AdjustmentAttempt(
+            strategy="exact_match", result="success", confidence=1.0, adjustment_delta=best - start
+        )
+
+    def diff3(
+        self, start: int, end: int, range_checksum: str = ""
+    ) -> tuple[TextRange | None, AdjustmentAttempt]:
+        kept = self._anchor_kept(start, end)
+        if kept < 0.5:
+            return None, _failed("diff3", round(0.7 + 0.2 * kept, 3))
+        new_start = self._dmp.diff_xIndex(self.diffs, start)
+        new_end = self._dmp.diff_xIndex(self.diffs, end) if end > start else new_start
+        new_end = max(new_start, min(new_end, len(self.new)))
+        confidence = round(0.7 + 0.2 * kept, 3)
+        return TextRange.of(self.new, new_start, new_end), AdjustmentAttempt(
+            strategy="diff3",
+            result="success",
+            confidence=confidence,
+            adjustment_delta=new_start - start,
+        )
+
+    def semantic_search(self, start: int, end: int) -> tuple[TextRange, AdjustmentAttempt]:
+        """The window of the new text most like the range with its context, at >= 0.8.
+
+        Raises:
+            ManualAlignmentRequired: no window is similar enough (QC-013).
+        """
+        w_start = max(0, start - CONTEXT_CHARS)
+        w_end = min(len(self.old), end + CONTEXT_CHARS)
+        window = self.old[w_start:w_end]
+        length = len(window)
+        if not window.strip() or not self.new:
+            raise ManualAlignmentRequired("Nothing to compare the range with.")
+        step = max(1, length // 10)
+        starts = list(range(0, max(1, len(self.new) - length + 1), step))
+        best_at, best = self._best(window, starts, length)
+        near = range(max(0, best_at - step), min(len(self.new), best_at + step + 1))
+        best_at, best = max(
+            (self._best(window, list(near), length), (best_at, best)), key=lambda x: x[1]
+        )
+        if best < SIMILARITY_THRESHOLD:
+            raise ManualAlignmentRequired(
+                f"The most similar passage is only {best:.2f} alike (needs "
+                f"{SIMILARITY_THRESHOLD}); confirm the range by hand.",
+                best_confidence=round(max(0.0, min(1.0, best)), 3),
+            )
+        candidate = self.new[best_at : best_at + length]
+        inner = Remapper(window, candidate, embedder=self.embedder)
+        new_start = best_at + inner._dmp.diff_xIndex(inner.diffs, start - w_start)
+        new_end = best_at + inner._dmp.diff_xIndex(inner.diffs, end - w_start)
+        new_end = max(new_start, min(new_end, len(self.new)))
+        confidence = round(min(1.0, best), 3)
+        return TextRange.of(self.new, new_start, new_end), AdjustmentAttempt(
+            strategy="semantic_search",
+            result="success",
+            confidence=confidence,
+            adjustment_delta=new_start - start,
+        )
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _best(self, window: str, starts: Sequence[int], length: int) -> tuple[int, float]:
+        if not starts:
+            return 0, 0.0
+        vectors = self.embedder.embed([window, *(self.new[s : s + length] for s in starts)])
+        target = vectors[0]
+        scored = [(cosine(target, v), -abs(s), s) for s, v in zip(starts, vectors[1:], strict=True)]
+        score, _, at = max(scored)
+        return at, score
+
+    def _anchor_kept(self, start: int, end: int) -> float:
+        """The share of the characters around the range that the diff leaves unchanged."""
+        before = (max(0, start - _ANCHOR), start)
+        after = (end, min(len(self.old), end + _ANCHOR))
+        total = (before[1] - before[0]) + (after[1] - after[0])
+        if total == 0:
+            return 1.0 if self.old == self.new else 0.0
+        kept = 0
+        position = 0
+        for op, text in self.diffs:
+            if op == _DIFF_INSERT:  # text put in next to the range makes it less certain
+                if before[0] < position <= before[1] or after[0] <= position < after[1]:
+                    total += min(len(text), _ANCHOR)
+                continue
+            span = (position, position + len(text))
+            if op == _DIFF_EQUAL:
+                kept += _overlap(span, before) + _overlap(span, after)
+            position += len(text)
+        return kept / total
+
+    def _checked(self, text_range: Any) -> tuple[int, int]:
+        if not isinstance(text_range, TextRange) or text_range.end_char > len(self.old):
+            raise QualityInputError("The range is not a TextRange inside the old manuscript.")
+        return text_range.start_char, text_range.end_char
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def _failed(strategy: AdjustmentStrategy, confidence: float = 0.0) -> AdjustmentAttempt:
+    return AdjustmentAttempt(strategy=strategy, result="failure", confidence=min(confidence, 1.0))
