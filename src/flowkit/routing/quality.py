@@ -9,6 +9,8 @@ score is below 0.3 and the checksum changed; Partial in between.
 The flow's tables route its nodes: after the manuscript fetch (on to the check, or to the
 manual-upload gate on QC-017), after recording a round's verdicts (manual alignment gate when
 an issue needs a person, another round while the ``IterationPolicy`` allows, else finish).
+A node that fails (an LLM failure is QC-004) stops the thread at that node with the session
+still active: running the same check again resumes it there.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from .._conditions import field, when
 from .._route_table import Route, RouteTable
 
 __all__ = [
+    "APPLY_ALIGNMENT",
     "APPLY_FIXES",
     "BEGIN_SESSION",
     "CHECK",
-    "FAILED",
     "FINISH",
     "ISSUE_TRANSITIONS",
     "LOAD_MANUSCRIPT",
@@ -113,36 +115,27 @@ RECHECK: Final = "recheck"
 VERIFY: Final = "verify"
 RECORD_VERDICTS: Final = "record_verdicts"
 MANUAL_ALIGNMENT: Final = "manual_alignment"
+APPLY_ALIGNMENT: Final = "apply_alignment"
 FINISH: Final = "finish"
-FAILED: Final = "failed"
 
-#: After fetching the manuscript: on to the first check, or to the re-check when the fetch
-#: was for a round already under way; QC-017 waits for an upload.
+#: After fetching the manuscript: QC-017 waits for an upload; else on to the first check.
 route_after_load = RouteTable(
-    "route_after_load",
-    [
-        Route(field("upload_pending"), MANUAL_UPLOAD),
-        Route(field("error"), FAILED),
-        Route(field("phase").eq("recheck"), RECHECK),
-    ],
-    default=CHECK,
+    "route_after_load", [Route(field("upload_pending"), MANUAL_UPLOAD)], default=CHECK
 )
 
-#: After the first check: nothing found (or nothing open) ends the session passed.
+#: After the first check: nothing found ends the session passed.
 route_after_check = RouteTable(
-    "route_after_check",
-    [Route(field("error"), FAILED), Route(field("open_issue_ids"), PLAN_FIXES)],
-    default=FINISH,
+    "route_after_check", [Route(field("open_issue_ids"), PLAN_FIXES)], default=FINISH
 )
 
-#: After a round's verdicts: a person places ranges the strategies could not (QC-013); else
-#: another round while the iteration policy allows (``decision`` is set by ``enforce``).
+#: After a round's verdicts (and after each manual alignment): a person places the ranges the
+#: strategies could not (QC-013); else another round while the iteration policy allows
+#: (``decision`` is what ``enforce`` said); else finish.
 route_after_verdicts = RouteTable(
     "route_after_verdicts",
     [
-        Route(field("error"), FAILED),
         Route(field("alignment_pending"), MANUAL_ALIGNMENT),
-        Route(field("decision").eq("continue"), PLAN_FIXES),
+        Route(field("decision").eq("continue") & field("open_issue_ids"), PLAN_FIXES),
     ],
     default=FINISH,
 )

@@ -1,0 +1,1 @@
+"""Nodes of the quality workflow; each ``make_*`` closes over a ``QualityServices``."""

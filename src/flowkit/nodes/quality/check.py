@@ -1,0 +1,150 @@
+"""``check`` and ``recheck``: the LLM reads the whole manuscript against the check templates
+and reports problems with the exact text they are in (UC-120-001, UC-120-002 step 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..._node import Context, node
+from ...quality.ids import new_issue_id
+from ...quality.judge import locate_findings
+from ...quality.models import Issue, sha256_text
+from ...quality.prompts import check_prompt
+from ...quality.services import QualityServices
+from ...quality.state import CheckReport, Finding, QualityState
+from ._common import ask, record_fetches, step_record
+
+__all__ = ["issues_from", "make_check", "make_recheck"]
+
+
+def issues_from(
+    services: QualityServices,
+    state: QualityState,
+    text: str,
+    findings: Sequence[Finding],
+    *,
+    skip: frozenset[int] = frozenset(),
+) -> tuple[list[Issue], list[str]]:
+    """New issues for the findings whose quote is in ``text`` (one per category and range);
+    also returns a note per finding that could not be placed."""
+    steps = {t.category: t.step_id for t in services.templates}
+    issues: list[Issue] = []
+    notes: list[str] = []
+    seen: set[tuple[str, int, int]] = set()
+    for index, (finding, found) in enumerate(
+        zip(findings, locate_findings(text, findings), strict=True)
+    ):
+        if index in skip:
+            continue
+        if found is None:
+            notes.append(f"a {finding.category} finding quotes text not in the manuscript; skipped")
+            continue
+        key = (finding.category, found.start_char, found.end_char)
+        if key in seen:
+            continue
+        seen.add(key)
+        issues.append(
+            Issue(
+                issue_id=new_issue_id(services.clock.now()),
+                session_id=state.session_id,
+                step_id=steps.get(finding.category, 0),
+                manuscript_hash=sha256_text(text),
+                text_range=found,
+                range_checksum=sha256_text(text[found.start_char : found.end_char]),
+                category=finding.category,
+                severity=finding.severity,
+                description=finding.description,
+                suggested_fixes=(finding.suggested_fix,) if finding.suggested_fix else (),
+            )
+        )
+    return issues, notes
+
+
+def make_check(services: QualityServices) -> Callable[..., Any]:
+    @node(
+        reads=["session_id", "manuscript_hash", "steps_done"],
+        writes=["open_issue_ids", "metrics", "steps_done", "messages", "open_before", "decision"],
+    )
+    def check(state: QualityState, ctx: Context) -> dict[str, Any]:
+        text = services.text(state.manuscript_hash, session_id=state.session_id)
+        report, in_hash, out_hash = ask(
+            services,
+            ctx,
+            state,
+            "check",
+            check_prompt(text, state.manuscript_hash, services.templates),
+            CheckReport,
+        )
+        issues, notes = issues_from(services, state, text, report.issues)
+        store = services.store
+        record_fetches(services)
+        for issue in issues:
+            store.record_issue(issue)
+        store.record_step_execution(
+            step_record(
+                state,
+                "check",
+                input_hash=in_hash,
+                output_hash=out_hash,
+                issues_detected=len(issues),
+                manuscript_hash_refs=(state.manuscript_hash,),
+            )
+        )
+        store.commit()
+        for issue in issues:
+            services.audit.record(
+                "issue_detected",
+                session_id=state.session_id,
+                issue_id=issue.issue_id,
+                performed_by=services.principal.user_id,
+                metadata={"category": issue.category, "severity": issue.severity},
+            )
+        services.checks.update_manifest(
+            state.session_id,
+            metrics=report.metrics,
+            steps=[{"step": state.steps_done, "name": "check", "issues": len(issues)}],
+        )
+        return {
+            "open_issue_ids": [i.issue_id for i in issues],
+            "open_before": len(issues),
+            "metrics": report.metrics,
+            "steps_done": state.steps_done + 1,
+            "decision": "" if issues else "passed",
+            "messages": [f"check found {len(issues)} issues", *notes],
+        }
+
+    return check
+
+
+def make_recheck(services: QualityServices) -> Callable[..., Any]:
+    @node(
+        reads=["session_id", "manuscript_hash", "steps_done", "round"],
+        writes=["findings", "metrics", "steps_done", "messages"],
+    )
+    def recheck(state: QualityState, ctx: Context) -> dict[str, Any]:
+        text = services.text(state.manuscript_hash, session_id=state.session_id)
+        report, in_hash, out_hash = ask(
+            services, ctx, state, f"recheck_{state.round}",
+            check_prompt(text, state.manuscript_hash, services.templates), CheckReport,
+        )  # fmt: skip
+        record_fetches(services)
+        services.store.record_step_execution(
+            step_record(
+                state,
+                "recheck",
+                input_hash=in_hash,
+                output_hash=out_hash,
+                issues_detected=len(report.issues),
+                manuscript_hash_refs=(state.manuscript_hash,),
+            )
+        )
+        services.store.commit()
+        return {
+            "findings": list(report.issues),
+            "metrics": report.metrics,
+            "steps_done": state.steps_done + 1,
+            "messages": [f"round {state.round}: re-check reported {len(report.issues)} problems"],
+        }
+
+    return recheck

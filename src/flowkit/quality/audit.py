@@ -1,0 +1,191 @@
+"""The audit trail and the per-session I/O logs of the quality workflow (seed 003 §8).
+
+``AuditLog`` appends one JSON line per action to ``audit/<YYYYMM>/audit.log`` (``timestamp,
+session_id, issue_id, action, performed_by, tool_used, qc_code, metadata``) and ``archive``
+gzips months older than 90 days into ``audit/archive/``. ``ChecksLog`` keeps each session's LLM
+inputs and outputs under ``checks/<session_id>/`` with a ``manifest.json`` that lists them and
+the session's policy history. Files are private (0600): they hold manuscript excerpts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+from .._atomic import write_atomically
+from .errors import QualityInputError, StatePersistenceError
+from .ids import SESSION_ID
+
+__all__ = ["KEEP_DAYS", "AuditEntry", "AuditLog", "ChecksLog"]
+
+#: Days an audit month stays readable before ``archive`` moves it away (§6.2).
+KEEP_DAYS: Final = 90
+_MONTH = re.compile(r"^\d{6}$")
+
+
+class AuditEntry(BaseModel):
+    """One audited action."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timestamp: datetime
+    session_id: str
+    issue_id: str | None = None
+    action: str
+    performed_by: str
+    tool_used: str | None = None
+    qc_code: str | None = None
+    metadata: dict[str, Any] = {}
+
+
+class AuditLog:
+    """Monthly JSON-lines audit files under ``root``."""
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self.root = Path(root)
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+
+    def record(
+        self,
+        action: str,
+        *,
+        session_id: str,
+        performed_by: str,
+        issue_id: str | None = None,
+        tool_used: str | None = None,
+        qc_code: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AuditEntry:
+        entry = AuditEntry(
+            timestamp=self.clock(),
+            session_id=session_id,
+            issue_id=issue_id,
+            action=action,
+            performed_by=performed_by,
+            tool_used=tool_used,
+            qc_code=qc_code,
+            metadata=dict(metadata or {}),
+        )
+        path = self.root / entry.timestamp.astimezone(UTC).strftime("%Y%m") / "audit.log"
+        line = entry.model_dump_json() + "\n"
+        with self._lock:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, line.encode("utf-8"))
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise StatePersistenceError(
+                    f"Cannot append to the audit log {path}: {exc.strerror}."
+                ) from exc
+        return entry
+
+    def entries(self, month: str | None = None) -> list[AuditEntry]:
+        """The entries of ``month`` (``YYYYMM``; default: every month still kept), in order."""
+        if month is not None and not _MONTH.match(month):
+            raise QualityInputError(f"{month!r} is not a month as YYYYMM.")
+        folders = [self.root / month] if month else sorted(self._months())
+        out: list[AuditEntry] = []
+        for folder in folders:
+            path = folder / "audit.log"
+            if path.is_file():
+                lines = path.read_text(encoding="utf-8").splitlines()
+                out.extend(AuditEntry.model_validate_json(line) for line in lines if line)
+        return out
+
+    def archive(self, *, now: datetime | None = None, keep_days: int = KEEP_DAYS) -> list[Path]:
+        """Gzip every month that ended more than ``keep_days`` ago into ``archive/``."""
+        cutoff = (now or self.clock()) - timedelta(days=keep_days)
+        done: list[Path] = []
+        for folder in sorted(self._months()):
+            year, month = int(folder.name[:4]), int(folder.name[4:])
+            ends = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+            if ends > cutoff:
+                continue
+            target = self.root / "archive" / f"{folder.name}.log.gz"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = folder / "audit.log"
+            data = source.read_bytes() if source.is_file() else b""
+            write_atomically(target, gzip.compress(data), private=True)
+            shutil.rmtree(folder)
+            done.append(target)
+        return done
+
+    def _months(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return [p for p in self.root.iterdir() if p.is_dir() and _MONTH.match(p.name)]
+
+
+class ChecksLog:
+    """``checks/<session_id>/``: numbered ``*_input.json`` / ``*_output.json`` files and a
+    ``manifest.json`` listing them, the steps and the policy history."""
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.root = Path(root)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+
+    def folder(self, session_id: str) -> Path:
+        if not SESSION_ID.match(session_id):
+            raise QualityInputError(f"{session_id[:80]!r} is not a session id.")
+        return self.root / session_id
+
+    def write(self, session_id: str, step: str, kind: str, payload: Mapping[str, Any]) -> Path:
+        """Keep one input or output; returns the file written."""
+        if kind not in ("input", "output") or not re.fullmatch(r"[a-z0-9_\-\[\]#]+", step):
+            raise QualityInputError(f"Bad I/O log name {step!r}/{kind!r}.")
+        step = re.sub(r"[\[\]#]", "_", step)
+        with self._lock:
+            manifest = self.manifest(session_id)
+            files: list[str] = manifest.setdefault("files", [])
+            name = f"{len(files) + 1:03d}_{step}_{kind}.json"
+            folder = self.folder(session_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
+            write_atomically(folder / name, text, fsync=self.fsync, private=True)
+            files.append(name)
+            self._save(session_id, manifest)
+        return folder / name
+
+    def update_manifest(self, session_id: str, **fields: Any) -> None:
+        """Set top-level fields of the manifest (``steps`` and ``policy_history`` append)."""
+        with self._lock:
+            manifest = self.manifest(session_id)
+            for key, value in fields.items():
+                if key in ("steps", "policy_history"):
+                    manifest.setdefault(key, []).extend(value)
+                else:
+                    manifest[key] = value
+            self._save(session_id, manifest)
+
+    def manifest(self, session_id: str) -> dict[str, Any]:
+        path = self.folder(session_id) / "manifest.json"
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {"session_id": session_id, "files": [], "steps": []}
+        except (OSError, ValueError) as exc:
+            raise StatePersistenceError(f"Cannot read {path}: {exc}.") from exc
+        return loaded if isinstance(loaded, dict) else {"session_id": session_id, "files": []}
+
+    def _save(self, session_id: str, manifest: dict[str, Any]) -> None:
+        folder = self.folder(session_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(manifest, ensure_ascii=False, indent=2, default=str)
+        write_atomically(folder / "manifest.json", text, fsync=self.fsync, private=True)

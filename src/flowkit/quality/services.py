@@ -1,0 +1,163 @@
+"""The collaborators a quality flow runs with, and the folder that holds them.
+
+``QualityServices`` bundles the state store, the reader (principal), the clock, the manuscript
+fetch chain and caches, the fix tools, the embedder and the logs; the flow's nodes close over
+one (``build_flow(services)``). ``Workspace`` lays them out in one folder::
+
+    <root>/state/       JSON-file WorkflowStateStore (or pass a PostgreSQL one)
+    <root>/threads/     the engine's journal (thread id = session id)
+    <root>/artifacts/   manuscripts and diffs by SHA-256
+    <root>/uploads/     manually uploaded manuscripts
+    <root>/sources.json which file each manuscript hash was read from (read_snapshot)
+    <root>/audit/       audit/<YYYYMM>/audit.log
+    <root>/checks/      checks/<session_id>/ LLM I/O and manifest.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._atomic import write_atomically
+from .audit import AuditLog, ChecksLog
+from .embed import Embedder, NGramEmbedder
+from .fetch import (
+    ArtifactCache,
+    Clock,
+    ManualUploads,
+    ManuscriptFetcher,
+    SnapshotReader,
+    SystemClock,
+)
+from .models import ManuscriptFetchLog, Principal
+from .prompts import CHECK_TEMPLATES, CheckTemplate
+from .remap import Remapper
+from .stores import WorkflowStateStore
+from .tools import Toolbox
+
+__all__ = ["QualityServices", "Workspace"]
+
+
+@dataclass
+class QualityServices:
+    """What the nodes of a quality flow use besides the state."""
+
+    store: WorkflowStateStore
+    principal: Principal
+    clock: Clock
+    artifacts: ArtifactCache
+    snapshots: SnapshotReader
+    uploads: ManualUploads
+    audit: AuditLog
+    checks: ChecksLog
+    toolbox: Toolbox = field(default_factory=Toolbox)
+    embedder: Embedder = field(default_factory=NGramEmbedder)
+    templates: tuple[CheckTemplate, ...] = CHECK_TEMPLATES
+    fetcher: ManuscriptFetcher | None = None
+    _texts: dict[str, str] = field(default_factory=dict, repr=False)
+    _fetch_logs: list[ManuscriptFetchLog] = field(default_factory=list, repr=False)
+    _remappers: dict[tuple[str, str], Remapper] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.fetcher is None:
+            self.fetcher = ManuscriptFetcher(
+                [self.artifacts, self.snapshots, self.uploads], clock=self.clock
+            )
+        self.fetcher.on_log = self._fetch_logs.append
+
+    def text(self, manuscript_hash: str, *, session_id: str) -> str:
+        """The manuscript with this hash, from memory or through the fetch chain."""
+        cached = self._texts.get(manuscript_hash)
+        if cached is not None:
+            return cached
+        assert self.fetcher is not None
+        got = self.fetcher.fetch(manuscript_hash, session_id=session_id)
+        self._texts[manuscript_hash] = got.text
+        return got.text
+
+    def keep(self, text: str) -> str:
+        """Store a new manuscript version; returns its hash."""
+        digest = self.artifacts.put(text)
+        self._texts[digest] = text
+        return digest
+
+    def drain_fetch_logs(self) -> list[ManuscriptFetchLog]:
+        with self._lock:
+            logs, self._fetch_logs[:] = list(self._fetch_logs), []
+        return logs
+
+    def remapper(self, old_hash: str, new_hash: str, *, session_id: str) -> Remapper:
+        """One ``Remapper`` per pair of versions, so the diff is computed once per round."""
+        key = (old_hash, new_hash)
+        with self._lock:
+            found = self._remappers.get(key)
+        if found is None:
+            old = self.text(old_hash, session_id=session_id)
+            new = self.text(new_hash, session_id=session_id)
+            found = Remapper(old, new, embedder=self.embedder)
+            with self._lock:
+                found = self._remappers.setdefault(key, found)
+        return found
+
+
+class Workspace:
+    """The folder a quality CLI or app keeps everything in (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.root = Path(root)
+        self.fsync = fsync
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def state_store(self, *, clock: Clock | None = None) -> WorkflowStateStore:
+        from .stores.jsonfile import JsonWorkflowStateStore
+
+        now = (clock or SystemClock()).now
+        return JsonWorkflowStateStore(self.root / "state", fsync=self.fsync, clock=now)
+
+    def engine_store(self) -> Any:
+        from ..stores.jsonfile import JsonFileStore
+
+        return JsonFileStore(self.root / "threads", fsync=self.fsync)
+
+    def sources(self) -> dict[str, str]:
+        path = self.root / "sources.json"
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+
+    def remember_source(self, manuscript_hash: str, path: str | os.PathLike[str]) -> None:
+        sources = self.sources()
+        sources[manuscript_hash] = str(Path(path).absolute())
+        write_atomically(
+            self.root / "sources.json", json.dumps(sources, indent=1), fsync=self.fsync
+        )
+
+    def services(
+        self,
+        principal: Principal,
+        *,
+        store: WorkflowStateStore | None = None,
+        clock: Clock | None = None,
+        toolbox: Toolbox | None = None,
+        embedder: Embedder | None = None,
+    ) -> QualityServices:
+        clock = clock or SystemClock()
+        return QualityServices(
+            store=store or self.state_store(clock=clock),
+            principal=principal,
+            clock=clock,
+            artifacts=ArtifactCache(self.root / "artifacts"),
+            snapshots=SnapshotReader(self.sources()),
+            uploads=ManualUploads(self.root / "uploads"),
+            audit=AuditLog(self.root / "audit", clock=clock.now),
+            checks=ChecksLog(self.root / "checks", fsync=self.fsync),
+            toolbox=toolbox or Toolbox(),
+            embedder=embedder or NGramEmbedder(),
+        )
