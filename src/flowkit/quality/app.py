@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from pydantic import ValidationError
+
 from .._result import RunResult
 from .._runner import Runner
 from ..errors import ThreadNotFoundError
@@ -119,7 +121,7 @@ class QualityChecker:
         one; run until the session finishes or waits for a person."""
         check_episode(episode)
         text = read_manuscript(manuscript)
-        digest = self.services.keep(text)
+        digest = self.services.artifacts.put(text)  # fetched back by hash like any other
         self.workspace.remember_source(digest, manuscript)
         self.services.snapshots.sources[digest] = str(Path(manuscript).absolute())
         latest = self.store.latest_session(episode, principal=self.principal)
@@ -188,10 +190,16 @@ class QualityChecker:
         defer_reason: str | None = None,
     ) -> RunResult[QualityState] | Issue:
         """Place an issue's range by hand (at the manual-alignment gate), or defer the issue."""
-        answer = AlignmentInput.model_validate(
-            {"issue_id": issue_id, "start_char": start_char, "end_char": end_char,
-             "confidence": confidence, "defer_reason": defer_reason}
-        )  # fmt: skip
+        try:
+            answer = AlignmentInput.model_validate(
+                {"issue_id": issue_id, "start_char": start_char, "end_char": end_char,
+                 "confidence": confidence, "defer_reason": defer_reason}
+            )  # fmt: skip
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"] for e in exc.errors())
+            raise QualityInputError(
+                f"Resolve {issue_id!s:.40}: {problems}. Give --range START:END or --defer REASON."
+            ) from None
         issue = self.store.issue(issue_id, principal=self.principal)
         session = self.store.get_session(issue.session_id, principal=self.principal)
         state = self._thread(session.session_id)

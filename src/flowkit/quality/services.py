@@ -81,7 +81,7 @@ class QualityServices:
         return got.text
 
     def keep(self, text: str) -> str:
-        """Store a new manuscript version; returns its hash."""
+        """Store a manuscript version this process made; returns its hash."""
         digest = self.artifacts.put(text)
         self._texts[digest] = text
         return digest

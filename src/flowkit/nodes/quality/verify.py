@@ -214,9 +214,33 @@ def take_alignment(state: QualityState, value: AlignmentInput) -> dict[str, Any]
     return {"alignment_answers": [value]}
 
 
+def _verify_resolution(
+    services: QualityServices, state: QualityState, issue_id: str, verdict: Judgement
+) -> None:
+    """Stage the verification of the issue's latest resolution."""
+    mine = [
+        r
+        for r in services.store.resolutions(state.session_id, principal=services.principal)
+        if r.issue_id == issue_id
+    ]
+    if mine:
+        latest = max(mine, key=lambda r: r.resolution_attempt)
+        services.store.record_issue_resolution(
+            latest.model_copy(
+                update={
+                    "verification_status": _STATUS[verdict.state],
+                    "verification_snapshot_id": state.manuscript_hash,
+                    "recurrence_score": verdict.recurrence_score,
+                    "recurrence_flag": verdict.state == "Recurrence",
+                }
+            )
+        )
+
+
 def make_apply_alignment(services: QualityServices) -> Callable[..., Any]:
     @node(
         reads=["session_id", "alignment_answers", "alignments_applied", "alignment_pending",
+               "verdicts",
                "manuscript_hash", "findings", "round", "steps_done", "open_before"],
         writes=["alignments_applied", "alignment_pending", "open_issue_ids", "decision",
                 "steps_done", "messages"],
@@ -226,6 +250,8 @@ def make_apply_alignment(services: QualityServices) -> Callable[..., Any]:
         answers = state.alignment_answers[state.alignments_applied :]
         text = services.text(state.manuscript_hash, session_id=sid)
         pending = list(state.alignment_pending)
+        # Fixed this round: their verdict waited for the range (they are Partial meanwhile).
+        worked = {v.issue_id for v in state.verdicts if v.round == state.round and v.worked}
         notes: list[str] = []
         for answer in answers:
             if answer.issue_id not in pending:
@@ -255,10 +281,12 @@ def make_apply_alignment(services: QualityServices) -> Callable[..., Any]:
                 verdict = judge(
                     issue, placement, old_text=old_text, new_text=text, findings=state.findings,
                     located=locate_findings(text, state.findings), embedder=services.embedder,
-                    worked=issue.state == "InProgress",
+                    worked=answer.issue_id in worked,
                 )  # fmt: skip
                 item = _item(state.round, issue, verdict)
                 store.record_issue(_updated(issue, item, state.manuscript_hash))
+                if answer.issue_id in worked and verdict.state in _STATUS:
+                    _verify_resolution(services, state, answer.issue_id, verdict)
                 notes.append(f"{issue.issue_id} placed by hand at {placed.start_char}:"
                              f"{placed.end_char} -> {item.state}")  # fmt: skip
             pending.remove(answer.issue_id)
