@@ -5,7 +5,8 @@
 - ``runs``: ``start``, ``resume``, ``fork``, ``update-state``, ``delete`` (your own flows)
 - ``runtime``: ``stats``, ``recover``
 - ``demo``: ``demo``; the workflows add ``sas`` (``flowkit.sas.cli``), ``chat`` and
-  ``dialogue`` (``flowkit.dialogue.cli``), ``roundtable`` (``flowkit.roundtable.cli``)
+  ``dialogue`` (``flowkit.dialogue.cli``), ``roundtable`` (``flowkit.roundtable.cli``),
+  ``quality`` (``flowkit.quality.cli``)
 
 Exit codes: 0 success, 1 the command failed (the reason is on stderr), 2 bad usage or a
 TARGET / store that cannot be loaded. Errors never end in a traceback (``-vv`` shows one for

@@ -51,12 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
         group.register(commands, common)
 
     from ..dialogue.cli import add_commands as add_dialogue_commands
+    from ..quality.cli import add_commands as add_quality_commands
     from ..roundtable.cli import add_commands as add_roundtable_commands
     from ..sas.cli import add_commands as add_sas_commands
 
     add_sas_commands(commands, common)
     add_dialogue_commands(commands, common)
     add_roundtable_commands(commands, common)
+    add_quality_commands(commands, common)
     return parser
 
 

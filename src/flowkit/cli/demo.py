@@ -3,7 +3,8 @@
 The review demo drafts a document, pauses at the review gate, gets feedback, redrafts,
 gets approval and publishes; then a fresh runner reloads the thread from disk to show
 that the store, not the process, holds the run. The sas demo lives in ``flowkit.sas.demo``,
-the roundtable demo in ``flowkit.roundtable.demo``.
+the roundtable demo in ``flowkit.roundtable.demo``,
+the quality demo in ``flowkit.quality.demo``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _DEMOS = {
     "sas": "robot task -> reviewed plan -> Blockly robot program, offline (recorded LLM answers)",
     "review": "draft -> review gate -> feedback -> redraft -> approve -> publish",
     "roundtable": "three LLM characters talk with you, each on its own (scripted) model",
+    "quality": "manuscript check -> fix -> re-check with issue lifecycle, offline (recorded LLM)",
 }
 
 
@@ -59,6 +61,10 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         from ..roundtable.demo import run_roundtable_demo
 
         return run_roundtable_demo(args.store, out, language=args.lang)
+    if args.name == "quality":
+        from ..quality.demo import run_quality_demo
+
+        return run_quality_demo(args.store, out)
     return run_demo(args.name, args.store, out)
 
 

@@ -117,19 +117,23 @@ def record_cassette(path: Path | None = None) -> Path:
 
 
 def run_quality_demo(store_dir: str | None, out: TextIO) -> int:
-    """Check both episodes from the cassette and narrate; the sessions stay in the folder."""
+    """Check both episodes from the cassette and narrate. Sessions are kept under
+    ``<store>/quality`` (a new temporary store without ``--store``), where ``flowkit quality
+    status`` / ``history`` find them."""
+    from ...cli._output import command_hint
     from ...llm import ReplayLLM
     from ..models import IterationPolicy
 
-    root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-quality-demo-"))
+    store = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-quality-demo-"))
+    root = store / "quality"
     llm = ReplayLLM.from_file(demo_file("cassette.json"))
     out.write("flowkit demo quality: check -> fix -> re-check, issues tracked per session\n")
-    out.write(f"workspace: {root}   LLM: recorded answers\n")
+    out.write(f"store: {store}   LLM: recorded answers   user: {DEMO_USER}\n")
     ok = True
     for episode, name in EPISODES.items():
         with _checker(root, llm) as checker:
             if checker.status(episode) is not None:
-                out.write(f"\nepisode {episode} was checked in this folder before; skipped\n")
+                out.write(f"\nepisode {episode} was checked in this store before; skipped\n")
                 continue
             out.write(f"\n> flowkit quality check {name} --episode {episode} --policy count=2\n")
             outcome = checker.check(
@@ -141,17 +145,26 @@ def run_quality_demo(store_dir: str | None, out: TextIO) -> int:
             assert found is not None
             session, issues, _ = found
             out.write(f"  session {session.session_id}: {session.current_status}\n")
-            for issue in sorted(issues, key=lambda i: i.issue_id):
+            for issue in sorted(issues, key=lambda i: (i.text_range.start_char, i.issue_id)):
                 related = (
-                    f" (came back from {issue.related_issue_ids[-1]})"
-                    if issue.related_issue_ids
+                    f" (came back as {_successor(issues, issue.issue_id)})"
+                    if issue.state == "Recurrence"
                     else ""
                 )
-                out.write(f"    {issue.issue_id} {issue.category:<9} {issue.state:<10} "
-                          f"{issue.adjustment_method or '-':<12}{related}\n")  # fmt: skip
+                out.write(
+                    f"    {issue.issue_id} {issue.category:<9} {issue.state:<10} "
+                    f"{issue.adjustment_method or '-':<12}{related}\n"
+                )
             ok = ok and outcome.result.done
-    where = shlex.quote(str(root))
-    out.write(f"\nlook around:\n  flowkit quality history --workspace {where}\n"
-              f"  flowkit quality status --episode 1 --workspace {where}\n"
-              f"  ls {where}/checks/*/  {where}/audit/\n")  # fmt: skip
+    where = str(store)
+    out.write(
+        "\nlook around (as the demo's user):\n"
+        f"  {command_hint('quality', 'history', store=where, user=DEMO_USER)}\n"
+        f"  {command_hint('quality', 'status', store=where, episode='1', user=DEMO_USER)}\n"
+        f"  ls {shlex.quote(str(root))}/checks/*/ {shlex.quote(str(root))}/audit/*/\n"
+    )
     return 0 if ok else 1
+
+
+def _successor(issues: Any, issue_id: str) -> str:
+    return next((i.issue_id for i in issues if issue_id in i.related_issue_ids), "?")
