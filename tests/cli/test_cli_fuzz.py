@@ -65,6 +65,10 @@ _KIND = {
     "NAME": "name",
     "JSON": "json",
     "DIR": "file",
+    "MANUSCRIPT": "file",
+    "ISSUE": "text",
+    "SESSION": "thread",
+    "N": "text",
 }
 
 

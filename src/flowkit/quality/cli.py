@@ -17,6 +17,7 @@ import getpass
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -126,8 +127,12 @@ def _login() -> str:
         return f"uid-{os.getuid()}"
 
 
-def _checker(args: argparse.Namespace, *, llm: bool = False) -> Any:
+def _checker(args: argparse.Namespace, *, llm: bool = False, reads: bool = False) -> Any:
     from .app import QualityChecker
+
+    root = Path(store_path(args)) / "quality"
+    if reads and not (root / "state").is_dir():  # reading never creates a workspace
+        raise _error(f"No quality sessions in store `{store_path(args)}`; pass --store DIR.", 2)
 
     model = None
     if llm:
@@ -186,8 +191,10 @@ def _print_result(checker: Any, result: Any, out: TextIO, args: argparse.Namespa
             hint = command_hint("quality", "resolve", issue_id, range="START:END", store=store)
             out.write(f"    {hint}\n")
     elif result.status == "failed" and result.error is not None:
-        out.write(f"\nThe step `{result.node}` failed: {result.error.message}\n")
-        out.write("Run the same check again to resume the session where it stopped.\n")
+        sys.stderr.write(
+            f"flowkit: error: the step `{result.node}` failed: {result.error.message}\n"
+            "Run the same check again to resume the session where it stopped.\n"
+        )
         return 1
     return 0
 
@@ -211,6 +218,12 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     from .models import IterationPolicy
 
     policy = IterationPolicy.parse(args.policy) if args.policy else None
+    if not (args.llm or os.environ.get("FLOWKIT_LLM")):
+        raise _error(
+            "No LLM is configured: pass --llm (openai:MODEL, ollama:MODEL, replay:PATH) or set "
+            "FLOWKIT_LLM; --llm replay:demo replays the demo's recorded answers.",
+            code=2,
+        )
     with _checker(args, llm=True) as checker:
         outcome = checker.check(args.manuscript, episode=args.episode, policy=policy)
         if outcome.resumed:
@@ -228,7 +241,7 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
 
 @_quality_errors
 def _cmd_status(args: argparse.Namespace, out: TextIO) -> int:
-    with _checker(args) as checker:
+    with _checker(args, reads=True) as checker:
         found = checker.status(args.episode)
         if found is None:
             raise _error(f"No session of episode {args.episode} that you may read.")
@@ -260,7 +273,7 @@ def _cmd_status(args: argparse.Namespace, out: TextIO) -> int:
 
 @_quality_errors
 def _cmd_history(args: argparse.Namespace, out: TextIO) -> int:
-    with _checker(args) as checker:
+    with _checker(args, reads=True) as checker:
         sessions = checker.history(args.episode)
         if args.json:
             out.write(json.dumps([s.model_dump(mode="json") for s in sessions], indent=2) + "\n")
