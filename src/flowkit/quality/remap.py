@@ -8,7 +8,8 @@ confidence}``:
   to); confidence 1.0.
 - ``diff3``: the old offsets carried through a diff-match-patch diff of old and new text
   (the seed's "diff-match-patch compatible" correction); confidence 0.7-0.9 by how much of the
-  20 characters either side of the range survived unchanged; fails below half.
+  10 characters right before and right after the range survived unchanged; fails below half,
+  and when the range is only part of a larger rewrite (no reliable place for it inside).
 - ``semantic_search``: the range with 100 characters either side embedded and compared with
   windows of the new text; the most similar window at similarity >= 0.8 wins and its
   similarity is the confidence; below that, ``ManualAlignmentRequired`` (QC-013).
@@ -33,6 +34,7 @@ __all__ = [
     "SIMILARITY_THRESHOLD",
     "Placement",
     "Remapper",
+    "map_range",
 ]
 
 #: Characters either side of a range compared by ``semantic_search`` (the seed's ±100).
@@ -40,7 +42,7 @@ CONTEXT_CHARS: Final = 100
 #: Lowest similarity ``semantic_search`` accepts.
 SIMILARITY_THRESHOLD: Final = 0.8
 #: Characters either side of a range whose survival sets ``diff3``'s confidence.
-_ANCHOR: Final = 20
+_ANCHOR: Final = 10
 _DIFF_EQUAL: Final = 0
 _DIFF_INSERT: Final = 1
 
@@ -131,9 +133,9 @@ class Remapper:
         kept = self._anchor_kept(start, end)
         if kept < 0.5:
             return None, _failed("diff3", round(0.7 + 0.2 * kept, 3))
-        new_start = self._dmp.diff_xIndex(self.diffs, start)
-        new_end = self._dmp.diff_xIndex(self.diffs, end) if end > start else new_start
-        new_end = max(new_start, min(new_end, len(self.new)))
+        new_start, new_end, aligned = map_range(self.diffs, start, end)
+        if not aligned:  # the range is part of a larger rewrite: no place for it in there
+            return None, _failed("diff3", round(0.7 + 0.2 * kept, 3))
         confidence = round(0.7 + 0.2 * kept, 3)
         return TextRange.of(self.new, new_start, new_end), AdjustmentAttempt(
             strategy="diff3",
@@ -168,10 +170,10 @@ class Remapper:
                 best_confidence=round(max(0.0, min(1.0, best)), 3),
             )
         candidate = self.new[best_at : best_at + length]
-        inner = Remapper(window, candidate, embedder=self.embedder)
-        new_start = best_at + inner._dmp.diff_xIndex(inner.diffs, start - w_start)
-        new_end = best_at + inner._dmp.diff_xIndex(inner.diffs, end - w_start)
-        new_end = max(new_start, min(new_end, len(self.new)))
+        # Character-level alignment inside the window: its small equalities are the anchors.
+        inner = self._dmp.diff_main(window, candidate)
+        in_start, in_end, _ = map_range(inner, start - w_start, end - w_start)
+        new_start, new_end = best_at + in_start, min(best_at + in_end, len(self.new))
         confidence = round(min(1.0, best), 3)
         return TextRange.of(self.new, new_start, new_end), AdjustmentAttempt(
             strategy="semantic_search",
@@ -192,24 +194,26 @@ class Remapper:
         return at, score
 
     def _anchor_kept(self, start: int, end: int) -> float:
-        """The share of the characters around the range that the diff leaves unchanged."""
-        before = (max(0, start - _ANCHOR), start)
-        after = (end, min(len(self.old), end + _ANCHOR))
-        total = (before[1] - before[0]) + (after[1] - after[0])
-        if total == 0:
+        """How firmly the range is anchored: the unchanged run of text the diff leaves right
+        before ``start`` and right after ``end``, each up to ``_ANCHOR`` characters, as a share
+        of what the text has there. The range's own rewrite does not count against it."""
+        want_before = min(_ANCHOR, start)
+        want_after = min(_ANCHOR, len(self.old) - end)
+        if want_before + want_after == 0:
             return 1.0 if self.old == self.new else 0.0
-        kept = 0
+        before = after = 0
         position = 0
         for op, text in self.diffs:
-            if op == _DIFF_INSERT:  # text put in next to the range makes it less certain
-                if before[0] < position <= before[1] or after[0] <= position < after[1]:
-                    total += min(len(text), _ANCHOR)
+            if op == _DIFF_INSERT:
                 continue
             span = (position, position + len(text))
             if op == _DIFF_EQUAL:
-                kept += _overlap(span, before) + _overlap(span, after)
-            position += len(text)
-        return kept / total
+                if span[0] < start <= span[1]:
+                    before = min(want_before, start - span[0])
+                if span[0] <= end < span[1]:
+                    after = min(want_after, span[1] - end)
+            position = span[1]
+        return (before + after) / (want_before + want_after)
 
     def _checked(self, text_range: Any) -> tuple[int, int]:
         if not isinstance(text_range, TextRange) or text_range.end_char > len(self.old):
@@ -217,8 +221,50 @@ class Remapper:
         return text_range.start_char, text_range.end_char
 
 
-def _overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
-    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+def map_range(diffs: Sequence[tuple[int, str]], start: int, end: int) -> tuple[int, int, bool]:
+    """Carry ``[start, end)`` of the old text through ``diffs`` to the new text.
+
+    A boundary in unchanged text moves with it. A range that begins in rewritten text begins
+    where the rewrite begins; one that ends in rewritten text takes the whole rewrite (what
+    was inserted in place of the deleted part), so a reworded range maps to its new wording.
+    The flag says whether both boundaries fell on unchanged text or on the edge of a rewrite:
+    a boundary inside a rewrite that reaches past it cannot be placed with confidence.
+    """
+    old_pos = new_pos = 0
+    new_start = new_end = None
+    aligned = True
+    ops = list(diffs)
+    for index, (op, text) in enumerate(ops):
+        size = len(text)
+        if op == _DIFF_INSERT:
+            new_pos += size
+            continue
+        if new_start is None and start < old_pos + size:
+            new_start = new_pos + (start - old_pos if op == _DIFF_EQUAL else 0)
+            aligned = op == _DIFF_EQUAL or start == old_pos
+        if new_start is not None and end <= old_pos + size:
+            if end == start:
+                new_end = new_start
+            elif op == _DIFF_EQUAL:
+                new_end = new_pos + (end - old_pos)
+            else:  # in a deletion: take the insertions that replace this block
+                aligned = aligned and end == old_pos + size
+                after = new_pos
+                for later_op, later_text in ops[index + 1 :]:
+                    if later_op == _DIFF_EQUAL:
+                        break
+                    if later_op == _DIFF_INSERT:
+                        after += len(later_text)
+                new_end = after
+            break
+        old_pos += size
+        if op == _DIFF_EQUAL:
+            new_pos += size
+    if new_start is None:  # at the very end of the old text
+        new_start = new_pos
+    if new_end is None:
+        new_end = new_pos
+    return new_start, max(new_start, new_end), aligned
 
 
 def _failed(strategy: AdjustmentStrategy, confidence: float = 0.0) -> AdjustmentAttempt:
