@@ -26,7 +26,7 @@ ENTRY_POINT_GROUP = "flowkit.workflows"
 #: Workflows that ship with flowkit: name -> "module:attribute".
 BUILTIN: Mapping[str, str] = {
     "dialogue": "flowkit.dialogue.workflow:example_flow",
-    "quality": "flowkit.quality.workflow:graph_flow",
+    "quality": "flowkit.quality.workflow:flow",
     "review": "flowkit.examples.review:flow",
     "roundtable": "flowkit.roundtable.workflow:example_flow",
     "sas": "flowkit.sas.workflow:flow",

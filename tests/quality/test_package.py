@@ -90,3 +90,12 @@ def test_the_flow_runs_on_the_postgres_store(tmp_path: Path) -> None:
             assert sorted(i.state for i in issues) == [
                 "New", "Recurrence", "Resolved", "Resolved", "Resolved"]  # fmt: skip
         assert not (tmp_path / "ws" / "state").exists()  # nothing went to the JSON store
+
+
+def test_the_flow_without_services_as_deps_says_how_to_run_it() -> None:
+    from flowkit import Runner
+    from flowkit.quality.workflow import flow
+
+    result = Runner(flow).start("QC_EP001_20250101_0000", {"session_id": "QC_EP001_20250101_0000"})
+    assert result.status == "failed" and result.node == "begin_session"
+    assert result.error is not None and "deps" in result.error.message

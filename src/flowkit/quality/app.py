@@ -26,7 +26,7 @@ from .models import Issue, IterationPolicy, Principal, Session
 from .services import QualityServices, Workspace
 from .state import AlignmentInput, QualityState
 from .stores import WorkflowStateStore
-from .workflow import build_flow
+from .workflow import build_flow, flow
 
 __all__ = ["MAX_MANUSCRIPT_BYTES", "CheckOutcome", "QualityChecker", "read_manuscript"]
 
@@ -92,9 +92,9 @@ class QualityChecker:
         self.principal = principal
         self.services = services or self.workspace.services(principal, store=store, clock=clock)
         self.store = self.services.store
-        self.flow = build_flow(self.services, concurrency=concurrency)
-        self.runner: Runner[QualityState] = Runner(
-            self.flow, store=self.workspace.engine_store(), llm=llm,
+        self.flow = flow if concurrency == 4 else build_flow(concurrency=concurrency)
+        self.runner: Runner[QualityState, QualityServices] = Runner(
+            self.flow, store=self.workspace.engine_store(), llm=llm, deps=self.services,
             clock=self.services.clock.now, track_attempts=True,
         )  # fmt: skip
 

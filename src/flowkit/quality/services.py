@@ -1,8 +1,8 @@
 """The collaborators a quality flow runs with, and the folder that holds them.
 
 ``QualityServices`` bundles the state store, the reader (principal), the clock, the manuscript
-fetch chain and caches, the fix tools, the embedder and the logs; the flow's nodes close over
-one (``build_flow(services)``). ``Workspace`` lays them out in one folder::
+fetch chain and caches, the fix tools, the embedder and the logs; the flow's nodes get it as
+the run's deps (``Runner(flow, deps=services)``). ``Workspace`` lays them out in one folder::
 
     <root>/state/       JSON-file WorkflowStateStore (or pass a PostgreSQL one)
     <root>/threads/     the engine's journal (thread id = session id)

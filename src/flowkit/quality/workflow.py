@@ -7,8 +7,8 @@ issue -> apply -> re-check -> verify per issue -> record verdicts)* -> finish.
 ``manual_alignment`` (QC-013) -> ``apply_alignment``, or ``plan_fixes`` again while the
 ``IterationPolicy`` allows, else ``finish``. The thread id is the session id.
 
-The nodes close over a ``QualityServices`` (store, reader, clock, fetch chain, tools, logs);
-``build_flow()`` without one gives the same graph for drawing, whose nodes refuse to run.
+The nodes get their collaborators (state store, reader, clock, fetch chain, tools, logs) as
+the run's deps: ``Runner(flow, deps=QualityServices(...))``; ``QualityChecker`` does that.
 """
 
 from __future__ import annotations
@@ -17,22 +17,15 @@ from .._flow import Flow
 from .._gate import Gate
 from .._parallel import Map
 from .._route_table import END
-from ..nodes.quality._common import unconfigured
-from ..nodes.quality.check import make_check, make_recheck
-from ..nodes.quality.fixes import make_apply_fixes, make_plan_fix
-from ..nodes.quality.manuscript import after_upload, make_load_manuscript
-from ..nodes.quality.session import make_begin_session, make_finish
-from ..nodes.quality.verify import (
-    make_apply_alignment,
-    make_record_verdicts,
-    make_verify,
-    take_alignment,
-)
+from ..nodes.quality.check import check, recheck
+from ..nodes.quality.fixes import apply_fixes, plan_fix
+from ..nodes.quality.manuscript import after_upload, load_manuscript
+from ..nodes.quality.session import begin_session, finish
+from ..nodes.quality.verify import apply_alignment, record_verdicts, take_alignment, verify
 from ..routing import quality as routes
-from .services import QualityServices
 from .state import AlignmentInput, QualityState, UploadInput
 
-__all__ = ["build_flow", "graph_flow"]
+__all__ = ["build_flow", "flow"]
 
 
 def _open(state: QualityState) -> list[str]:
@@ -43,39 +36,26 @@ def _key(issue_id: str) -> str:
     return issue_id[-8:]
 
 
-def build_flow(services: QualityServices | None = None, *, concurrency: int = 4) -> Flow:
-    """The quality flow running with ``services`` (``None``: for graphs only)."""
-    if services is None:
-        nodes = {
-            name: unconfigured
-            for name in (
-                routes.BEGIN_SESSION, routes.LOAD_MANUSCRIPT, routes.CHECK, routes.APPLY_FIXES,
-                routes.RECHECK, routes.RECORD_VERDICTS, routes.APPLY_ALIGNMENT, routes.FINISH,
-            )
-        }  # fmt: skip
-        plan, verify = unconfigured, unconfigured
-    else:
-        nodes = {
-            routes.BEGIN_SESSION: make_begin_session(services),
-            routes.LOAD_MANUSCRIPT: make_load_manuscript(services),
-            routes.CHECK: make_check(services),
-            routes.APPLY_FIXES: make_apply_fixes(services),
-            routes.RECHECK: make_recheck(services),
-            routes.RECORD_VERDICTS: make_record_verdicts(services),
-            routes.APPLY_ALIGNMENT: make_apply_alignment(services),
-            routes.FINISH: make_finish(services),
-        }
-        plan, verify = make_plan_fix(services), make_verify(services)
+def build_flow(*, concurrency: int = 4) -> Flow:
+    """The quality flow; ``concurrency`` bounds the per-issue LLM calls running at once."""
     return Flow(
         name="quality",
         description="Manuscript check -> fix -> re-check loop with issue lifecycle (seed 003)",
         state=QualityState,
         start=routes.BEGIN_SESSION,
         nodes={
-            **nodes,
+            routes.BEGIN_SESSION: begin_session,
+            routes.LOAD_MANUSCRIPT: load_manuscript,
+            routes.CHECK: check,
             routes.PLAN_FIXES: Map(
-                plan, over=_open, key=_key, concurrency=concurrency, writes=frozenset({"plans"})
+                plan_fix,
+                over=_open,
+                key=_key,
+                concurrency=concurrency,
+                writes=frozenset({"plans"}),
             ),
+            routes.APPLY_FIXES: apply_fixes,
+            routes.RECHECK: recheck,
             routes.VERIFY: Map(
                 verify,
                 over=_open,
@@ -83,6 +63,9 @@ def build_flow(services: QualityServices | None = None, *, concurrency: int = 4)
                 concurrency=concurrency,
                 writes=frozenset({"verdicts"}),
             ),
+            routes.RECORD_VERDICTS: record_verdicts,
+            routes.APPLY_ALIGNMENT: apply_alignment,
+            routes.FINISH: finish,
         },
         gates={
             routes.MANUAL_UPLOAD: Gate(
@@ -115,6 +98,4 @@ def build_flow(services: QualityServices | None = None, *, concurrency: int = 4)
     )
 
 
-def graph_flow() -> Flow:
-    """The flow for ``flowkit graph quality`` (nodes do not run: use ``flowkit quality``)."""
-    return build_flow()
+flow = build_flow()

@@ -16,14 +16,14 @@ from ...quality.models import StepExecution, sha256_text
 from ...quality.services import QualityServices
 from ...quality.state import QualityState
 
-__all__ = ["ask", "record_fetches", "step_record", "unconfigured"]
+__all__ = ["ask", "deps_of", "record_fetches", "step_record"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def ask(
     services: QualityServices,
-    ctx: Context,
+    ctx: Context[QualityServices],
     state: QualityState,
     step: str,
     messages: Sequence[Message],
@@ -66,9 +66,12 @@ def step_record(state: QualityState, name: str, **fields: Any) -> StepExecution:
     return StepExecution(session_id=state.session_id, step_id=state.steps_done, name=name, **fields)
 
 
-def unconfigured(*_: Any, **__: Any) -> Any:
-    """Stands in for every node of a flow built without services (for graphs only)."""
-    raise QualityError(
-        "This quality flow was built without services, for drawing only; run checks with "
-        "`flowkit quality check` or build_flow(services)."
-    )
+def deps_of(ctx: Context[QualityServices]) -> QualityServices:
+    """The services the run was given as ``deps``; a clear error when it was given none."""
+    services = ctx.deps
+    if not isinstance(services, QualityServices):
+        raise QualityError(
+            "The quality flow runs with its services as deps: use `flowkit quality check`, "
+            "QualityChecker, or Runner(flow, deps=QualityServices(...))."
+        )
+    return services

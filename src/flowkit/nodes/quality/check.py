@@ -3,7 +3,7 @@ and reports problems with the exact text they are in (UC-120-001, UC-120-002 ste
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..._node import Context, node
@@ -13,9 +13,9 @@ from ...quality.models import Issue, sha256_text
 from ...quality.prompts import check_prompt
 from ...quality.services import QualityServices
 from ...quality.state import CheckReport, Finding, QualityState
-from ._common import ask, record_fetches, step_record
+from ._common import ask, deps_of, record_fetches, step_record
 
-__all__ = ["issues_from", "make_check", "make_recheck"]
+__all__ = ["check", "issues_from", "recheck"]
 
 
 def issues_from(
@@ -61,90 +61,86 @@ def issues_from(
     return issues, notes
 
 
-def make_check(services: QualityServices) -> Callable[..., Any]:
-    @node(
-        reads=["session_id", "manuscript_hash", "steps_done"],
-        writes=["open_issue_ids", "metrics", "steps_done", "messages", "open_before", "decision"],
+@node(
+    reads=["session_id", "manuscript_hash", "steps_done"],
+    writes=["open_issue_ids", "metrics", "steps_done", "messages", "open_before", "decision"],
+)
+def check(state: QualityState, ctx: Context[QualityServices]) -> dict[str, Any]:
+    services = deps_of(ctx)
+    text = services.text(state.manuscript_hash, session_id=state.session_id)
+    report, in_hash, out_hash = ask(
+        services,
+        ctx,
+        state,
+        "check",
+        check_prompt(text, state.manuscript_hash, services.templates),
+        CheckReport,
     )
-    def check(state: QualityState, ctx: Context) -> dict[str, Any]:
-        text = services.text(state.manuscript_hash, session_id=state.session_id)
-        report, in_hash, out_hash = ask(
-            services,
-            ctx,
+    issues, notes = issues_from(services, state, text, report.issues)
+    store = services.store
+    record_fetches(services)
+    for issue in issues:
+        store.record_issue(issue)
+    store.record_step_execution(
+        step_record(
             state,
             "check",
-            check_prompt(text, state.manuscript_hash, services.templates),
-            CheckReport,
+            input_hash=in_hash,
+            output_hash=out_hash,
+            issues_detected=len(issues),
+            manuscript_hash_refs=(state.manuscript_hash,),
         )
-        issues, notes = issues_from(services, state, text, report.issues)
-        store = services.store
-        record_fetches(services)
-        for issue in issues:
-            store.record_issue(issue)
-        store.record_step_execution(
-            step_record(
-                state,
-                "check",
-                input_hash=in_hash,
-                output_hash=out_hash,
-                issues_detected=len(issues),
-                manuscript_hash_refs=(state.manuscript_hash,),
-            )
-        )
-        store.commit()
-        for issue in issues:
-            services.audit.record(
-                "issue_detected",
-                session_id=state.session_id,
-                issue_id=issue.issue_id,
-                performed_by=services.principal.user_id,
-                metadata={"category": issue.category, "severity": issue.severity},
-            )
-        services.checks.update_manifest(
-            state.session_id,
-            metrics=report.metrics,
-            steps=[{"step": state.steps_done, "name": "check", "issues": len(issues)}],
-        )
-        return {
-            "open_issue_ids": [i.issue_id for i in issues],
-            "open_before": len(issues),
-            "metrics": report.metrics,
-            "steps_done": state.steps_done + 1,
-            "decision": "" if issues else "passed",
-            "messages": [f"check found {len(issues)} issues", *notes],
-        }
-
-    return check
-
-
-def make_recheck(services: QualityServices) -> Callable[..., Any]:
-    @node(
-        reads=["session_id", "manuscript_hash", "steps_done", "round"],
-        writes=["findings", "metrics", "steps_done", "messages"],
     )
-    def recheck(state: QualityState, ctx: Context) -> dict[str, Any]:
-        text = services.text(state.manuscript_hash, session_id=state.session_id)
-        report, in_hash, out_hash = ask(
-            services, ctx, state, f"recheck_{state.round}",
-            check_prompt(text, state.manuscript_hash, services.templates), CheckReport,
-        )  # fmt: skip
-        record_fetches(services)
-        services.store.record_step_execution(
-            step_record(
-                state,
-                "recheck",
-                input_hash=in_hash,
-                output_hash=out_hash,
-                issues_detected=len(report.issues),
-                manuscript_hash_refs=(state.manuscript_hash,),
-            )
+    store.commit()
+    for issue in issues:
+        services.audit.record(
+            "issue_detected",
+            session_id=state.session_id,
+            issue_id=issue.issue_id,
+            performed_by=services.principal.user_id,
+            metadata={"category": issue.category, "severity": issue.severity},
         )
-        services.store.commit()
-        return {
-            "findings": list(report.issues),
-            "metrics": report.metrics,
-            "steps_done": state.steps_done + 1,
-            "messages": [f"round {state.round}: re-check reported {len(report.issues)} problems"],
-        }
+    services.checks.update_manifest(
+        state.session_id,
+        metrics=report.metrics,
+        steps=[{"step": state.steps_done, "name": "check", "issues": len(issues)}],
+    )
+    return {
+        "open_issue_ids": [i.issue_id for i in issues],
+        "open_before": len(issues),
+        "metrics": report.metrics,
+        "steps_done": state.steps_done + 1,
+        "decision": "" if issues else "passed",
+        "messages": [f"check found {len(issues)} issues", *notes],
+    }
 
-    return recheck
+
+@node(
+    reads=["session_id", "manuscript_hash", "steps_done", "round"],
+    writes=["findings", "metrics", "steps_done", "messages"],
+)
+def recheck(state: QualityState, ctx: Context[QualityServices]) -> dict[str, Any]:
+    services = deps_of(ctx)
+    text = services.text(state.manuscript_hash, session_id=state.session_id)
+    report, in_hash, out_hash = ask(
+        services, ctx, state, f"recheck_{state.round}",
+        check_prompt(text, state.manuscript_hash, services.templates), CheckReport,
+    )  # fmt: skip
+    record_fetches(services)
+    services.store.record_step_execution(
+        step_record(
+            state,
+            "recheck",
+            input_hash=in_hash,
+            output_hash=out_hash,
+            issues_detected=len(report.issues),
+            manuscript_hash_refs=(state.manuscript_hash,),
+        )
+    )
+    services.store.commit()
+    return {
+        "findings": list(report.issues),
+        "metrics": report.metrics,
+        "steps_done": state.steps_done + 1,
+        "messages": [f"round {state.round}: re-check reported {len(report.issues)} problems"],
+    }
