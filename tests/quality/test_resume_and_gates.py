@@ -266,3 +266,19 @@ def test_defer_an_open_issue_outside_any_gate(make_checker: Make, episode_ja: Pa
         checker.resolve(resolved.issue_id, defer_reason="too late")
     with pytest.raises(QualityInputError, match="does not wait"):
         checker.resolve(structure.issue_id, start_char=0, end_char=1)
+
+
+def test_ending_a_stuck_session_lets_the_next_check_begin_anew(
+    make_checker: Make, two_issues: Path
+) -> None:
+    first = make_checker(interrupted_llm())
+    sid = first.check(two_issues, episode=1).session_id
+    first.close()
+    second = make_checker()
+    ended = second.end(sid)
+    assert (ended.current_status, ended.lock_status) == ("failed", "released")
+    with pytest.raises(QualityInputError, match="already failed"):
+        second.end(sid)
+    fresh = second.check(two_issues, episode=1, policy=IterationPolicy(count=1))
+    assert not fresh.resumed and fresh.session_id != sid and fresh.result.done
+    assert [s.session_id for s in second.history(1)] == [fresh.session_id, sid]

@@ -3,7 +3,8 @@
 What the CLI and an application call. ``check`` begins a session on the episode, or resumes
 its latest active one (§5.2: its unresolved issues come back as Partial) and drives the flow
 until it finishes or waits for a person; ``resolve`` places an issue's range by hand (QC-013)
-or defers it; ``upload`` supplies a manuscript no tool could fetch (QC-017).
+or defers it; ``upload`` supplies a manuscript no tool could fetch (QC-017); ``end`` gives up
+on an active session so the next check begins a new one.
 """
 
 from __future__ import annotations
@@ -243,6 +244,21 @@ class QualityChecker:
             self.store.commit()
             return self.runner.resume(session_id, {}, gate="manual_upload")
         return None
+
+    def end(self, session_id: str) -> Session:
+        """Give up on an active session (it becomes ``failed``, its lock is released), so the
+        next check of the episode begins a new one. Its issues and logs stay readable."""
+        session = self.store.get_session(session_id, principal=self.principal)
+        if session.current_status != "active":
+            raise QualityInputError(f"Session {session_id} is already {session.current_status}.")
+        self.store.resume_session(session_id, principal=self.principal)
+        self.store.commit()
+        self.store.end_session(session_id, "failed")
+        self.store.commit()
+        self.services.audit.record(
+            "session_ended", session_id=session_id, performed_by=self.principal.user_id
+        )
+        return self.store.get_session(session_id, principal=self.principal)
 
     # -- reading -----------------------------------------------------------------------------
 

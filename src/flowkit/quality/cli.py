@@ -4,7 +4,8 @@
 episode's active one (§5.2) and runs it until it finishes or waits for a person; ``status``
 shows the episode's latest session; ``history`` lists sessions; ``resolve ISSUE --range A:B``
 places a range by hand (QC-013) or ``--defer REASON`` defers an issue; ``upload SESSION FILE``
-supplies a manuscript no tool could fetch (QC-017). Everything is kept under
+supplies a manuscript no tool could fetch (QC-017); ``end SESSION`` gives up on an active
+session so the next check begins a new one. Everything is kept under
 ``<store>/quality`` (``--store``: ``$FLOWKIT_STORE``, else ``./.flowkit``). The reader is
 ``--user`` (default ``$FLOWKIT_USER``, else the login name); users named in
 ``$FLOWKIT_QUALITY_ADMINS`` (comma-separated) read every session.
@@ -86,6 +87,10 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     upload.add_argument("file", metavar="FILE", help="the manuscript as it was checked")
     upload.add_argument("--llm", metavar="SPEC", help="as for check (the flow goes on)")
     upload.set_defaults(run=_cmd_upload)
+
+    end = command("end", "give up on an active session (the next check begins a new one)")
+    end.add_argument("session", metavar="SESSION", help="QC_EP<n>_<date>_<time>")
+    end.set_defaults(run=_cmd_end)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -320,3 +325,11 @@ def _cmd_upload(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"kept the manuscript for {args.session}; it was not waiting for one\n")
             return 0
         return _print_result(checker, result, out, args)
+
+
+@_quality_errors
+def _cmd_end(args: argparse.Namespace, out: TextIO) -> int:
+    with _checker(args) as checker:
+        session = checker.end(args.session)
+        out.write(f"{session.session_id}: {session.current_status}, lock {session.lock_status}\n")
+        return 0
