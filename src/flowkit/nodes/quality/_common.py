@@ -16,7 +16,7 @@ from ...quality.models import StepExecution, sha256_text
 from ...quality.services import QualityServices
 from ...quality.state import QualityState
 
-__all__ = ["ask", "deps_of", "record_fetches", "step_record"]
+__all__ = ["ask", "deps_of", "record_fetches", "recorded", "step_record"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,6 +60,15 @@ def record_fetches(services: QualityServices) -> None:
     """Stage the fetch attempts made since the last call (they join the node's unit)."""
     for log in services.drain_fetch_logs():
         services.store.append_fetch_log(log)
+
+
+def recorded(services: QualityServices, state: QualityState, name: str) -> bool:
+    """Whether this step's unit was committed already: the process died after the commit and
+    before the engine's checkpoint, and the step runs again. Its writes must not repeat."""
+    return any(
+        s.step_id == state.steps_done and s.name == name
+        for s in services.store.step_executions(state.session_id, principal=services.principal)
+    )
 
 
 def step_record(state: QualityState, name: str, **fields: Any) -> StepExecution:

@@ -13,7 +13,7 @@ from ...quality.models import Issue, sha256_text
 from ...quality.prompts import check_prompt
 from ...quality.services import QualityServices
 from ...quality.state import CheckReport, Finding, QualityState
-from ._common import ask, deps_of, record_fetches, step_record
+from ._common import ask, deps_of, record_fetches, recorded, step_record
 
 __all__ = ["check", "issues_from", "recheck"]
 
@@ -67,6 +67,16 @@ def issues_from(
 )
 def check(state: QualityState, ctx: Context[QualityServices]) -> dict[str, Any]:
     services = deps_of(ctx)
+    if recorded(services, state, "check"):  # committed before a crash: do not find them twice
+        found = services.store.issues(state.session_id, principal=services.principal)
+        open_ids = [i.issue_id for i in found if i.open]
+        return {
+            "open_issue_ids": open_ids,
+            "open_before": len(open_ids),
+            "steps_done": state.steps_done + 1,
+            "decision": "" if open_ids else "passed",
+            "messages": [f"check had found {len(found)} issues before the interruption"],
+        }
     text = services.text(state.manuscript_hash, session_id=state.session_id)
     report, in_hash, out_hash = ask(
         services,

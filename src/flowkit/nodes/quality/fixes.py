@@ -11,12 +11,12 @@ from ..._node import Context, node
 from ...quality.errors import ToolUnavailableError
 from ...quality.fetch import excerpt
 from ...quality.lifecycle import check_transition
-from ...quality.models import IssueResolution
+from ...quality.models import Issue, IssueResolution
 from ...quality.prompts import plan_prompt
 from ...quality.services import QualityServices
 from ...quality.state import FixProposal, PlannedFix, QualityState
 from ...quality.tools import Edit, apply_edits
-from ._common import ask, deps_of, record_fetches, step_record
+from ._common import ask, deps_of, record_fetches, recorded, step_record
 
 __all__ = ["apply_fixes", "plan_fix"]
 
@@ -102,6 +102,41 @@ def apply_fixes(state: QualityState, ctx: Context[QualityServices]) -> dict[str,
         ))  # fmt: skip
         diff_ref = f"artifact:{services.artifacts.put(diff)[:12]}"
     by_issue = {p.issue_id: p for p in plans}
+    unavailable = [p for p in plans if p.status == "unavailable"]
+    if not recorded(services, state, "apply_fixes"):  # else: committed before a crash
+        _record_round(
+            services, state, round_, issues, by_issue, applied, skipped, new_hash, diff_ref
+        )
+    return {
+        "manuscript_hash": new_hash,
+        "previous_hash": state.manuscript_hash,
+        "round": round_,
+        "open_before": len(state.open_issue_ids),
+        "steps_done": state.steps_done + 1,
+        "messages": [
+            f"round {round_}: {len(applied)} fixes applied, {len(unavailable)} need a tool "
+            f"that is not available (QC-012), {len(skipped)} skipped"
+        ],
+    }
+
+
+def _record_round(
+    services: QualityServices,
+    state: QualityState,
+    round_: int,
+    issues: dict[str, Issue],
+    by_issue: dict[str, PlannedFix],
+    applied: list[Edit],
+    skipped: list[Edit],
+    new_hash: str,
+    diff_ref: str | None,
+) -> None:
+    """One unit: the fixed issues InProgress, a resolution each, the session's new manuscript
+    and the step; then the audit lines."""
+    store, who = services.store, services.principal
+    plans = list(by_issue.values())
+    tools = sorted({t for p in plans for t in p.available_tools})
+    unavailable = [p for p in plans if p.status == "unavailable"]
     now = services.clock.now()
     attempts: dict[str, int] = {}
     for r in store.resolutions(state.session_id, principal=who):
@@ -122,8 +157,6 @@ def apply_fixes(state: QualityState, ctx: Context[QualityServices]) -> dict[str,
                 diff_ref=diff_ref,
             )
         )
-    tools = sorted({t for p in plans for t in p.available_tools})
-    unavailable = [p for p in plans if p.status == "unavailable"]
     store.update_session(state.session_id, manuscript_hash=new_hash)
     store.record_step_execution(
         step_record(
@@ -153,14 +186,3 @@ def apply_fixes(state: QualityState, ctx: Context[QualityServices]) -> dict[str,
         services.audit.record("fix_skipped", session_id=state.session_id,
                               issue_id=edit.issue_id, performed_by=who.user_id,
                               metadata={"reason": "overlaps another fix"})  # fmt: skip
-    return {
-        "manuscript_hash": new_hash,
-        "previous_hash": state.manuscript_hash,
-        "round": round_,
-        "open_before": len(state.open_issue_ids),
-        "steps_done": state.steps_done + 1,
-        "messages": [
-            f"round {round_}: {len(applied)} fixes applied, {len(unavailable)} need a tool "
-            f"that is not available (QC-012), {len(skipped)} skipped"
-        ],
-    }

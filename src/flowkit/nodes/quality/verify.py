@@ -16,7 +16,7 @@ from ...quality.models import AdjustmentAttempt, Issue, TextRange, sha256_text
 from ...quality.remap import Placement
 from ...quality.services import QualityServices
 from ...quality.state import AlignmentInput, QualityState, VerdictItem
-from ._common import deps_of, record_fetches, step_record
+from ._common import deps_of, record_fetches, recorded, step_record
 from .check import issues_from
 
 __all__ = ["apply_alignment", "record_verdicts", "take_alignment", "verify"]
@@ -104,15 +104,57 @@ def _open_ids(services: QualityServices, state: QualityState, manuscript_hash: s
 )
 def record_verdicts(state: QualityState, ctx: Context[QualityServices]) -> dict[str, Any]:
     services = deps_of(ctx)
-    store, who, sid = services.store, services.principal, state.session_id
+    who, sid = services.principal, state.session_id
     items = [v for v in state.verdicts if v.round == state.round]
     text = services.text(state.manuscript_hash, session_id=sid)
+    notes: list[str] = []
+    fresh: list[Issue] = []
+    unplaced: list[str] = []
+    if recorded(services, state, "record_verdicts"):  # committed before a crash
+        notes.append(f"round {state.round}: verdicts were recorded before the interruption")
+    else:
+        fresh, unplaced = _record_items(services, state, items, text)
+    pending = [v.issue_id for v in items if v.alignment_required]
+    open_ids = _open_ids(services, state, state.manuscript_hash)
+    decision = _decide(services, state, len(open_ids) + len(pending))
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.state] = counts.get(item.state, 0) + 1
+        services.audit.record(
+            "issue_verified", session_id=sid, issue_id=item.issue_id, performed_by=who.user_id,
+            qc_code="QC-013" if item.alignment_required else None,
+            metadata={"state": item.state, "recurrence_score": item.recurrence_score,
+                      "adjustment_method": item.method, "confidence": item.confidence},
+        )  # fmt: skip
+    services.checks.update_manifest(
+        sid,
+        steps=[{"step": state.steps_done, "name": "record_verdicts", "round": state.round,
+                "states": counts, "new_issues": len(fresh), "decision": decision}],
+    )  # fmt: skip
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing open"
+    notes.append(f"round {state.round}: {summary}; {len(fresh)} new; next: {decision}")
+    if pending:
+        notes.append(f"QC-013: {len(pending)} ranges need a person to place them")
+    return {
+        "open_issue_ids": open_ids,
+        "alignment_pending": pending,
+        "decision": decision,
+        "steps_done": state.steps_done + 1,
+        "messages": notes + unplaced,
+    }
+
+
+def _record_items(
+    services: QualityServices, state: QualityState, items: list[VerdictItem], text: str
+) -> tuple[list[Issue], list[str]]:
+    """One unit: each verdict, the verified resolutions, the issues that came back and the
+    new findings; returns the new issues and notes on findings that could not be placed."""
+    store, who, sid = services.store, services.principal, state.session_id
     resolutions = store.resolutions(sid, principal=who)
     latest = {r.issue_id: r for r in sorted(resolutions, key=lambda r: r.resolution_attempt)}
     explained = {i for item in items for i in item.matched_findings}
     located = locate_findings(text, state.findings)
     record_fetches(services)
-    notes: list[str] = []
     for item in items:
         issue = store.issue(item.issue_id, principal=who)
         store.record_issue(_updated(issue, item, state.manuscript_hash))
@@ -161,34 +203,7 @@ def record_verdicts(state: QualityState, ctx: Context[QualityServices]) -> dict[
         )
     )
     store.commit()
-    pending = [v.issue_id for v in items if v.alignment_required]
-    open_ids = _open_ids(services, state, state.manuscript_hash)
-    decision = _decide(services, state, len(open_ids) + len(pending))
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item.state] = counts.get(item.state, 0) + 1
-        services.audit.record(
-            "issue_verified", session_id=sid, issue_id=item.issue_id, performed_by=who.user_id,
-            qc_code="QC-013" if item.alignment_required else None,
-            metadata={"state": item.state, "recurrence_score": item.recurrence_score,
-                      "adjustment_method": item.method, "confidence": item.confidence},
-        )  # fmt: skip
-    services.checks.update_manifest(
-        sid,
-        steps=[{"step": state.steps_done, "name": "record_verdicts", "round": state.round,
-                "states": counts, "new_issues": len(fresh), "decision": decision}],
-    )  # fmt: skip
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing open"
-    notes.append(f"round {state.round}: {summary}; {len(fresh)} new; next: {decision}")
-    if pending:
-        notes.append(f"QC-013: {len(pending)} ranges need a person to place them")
-    return {
-        "open_issue_ids": open_ids,
-        "alignment_pending": pending,
-        "decision": decision,
-        "steps_done": state.steps_done + 1,
-        "messages": notes + unplaced,
-    }
+    return fresh, unplaced
 
 
 def take_alignment(state: QualityState, value: AlignmentInput) -> dict[str, Any]:
