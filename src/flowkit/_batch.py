@@ -74,6 +74,7 @@ def run_batch(
                     label_of(name, call),
                     cursor,
                     call.node,
+                    call.index,
                 ),
             )
             for call in todo
@@ -148,7 +149,9 @@ def checkpoint_call(
     stored = runner._threads.dump(update, thread_id=thread_id, who=label_of(name, call))
     done = ItemDone(update, stored, error, of, call.label)
     items = {**(cursor.items or {}), call.index: done}
-    after = Cursor(cursor.state, name, status, cursor.version + 1, None, items)
+    after = Cursor(
+        cursor.state, name, status, cursor.version + 1, None, items, entered=cursor.step_version
+    )
     record = None
     if runner.store is not None:
         record = ItemRecord.model_construct(
@@ -324,7 +327,15 @@ def _fail(
     """Some calls failed with nowhere to route: the thread stops at the node, keeping the calls
     that succeeded, so resuming it (once fixed) runs only the failed ones again."""
     items = {i: done for i, done in (cursor.items or {}).items() if i not in failed}
-    after = Cursor(cursor.state, name, "failed", cursor.version + 1, error, items or None)
+    after = Cursor(
+        cursor.state,
+        name,
+        "failed",
+        cursor.version + 1,
+        error,
+        items or None,
+        entered=cursor.step_version,
+    )
     record = JoinRecord.model_construct(
         version=after.version,
         ts=round(time.time(), 3),

@@ -59,7 +59,15 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     if isinstance(record, ItemRecord):
         done = ItemDone(record.update, record.update, error, record.of, record.label)
         items = {**(cursor.items or {}), record.index: done}
-        return Cursor(cursor.state, record.next, record.status, record.version, None, items)
+        return Cursor(
+            cursor.state,
+            record.next,
+            record.status,
+            record.version,
+            None,
+            items,
+            entered=cursor.step_version,
+        )
     assert isinstance(record, JoinRecord)
     items = dict(cursor.items or {})
     if record.status == "failed" and record.next == record.node:

@@ -82,7 +82,9 @@ class Cursor(NamedTuple):
 
     ``items`` holds the finished calls of a ``Map``/``Parallel`` node still running at
     ``node`` (by index); ``None`` everywhere else. ``sub`` is the child's own cursor while
-    the ``Subflow`` node at ``node`` runs (or waits, or failed inside).
+    the ``Subflow`` node at ``node`` runs (or waits, or failed inside). ``entered`` is the
+    version at which the thread arrived at ``node`` when records that keep it there (a failed
+    attempt, finished calls, child steps) came since; ``None`` when that is ``version``.
     """
 
     state: BaseModel
@@ -92,6 +94,13 @@ class Cursor(NamedTuple):
     error: NodeError | None = None
     items: Mapping[int, ItemDone] | None = None
     sub: Cursor | None = None
+    entered: int | None = None
+
+    @property
+    def step_version(self) -> int:
+        """The version the step at ``node`` started from: part of its idempotency key, the
+        same on every attempt and re-run of the step (see ``Context.step_key``)."""
+        return self.version if self.entered is None else self.entered
 
 
 class CallNode(NamedTuple):
@@ -261,7 +270,10 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     sub = cursor.sub if record.kind == "patch" else None
     if sub is not None and (record.next, record.status) != (cursor.node, cursor.status):
         sub = None  # a patch that moved the thread leaves the child behind
-    return Cursor(state, record.next, record.status, record.version, error, None, sub)
+    entered = None
+    if record.kind == "step" and record.status == "failed" and record.next == record.node:
+        entered = cursor.step_version  # a failed attempt (`_fail`): still the same step
+    return Cursor(state, record.next, record.status, record.version, error, None, sub, entered)
 
 
 # One function on purpose: it is the hot loop, and every helper call is paid on every step.
@@ -400,9 +412,10 @@ def _attempts(
     name: str,
     cursor: Cursor,
     node: Node | None = None,
+    index: int | None = None,
 ) -> AttemptSteps:
-    """Call node ``name`` (or ``node``, one call of a batch) until it succeeds or its retry
-    policy gives up.
+    """Call node ``name`` (or ``node``, call ``index`` of a batch) until it succeeds or its
+    retry policy gives up.
 
     Returns the last outcome, the attempt number and the LLM calls of that attempt.
     """
@@ -432,6 +445,11 @@ def _attempts(
                 emit=runner._emit if runner._subscribers else None,
                 deps=runner._deps_for(run_id),
                 memory=runner.memory,
+                step=(
+                    runner._step_prefix(thread_id),
+                    cursor.step_version,
+                    name if index is None else f"{cursor.node}[{index}]",
+                ),
             )
         outcome = yield CallNode(node, name, cursor.state, ctx, thread_id, owner)
         assert outcome is not None
@@ -478,7 +496,9 @@ def _fail(
     latency: float,
 ) -> Cursor:
     """A node failed with nowhere to route: the thread stops there, resumable once fixed."""
-    after = Cursor(cursor.state, cursor.node, "failed", cursor.version + 1, error)
+    after = Cursor(
+        cursor.state, cursor.node, "failed", cursor.version + 1, error, entered=cursor.step_version
+    )
     record = StepRecord.model_construct(
         version=after.version,
         ts=round(time.time(), 3),

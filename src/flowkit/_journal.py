@@ -185,7 +185,7 @@ def cursor_from_snapshot(flow: Flow, thread_id: str, snap: Snapshot) -> Cursor:
             thread_id=thread_id,
             version=snap.version,
         ) from exc
-    return Cursor(state, snap.next, snap.status, snap.version, error, items, sub)
+    return Cursor(state, snap.next, snap.status, snap.version, error, items, sub, snap.entered)
 
 
 def raw_apply(

@@ -147,7 +147,7 @@ class Context(Generic[D]):
         emit: Callable[[Event], None] | None = None,
         deps: D = None,  # type: ignore[assignment]  # None when the runner was given none
         memory: Memory | None = None,
-        step: str = "",
+        step: tuple[str, int, str] | None = None,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
@@ -190,7 +190,11 @@ class Context(Generic[D]):
         key. ``thread/version/node`` (``node[index]`` for a ``Map`` or ``Parallel`` call;
         ``.../subflow/child-version/node`` inside a ``Subflow``). See docs/lifecycle.md.
         """
-        return self._step or f"{self.thread_id}/?/{self.node}"
+        step = self._step
+        if step is None:  # a context made by hand (a unit test): still distinct per node
+            return f"{self.thread_id}/-/{self.node}"
+        prefix, version, node = step
+        return f"{prefix}/{version}/{node}"
 
     @property
     def cancel_event(self) -> threading.Event:

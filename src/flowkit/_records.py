@@ -201,6 +201,9 @@ class Snapshot(BaseModel):
     sub: dict[str, Any] | None = None
     #: The ``Flow.version`` the state above fits; ``None`` means 1.
     flow_version: int | None = None
+    #: The version at which the thread arrived at ``next``, when earlier than ``version``
+    #: (records that keep it there came since): the step's idempotency key needs it.
+    entered: int | None = None
 
 
 SubRecord.model_rebuild()

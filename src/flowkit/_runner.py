@@ -151,6 +151,10 @@ class Runner(Generic[S, D]):
             self.llm, calls, announce=announce, thread_id=thread_id, run_id=run_id, node=node
         )
 
+    def _step_prefix(self, thread_id: str) -> str:
+        """What step keys of this runner's nodes start with (a child flow's add its path)."""
+        return thread_id
+
     def _deps_for(self, run_id: str) -> Any:
         """The deps the nodes of run ``run_id`` see: the call's own, else the runner's."""
         if self._call_deps:

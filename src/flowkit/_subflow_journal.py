@@ -75,7 +75,16 @@ def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     child_flow = child_flow_of(flow, record.node)
     child = replay_record(child_flow, None if inner.kind == "start" else cursor.sub, inner)
     error = child_error(record.node, child) if record.status == "failed" else None
-    return Cursor(cursor.state, record.next, record.status, record.version, error, None, child)
+    return Cursor(
+        cursor.state,
+        record.next,
+        record.status,
+        record.version,
+        error,
+        None,
+        child,
+        cursor.step_version,
+    )
 
 
 def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[str, Any] | None:
@@ -94,6 +103,7 @@ def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[
         error=sub.error.model_dump() if sub.error else None,
         items=snapshot_items(sub),
         sub=sub_snapshot(child_flow, sub, thread_id, ts),
+        entered=sub.entered,
     ).model_dump(mode="json")
 
 
@@ -110,6 +120,7 @@ def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> 
         NodeError.model_validate(snap.error) if snap.error else None,
         items_from_snapshot(snap.items),
         sub_from_snapshot(child_flow, snap.next, snap.sub),
+        snap.entered,
     )
 
 

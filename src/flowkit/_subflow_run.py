@@ -105,6 +105,11 @@ class ChildRunner:
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
         return self.parent._node_llm(thread_id, run_id, f"{self.name}/{node}", calls)
 
+    def _step_prefix(self, thread_id: str) -> str:
+        """Step keys of the child's nodes: under the parent's step of this node."""
+        parent = self.parent._step_prefix(thread_id)
+        return f"{parent}/{self.cursor.step_version}/{self.name}"
+
     # -- the Threads part --------------------------------------------------------------------
 
     def dump(self, update: Mapping[str, Any], *, thread_id: str, who: str) -> dict[str, Any]:
@@ -119,7 +124,16 @@ class ChildRunner:
         parent = self.cursor
         status = parent_status(self.parent.flow, self.name, after)
         error = child_error(self.name, after) if status == "failed" else None
-        new = Cursor(parent.state, self.name, status, parent.version + 1, error, None, after)
+        new = Cursor(
+            parent.state,
+            self.name,
+            status,
+            parent.version + 1,
+            error,
+            None,
+            after,
+            parent.step_version,
+        )
         wrapped = None
         if record is not None and self.store is not None:
             wrapped = SubRecord.model_construct(

@@ -97,6 +97,7 @@ class Threads:
             items=snapshot_items(cursor),
             sub=sub_snapshot(self.flow, cursor, thread_id, ts),
             flow_version=self._flow_version,
+            entered=cursor.entered,
         )
 
     @property
