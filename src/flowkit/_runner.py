@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel, ValidationError
@@ -42,6 +42,7 @@ from .stores._protocol import AttemptMarks, Store, attempt_marks
 from .stores.memory import MemoryStore
 
 if TYPE_CHECKING:
+    from ._lifecycle import PruneResult
     from .memory import Memory
 
 __all__ = ["Runner"]
@@ -452,6 +453,12 @@ class Runner(Generic[S, D]):
         if at is not None and at < 0:
             raise CheckpointNotFoundError(thread_id, at, self.get_state(thread_id).version)
         last = deque(self._threads.replay(thread_id, upto=at), maxlen=1)
+        if not last:  # `at` is older than a compacted thread's first checkpoint
+            first = next(iter(self._threads.replay(thread_id)))[1].version
+            latest = self.get_state(thread_id).version
+            raise CheckpointNotFoundError(
+                thread_id, at if at is not None else -1, latest, first=first
+            )
         cursor = last[0][1]
         if at is not None and cursor.version != at:
             raise CheckpointNotFoundError(thread_id, at, cursor.version)
@@ -566,6 +573,93 @@ class Runner(Generic[S, D]):
                 return report
             after = self._threads.commit_migration(thread_id, cursor, report)
         return replace(report, record=after.version)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def delete(self, thread_id: str) -> None:
+        """Delete the thread and its whole history from the store.
+
+        ``ThreadNotFoundError`` if there is none; ``ConflictError`` (nothing deleted) while a
+        run of it is going on, in this process or another.
+        """
+        try:
+            if self.store is None:
+                with self._threads.lock(thread_id):
+                    self._threads.load(thread_id)  # ThreadNotFoundError if unknown
+                    self._threads.forget(thread_id)
+                return
+            self.store.delete(thread_id)
+        except ConflictError as exc:
+            raise ConflictError(
+                f"Thread `{thread_id}` is being run right now (by this or another process), so "
+                "it was not deleted; delete it once that run has returned.",
+                thread_id=thread_id,
+            ) from exc
+        self._threads.forget(thread_id)
+
+    def prune(
+        self,
+        *,
+        older_than: timedelta | float | None = None,
+        status: str | Iterable[str] | None = ("done",),
+        dry_run: bool = False,
+    ) -> PruneResult:
+        """Delete this flow's threads whose latest step is older than ``older_than`` (a
+        ``timedelta`` or seconds; ``None``: any age) and whose status is in ``status``
+        (default: finished ones only; ``None``: any). Threads being run are kept and listed
+        in ``busy``. ``dry_run`` deletes nothing and says what would go.
+        """
+        from ._lifecycle import prune_threads
+
+        store = self._threads.require_store("prune")
+        return prune_threads(
+            store,
+            now=self.clock().timestamp(),
+            older_than=older_than,
+            status=status,
+            flow=self.flow.name,
+            dry_run=dry_run,
+            forget=self._threads.forget,
+        )
+
+    def compact(self, thread_id: str, *, keep: int) -> int:
+        """Drop the thread's history older than its last ``keep`` checkpoints; how many
+        records went. The oldest checkpoint kept becomes the thread's start: ``history()``
+        and ``fork`` begin there, the state and step keys are unchanged. The cut moves back
+        to where the thread stood cleanly at a node (not between a ``Map``'s calls or inside
+        a ``Subflow``), so a little more may be kept. ``ConflictError`` while it runs.
+        """
+        from ._lifecycle import compaction_point
+
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise RunError(
+                f"Cannot compact thread `{thread_id}` keeping {keep!r:.40} checkpoints: keep "
+                "is a whole number >= 1.",
+                thread_id=thread_id,
+            )
+        store = self._threads.require_store("compact")
+        steps = list(self._threads.replay(thread_id))
+        index = compaction_point(steps, keep)
+        if index is None:
+            return 0
+        record, cursor = steps[index]
+        first = steps[0][0]
+        start = self._threads.start_record(
+            thread_id,
+            cursor,
+            ts=record.ts,
+            forked_from=getattr(first, "forked_from", None),
+        )
+        try:
+            dropped = store.compact(thread_id, start)
+        except ConflictError as exc:
+            raise ConflictError(
+                f"Thread `{thread_id}` is being run right now, so it was not compacted; "
+                "compact it once that run has returned.",
+                thread_id=thread_id,
+            ) from exc
+        self._threads.forget(thread_id)
+        return dropped
 
     def __repr__(self) -> str:
         return f"Runner({self.flow.name!r}, store={self.store!r})"

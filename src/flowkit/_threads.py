@@ -218,24 +218,33 @@ class Threads:
             if thread_id in self._cache:
                 raise ThreadExistsError(thread_id)
         else:
-            state = self.dump_state(thread_id, cursor.state, "start")
             ts = self.clock().timestamp()
             self.store.create(
-                thread_id,
-                StartRecord(
-                    version=0,
-                    ts=ts,
-                    next=cursor.node,
-                    status=cursor.status,
-                    flow=self.flow.name,
-                    state=state,
-                    forked_from=forked_from,
-                    error=cursor.error.model_dump() if cursor.error else None,
-                    sub=sub_snapshot(self.flow, cursor, thread_id, ts),
-                    flow_version=self._flow_version,
-                ),
+                thread_id, self.start_record(thread_id, cursor, ts=ts, forked_from=forked_from)
             )
         self.remember(thread_id, cursor)
+
+    def start_record(
+        self, thread_id: str, cursor: Cursor, *, ts: float, forked_from: Any = None
+    ) -> StartRecord:
+        """The start record of a thread standing at ``cursor`` (a new thread, a fork, or the
+        new start of a compacted journal: then at the cursor's version)."""
+        return StartRecord(
+            version=cursor.version,
+            ts=ts,
+            next=cursor.node,
+            status=cursor.status,
+            flow=self.flow.name,
+            state=self.dump_state(thread_id, cursor.state, "start"),
+            forked_from=forked_from,
+            error=cursor.error.model_dump() if cursor.error else None,
+            sub=sub_snapshot(self.flow, cursor, thread_id, ts),
+            flow_version=self._flow_version,
+        )
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the cached cursor of a thread deleted or compacted."""
+        self._cache.pop(thread_id, None)
 
     def replay(self, thread_id: str, *, upto: int | None = None) -> Iterator[tuple[Any, Cursor]]:
         """Each record of the thread with the cursor after it, oldest first.

@@ -325,11 +325,13 @@ class StepLimitError(RunError):
 class CheckpointNotFoundError(RunError):
     """A fork or lookup named a checkpoint version the thread does not have."""
 
-    def __init__(self, thread_id: str, version: int, latest: int) -> None:
+    def __init__(self, thread_id: str, version: int, latest: int, *, first: int = 0) -> None:
         self.version = version
         self.latest = latest
+        self.first = first
         super().__init__(
-            f"Thread `{thread_id}` has no checkpoint {version}; versions run from 0 to {latest}.",
+            f"Thread `{thread_id}` has no checkpoint {version}; versions run from {first} to "
+            f"{latest}" + (" (older history was compacted away)." if first else "."),
             thread_id=thread_id,
         )
 

@@ -118,7 +118,9 @@ def scan_lines(
             raise CorruptStoreError(
                 _newer_format(record.v), thread_id=thread_id, path=path, line=line
             )
-        if record.version != version + 1:
+        # A journal's first line may be a start record at any version: a compacted journal
+        # starts where its history was cut (``Store.compact``).
+        if record.version != version + 1 and not (version == -1 and record.kind == "start"):
             raise CorruptStoreError(
                 f"Record has version {record.version} where {version + 1} was expected",
                 thread_id=thread_id,

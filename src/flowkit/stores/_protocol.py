@@ -7,6 +7,11 @@ id checks it first (``InvalidThreadIdError``); methods that read or extend a thr
 ``ThreadNotFoundError`` for an unknown one. ``flowkit.testing.StoreContract`` checks all this.
 ``AttemptMarks`` is an optional capability: stores that have it let a runner note which node
 it started, so a process that died inside a node can be told apart afterwards.
+
+Lifecycle (``Runner.delete``, ``prune`` and ``compact``) needs two methods: ``delete`` and
+``compact``. Both refuse a thread that someone is running (its ``lock`` is held) with
+``ConflictError``, and both are all or nothing as readers see them. A compacted journal starts
+with a start record whose version is not 0: the whole thread as it stood at that version.
 """
 
 from __future__ import annotations
@@ -22,7 +27,15 @@ from ..errors import StoreError
 if TYPE_CHECKING:
     from .._marker import AttemptMarker
 
-__all__ = ["AnyRecord", "AttemptMarks", "Store", "ThreadLog", "attempt_marks", "check_versions"]
+__all__ = [
+    "AnyRecord",
+    "AttemptMarks",
+    "Store",
+    "ThreadLog",
+    "attempt_marks",
+    "check_compaction",
+    "check_versions",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +91,18 @@ class Store(Protocol):
         """Remove the thread and everything stored for it; ``ThreadNotFoundError`` if unknown.
 
         All or nothing as readers see it: a thread is never left half deleted and readable.
+        ``ConflictError`` (nothing deleted) while someone holds the thread's ``lock``.
+        """
+
+    def compact(self, thread_id: str, start: StartRecord) -> int:
+        """Replace the records up to ``start.version`` with ``start``; how many were dropped.
+
+        ``start`` is the whole thread as it stood after record ``start.version`` (a start
+        record at that version); the journal then begins with it, the records after it
+        unchanged, and ``records``/``load`` never return what was dropped. The latest snapshot
+        may be dropped too. All or nothing as readers see it. ``StoreError`` (nothing changed)
+        unless ``start.version`` is a version the journal holds, ``ConflictError`` while someone
+        holds the thread's ``lock``, ``ThreadNotFoundError`` for an unknown thread.
         """
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
@@ -110,6 +135,18 @@ def attempt_marks(store: object) -> AttemptMarks:
             "the two methods to your store."
         )
     return store
+
+
+def check_compaction(thread_id: str, start: StartRecord, first: int, last: int) -> None:
+    """Raise ``StoreError`` unless ``start`` can replace the journal's records ``first`` ...
+    ``start.version`` (it must be a start record at a version the journal holds)."""
+    if not isinstance(start, StartRecord) or not first <= start.version <= last:
+        got = f"{start.kind} v{start.version}" if hasattr(start, "kind") else repr(start)[:40]
+        raise StoreError(
+            f"Cannot compact thread `{thread_id}` (versions {first} to {last}) at {got}: give "
+            "a start record at a version the journal holds. Nothing was changed.",
+            thread_id=thread_id,
+        )
 
 
 def check_versions(thread_id: str, records: Sequence[AnyRecord], expected_version: int) -> None:

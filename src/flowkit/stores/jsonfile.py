@@ -43,8 +43,8 @@ from ._files import (
     write_file_atomically,
 )
 from ._ids import check_thread_id
-from ._jsonl import Scan, encode, line_crc, offset_after_line, scan_lines, write_all
-from ._protocol import AnyRecord, ThreadLog, check_versions
+from ._jsonl import Scan, encode, line_crc, offset_after_line, scan_lines, unseal, write_all
+from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
 
 __all__ = ["JsonFileStore"]
 
@@ -71,6 +71,9 @@ class _Tail:
     since_snapshot: int
     capacity: int = -1
     dirty: bool = False
+    #: The journal file's inode: a compaction replaces the file, and offsets into the old
+    #: one mean nothing in the new one (-1: not known, checked by content only).
+    ino: int = -1
 
 
 class JsonFileStore:
@@ -116,6 +119,7 @@ class JsonFileStore:
         self._swept: set[str] = set()  # threads whose orphaned temporary files were removed
         self._handles = JournalHandles(max_open_files)
         self._guard = threading.RLock()
+        self._tombstones_swept = False
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
@@ -195,7 +199,14 @@ class JsonFileStore:
             snapshot_bytes,
             scan.size - snapshot_at,
             dirty=scan.torn is not None,
+            ino=self._inode(thread_id),
         )
+
+    def _inode(self, thread_id: str) -> int:
+        try:
+            return os.stat(self._journal_path(thread_id)).st_ino
+        except OSError:
+            return -1
 
     def _extend(self, tail: _Tail, scan: Scan) -> None:
         if scan.records:
@@ -216,6 +227,9 @@ class JsonFileStore:
             if thread_id not in self._swept:
                 self._swept.add(thread_id)
                 sweep_snapshot_temps(self._dir(thread_id), thread_id)
+            if tail is not None and tail.ino != -1 and tail.ino != self._inode(thread_id):
+                del self._tails[thread_id]  # compacted (or replaced) since we read it
+                tail = None
             if after is not None and tail is not None and tail.version == after:
                 # Read from the last known newline: if it is gone, the file was rewritten
                 # behind our back (restored, damaged) and only a full read can be trusted.
@@ -355,9 +369,12 @@ class JsonFileStore:
             if at_tail:
                 offset, line = tail.size, tail.lines
             else:
-                # Versions are one per line from 0, so record k ends at the (k+1)-th newline.
-                offset = offset_after_line(self._read_from(thread_id, 0), snapshot.version + 1)
-                line = snapshot.version + 1
+                # One record per line from the first (version 0, or where a compaction cut),
+                # so record k ends at the (k - first + 1)-th newline.
+                data = self._read_from(thread_id, 0)
+                first = RecordAdapter.validate_json(unseal(data[: data.find(b"\n")])[0]).version
+                line = snapshot.version - first + 1
+                offset = offset_after_line(data, line)
             record_line = self._line_ending_at(thread_id, offset)
             body = SnapshotFile(
                 snapshot=snapshot,
@@ -410,7 +427,13 @@ class JsonFileStore:
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 self._tails[thread_id] = _Tail(
-                    record.version, len(data), 1, len(data), 0, capacity=len(data)
+                    record.version,
+                    len(data),
+                    1,
+                    len(data),
+                    0,
+                    capacity=len(data),
+                    ino=os.fstat(fd).st_ino,
                 )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -503,8 +526,38 @@ class JsonFileStore:
                 sync_dir(self.fsync, self._threads_dir)
             except OSError as exc:
                 raise os_error("delete", directory, exc, thread_id=thread_id) from exc
-        for stale in self._threads_dir.glob(".deleted-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(tombstone, ignore_errors=True)
+        if not self._tombstones_swept:
+            # Tombstones of deletes that crashed midway: swept once per store object, not on
+            # every delete (listing the folder each time made pruning quadratic).
+            self._tombstones_swept = True
+            for stale in self._threads_dir.glob(".deleted-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+
+    def compact(self, thread_id: str, start: StartRecord) -> int:
+        """Rewrite the journal as ``start`` and the records after it (a new file renamed over
+        the old, so readers see one or the other) and drop the snapshot."""
+        with self._guard, self.lock(thread_id):
+            scan = self._full_scan(check_thread_id(thread_id))
+            records = scan.records
+            first = records[0].version
+            check_compaction(thread_id, start, first, records[-1].version)
+            kept = [r for r in records if r.version > start.version]
+            data = b"".join(encode(thread_id, r) + b"\n" for r in [start, *kept])
+            directory = self._dir(thread_id)
+            self._handles.drop(thread_id)
+            self._tails.pop(thread_id, None)
+            # The snapshot points into the old file; without it, loading reads the new one
+            # from its start record (which is a whole state anyway).
+            try:
+                (directory / _SNAPSHOT).unlink(missing_ok=True)
+            except OSError as exc:
+                raise os_error("compact", directory, exc, thread_id=thread_id) from exc
+            write_file_atomically(
+                self._journal_path(thread_id), data, fsync=self.fsync, thread_id=thread_id,
+                what="compact",
+            )  # fmt: skip
+            return len(records) - len(kept)
 
     def _known(self, thread_id: str) -> list[str]:
         try:

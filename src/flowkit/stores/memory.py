@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .._records import Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, ThreadLog, check_versions
+from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
 
 if TYPE_CHECKING:
     from .._marker import AttemptMarker
@@ -55,7 +55,7 @@ class MemoryStore:
             journal = self._journals.get(thread_id)
             if journal is None:
                 raise ThreadNotFoundError(thread_id)
-            actual = len(journal) - 1
+            actual = journal[-1].version
             if actual != expected_version:
                 raise ConflictError(
                     f"Thread `{thread_id}` is at version {actual}, not {expected_version}; "
@@ -67,13 +67,16 @@ class MemoryStore:
             journal.extend(records)
 
     def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
-        journal = self._journal(thread_id)
-        if after is not None and 0 <= after < len(journal):
-            return ThreadLog(records=journal[after + 1 :], base=after)
-        snapshot = self._snapshots.get(thread_id)
-        if snapshot is not None:
-            return ThreadLog(records=journal[snapshot.version + 1 :], snapshot=snapshot)
-        return ThreadLog(records=list(journal))
+        with self._guard:  # a consistent view while another thread compacts
+            journal = self._journal(thread_id)
+            first = journal[0].version  # not 0 once compacted
+            if after is not None and first <= after < first + len(journal):
+                return ThreadLog(records=journal[after - first + 1 :], base=after)
+            snapshot = self._snapshots.get(thread_id)
+            if snapshot is not None:
+                start = snapshot.version - first + 1
+                return ThreadLog(records=journal[start:], snapshot=snapshot)
+            return ThreadLog(records=list(journal))
 
     def records(self, thread_id: str) -> list[AnyRecord]:
         return list(self._journal(thread_id))
@@ -84,8 +87,9 @@ class MemoryStore:
 
     def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
         with self._guard:
-            latest = len(self._journal(thread_id)) - 1
-            if not 0 <= snapshot.version <= latest:
+            journal = self._journal(thread_id)
+            latest = journal[-1].version
+            if not journal[0].version <= snapshot.version <= latest:
                 raise ConflictError(
                     f"Snapshot of version {snapshot.version} does not match thread "
                     f"`{thread_id}` (at {latest}); take it again after reloading.",
@@ -99,11 +103,23 @@ class MemoryStore:
         return sorted(self._journals)
 
     def delete(self, thread_id: str) -> None:
-        with self._guard:
+        with self.lock(thread_id), self._guard:
             self._journal(thread_id)
             del self._journals[thread_id]
             self._snapshots.pop(thread_id, None)
             self._attempts.pop(thread_id, None)
+
+    def compact(self, thread_id: str, start: StartRecord) -> int:
+        with self.lock(thread_id), self._guard:
+            journal = self._journal(thread_id)
+            first = journal[0].version
+            check_compaction(thread_id, start, first, journal[-1].version)
+            dropped = start.version - first + 1
+            self._journals[thread_id] = [start, *journal[dropped:]]
+            snapshot = self._snapshots.get(thread_id)
+            if snapshot is not None and snapshot.version < start.version:
+                del self._snapshots[thread_id]
+            return dropped
 
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         self._journal(thread_id)

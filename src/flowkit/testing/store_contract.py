@@ -51,6 +51,7 @@ from ._contract_flows import (
     start_record,
     step_record,
 )
+from ._contract_lifecycle import LifecycleChecks
 from ._contract_runner import RunnerOverStoreChecks
 
 __all__ = ["StoreContract"]
@@ -68,6 +69,7 @@ _STORE_CALLS: dict[str, Callable[[Store, str], Any]] = {
     "write_snapshot": lambda s, t: s.write_snapshot(t, _snapshot(0, {"n": 0})),
     "lock": lambda s, t: s.lock(t).__enter__(),
     "delete": lambda s, t: s.delete(t),
+    "compact": lambda s, t: s.compact(t, start_record()),
 }
 
 
@@ -88,7 +90,7 @@ def _grow(store: Store, thread_id: str, steps: int) -> None:
         store.append(thread_id, [step_record(version)], expected_version=version - 1)
 
 
-class StoreContract(RunnerOverStoreChecks, AttemptMarkChecks):
+class StoreContract(RunnerOverStoreChecks, LifecycleChecks, AttemptMarkChecks):
     """Behaviour every store must have. Subclass it; provide ``store`` (and ``reopen``)."""
 
     @pytest.fixture
@@ -284,7 +286,8 @@ class StoreContract(RunnerOverStoreChecks, AttemptMarkChecks):
         assert store.threads() == []
 
     @pytest.mark.parametrize(
-        "method", ["append", "load", "load_after", "records", "write_snapshot", "delete"]
+        "method",
+        ["append", "load", "load_after", "records", "write_snapshot", "delete", "compact"],
     )
     def test_methods_on_an_unknown_thread_raise_thread_not_found(
         self, store: Store, method: str

@@ -1,0 +1,180 @@
+"""Thread lifecycle over a store: summaries, pruning and the compaction point.
+
+Pruning needs no flow (every record names its status, next state and time), so the same code
+serves ``Runner.prune`` (the threads of its flow) and ``flowkit prune`` (any flow's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, get_args
+
+from ._records import StartRecord, Status
+from .errors import ConflictError, FlowkitError, RunError, ThreadNotFoundError
+
+if TYPE_CHECKING:
+    from ._execution import Cursor
+    from .stores import Store
+
+__all__ = [
+    "PruneResult",
+    "ThreadSummary",
+    "check_statuses",
+    "compaction_point",
+    "older_than_seconds",
+    "prune_threads",
+    "summarise",
+]
+
+STATUSES: tuple[str, ...] = get_args(Status)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadSummary:
+    """Where a stored thread stands, read without its flow."""
+
+    thread_id: str
+    flow: str
+    status: Status
+    next: str
+    version: int
+    updated: float  # seconds since the epoch, of its latest record (or snapshot)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What a prune did (or, with ``dry_run``, would do), thread ids sorted.
+
+    ``deleted``: the threads that matched and are gone (would go). ``busy``: matched, but
+    someone was running them, so they were kept. ``unreadable``: threads that could not be
+    read to decide (damaged), kept, by id with the reason.
+    """
+
+    deleted: tuple[str, ...] = ()
+    busy: tuple[str, ...] = ()
+    unreadable: dict[str, str] = field(default_factory=dict)
+    dry_run: bool = False
+
+
+def summarise(store: Store, thread_id: str) -> ThreadSummary:
+    log = store.load(thread_id)
+    last = log.records[-1] if log.records else log.snapshot
+    if last is None:
+        raise ThreadNotFoundError(thread_id)
+    if log.snapshot is not None:
+        flow = log.snapshot.flow
+    else:
+        first = log.records[0]
+        flow = first.flow if isinstance(first, StartRecord) else "?"
+    return ThreadSummary(thread_id, flow, last.status, last.next, last.version, last.ts)
+
+
+def older_than_seconds(older_than: timedelta | float | None) -> float | None:
+    if older_than is None:
+        return None
+    if isinstance(older_than, timedelta):
+        seconds = older_than.total_seconds()
+    elif isinstance(older_than, int | float) and not isinstance(older_than, bool):
+        seconds = float(older_than)
+    else:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        raise RunError(
+            f"older_than={older_than!r:.40} is not an age: give a timedelta or seconds >= 0 "
+            "(e.g. timedelta(days=30)).",
+            thread_id="",
+        )
+    return seconds
+
+
+def check_statuses(status: str | Iterable[str] | None) -> frozenset[str] | None:
+    if status is None:
+        return None
+    wanted = frozenset([status] if isinstance(status, str) else status)
+    unknown = sorted(str(s) for s in wanted if s not in STATUSES)
+    if unknown or not wanted:
+        raise RunError(
+            f"status={sorted(map(str, wanted))} names no thread status it should: "
+            f"{', '.join(unknown) or 'nothing given'}; use {', '.join(STATUSES)}.",
+            thread_id="",
+        )
+    return wanted
+
+
+def _matching(
+    store: Store,
+    *,
+    cutoff: float | None,
+    statuses: frozenset[str] | None,
+    flow: str | None,
+    unreadable: dict[str, str],
+) -> Iterator[str]:
+    for thread_id in store.threads():
+        try:
+            summary = summarise(store, thread_id)
+        except ThreadNotFoundError:
+            continue  # deleted meanwhile
+        except (FlowkitError, OSError) as exc:  # one damaged thread must not stop the rest
+            unreadable[thread_id] = str(exc).splitlines()[0]
+            continue
+        if flow is not None and summary.flow != flow:
+            continue
+        if statuses is not None and summary.status not in statuses:
+            continue
+        if cutoff is not None and summary.updated > cutoff:
+            continue
+        yield thread_id
+
+
+def prune_threads(
+    store: Store,
+    *,
+    now: float,
+    older_than: timedelta | float | None,
+    status: str | Iterable[str] | None,
+    flow: str | None = None,
+    dry_run: bool = False,
+    forget: Callable[[str], Any] | None = None,
+) -> PruneResult:
+    """Delete the threads of ``flow`` (any, if ``None``) in ``status`` whose latest record is
+    older than ``older_than``; ``forget(thread_id)`` after each delete (a runner's cache)."""
+    age = older_than_seconds(older_than)
+    statuses = check_statuses(status)
+    cutoff = None if age is None else now - age
+    unreadable: dict[str, str] = {}
+    deleted: list[str] = []
+    busy: list[str] = []
+    for thread_id in list(
+        _matching(store, cutoff=cutoff, statuses=statuses, flow=flow, unreadable=unreadable)
+    ):
+        if dry_run:
+            deleted.append(thread_id)
+            continue
+        try:
+            store.delete(thread_id)
+        except ConflictError:
+            busy.append(thread_id)
+            continue
+        except ThreadNotFoundError:
+            continue
+        deleted.append(thread_id)
+        if forget is not None:
+            forget(thread_id)
+    return PruneResult(tuple(sorted(deleted)), tuple(sorted(busy)), unreadable, dry_run)
+
+
+def compaction_point(steps: list[tuple[Any, Cursor]], keep: int) -> int | None:
+    """Index in ``steps`` (records with the cursor after each) of the record a compaction
+    keeping ``keep`` checkpoints turns into the new start, or ``None`` for nothing to drop.
+
+    The cut goes at or before the oldest checkpoint to keep, where the thread stands cleanly
+    at a node: not between the calls of a ``Map``, inside a ``Subflow``'s child or after a
+    failed attempt (a start record cannot hold those, and the step key must not change).
+    """
+    for index in range(len(steps) - keep, 0, -1):
+        cursor = steps[index][1]
+        if cursor.items is None and cursor.entered is None and cursor.sub is None:
+            return index
+    return None
