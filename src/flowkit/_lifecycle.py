@@ -49,13 +49,15 @@ class PruneResult:
 
     ``deleted``: the threads that matched and are gone (would go). ``busy``: matched, but
     someone was running them, so they were kept. ``unreadable``: threads that could not be
-    read to decide (damaged), kept, by id with the reason.
+    read to decide (damaged), kept, by id with the reason. ``summaries``: where each deleted
+    thread stood when it was chosen.
     """
 
     deleted: tuple[str, ...] = ()
     busy: tuple[str, ...] = ()
     unreadable: dict[str, str] = field(default_factory=dict)
     dry_run: bool = False
+    summaries: dict[str, ThreadSummary] = field(default_factory=dict, repr=False)
 
 
 def summarise(store: Store, thread_id: str) -> ThreadSummary:
@@ -110,7 +112,7 @@ def _matching(
     statuses: frozenset[str] | None,
     flow: str | None,
     unreadable: dict[str, str],
-) -> Iterator[str]:
+) -> Iterator[ThreadSummary]:
     for thread_id in store.threads():
         try:
             summary = summarise(store, thread_id)
@@ -125,7 +127,7 @@ def _matching(
             continue
         if cutoff is not None and summary.updated > cutoff:
             continue
-        yield thread_id
+        yield summary
 
 
 def prune_threads(
@@ -146,9 +148,9 @@ def prune_threads(
     unreadable: dict[str, str] = {}
     deleted: list[str] = []
     busy: list[str] = []
-    for thread_id in list(
-        _matching(store, cutoff=cutoff, statuses=statuses, flow=flow, unreadable=unreadable)
-    ):
+    found = _matching(store, cutoff=cutoff, statuses=statuses, flow=flow, unreadable=unreadable)
+    summaries = {summary.thread_id: summary for summary in found}
+    for thread_id in summaries:
         if dry_run:
             deleted.append(thread_id)
             continue
@@ -162,7 +164,8 @@ def prune_threads(
         deleted.append(thread_id)
         if forget is not None:
             forget(thread_id)
-    return PruneResult(tuple(sorted(deleted)), tuple(sorted(busy)), unreadable, dry_run)
+    kept = {t: summaries[t] for t in sorted(deleted)}
+    return PruneResult(tuple(sorted(deleted)), tuple(sorted(busy)), unreadable, dry_run, kept)
 
 
 def compaction_point(steps: list[tuple[Any, Cursor]], keep: int) -> int | None:

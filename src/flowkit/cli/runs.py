@@ -79,13 +79,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     update.add_argument("--reason", metavar="TEXT", default="", help="why (kept in history)")
     _common_options(update)
     update.set_defaults(run=_cmd_update_state)
-
-    delete = commands.add_parser(
-        "delete", parents=[common], help="delete a thread and its history from the store"
-    )
-    delete.add_argument("thread", metavar="THREAD", help="the thread id")
-    add_store_option(delete)
-    delete.set_defaults(run=_cmd_delete)
+    # `delete` (and `prune`) live in `lifecycle`.
 
 
 def _common_options(parser: argparse.ArgumentParser, *, flow: bool = True) -> None:
@@ -154,12 +148,6 @@ def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
         args.thread, patch, goto=args.goto, reason=args.reason, actor="cli", child=args.child
     )
     return _report(result, runner.flow, args, out)
-
-
-def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
-    _existing(args).delete(args.thread)
-    out.write(f"deleted thread {args.thread}\n")
-    return 0
 
 
 def _free_id(store: JsonFileStore, prefix: str) -> str:
