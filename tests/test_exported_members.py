@@ -17,6 +17,7 @@ def test_top_level_exports_are_locked() -> None:
     assert set(flowkit.__all__) == {
         "END",
         "AsyncStream",
+        "CachePolicy",
         "Checkpoint",
         "Completed",
         "Context",

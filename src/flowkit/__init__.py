@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._cache import CachePolicy
     from ._conditions import all_of, always, any_of, field, not_, when
     from ._events import (
         Completed,
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "END",
     "AsyncStream",
+    "CachePolicy",
     "Checkpoint",
     "Completed",
     "Context",
@@ -94,6 +96,7 @@ _LAZY = {
     "Failed": "._events",
     "Flow": "._flow",
     "Gate": "._gate",
+    "CachePolicy": "._cache",
     "Map": "._parallel",
     "Migration": "._migration",
     "Node": "._node",

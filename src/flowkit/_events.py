@@ -49,6 +49,8 @@ class NodeFinished(Event):
     latency_s: float
     attempts: int
     error: NodeError | None = None
+    #: The node did not run: its update came from the node cache (``attempts`` is 0).
+    cached: bool = False
 
 
 @dataclass(frozen=True, slots=True)

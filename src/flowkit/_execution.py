@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
+from ._cache import run_cached
 from ._events import (
     Completed,
     Failed,
@@ -123,6 +124,8 @@ class Sleep(NamedTuple):
 class Outcome(NamedTuple):
     value: Any = None
     error: Exception | None = None
+    #: ``value`` is a node's update reused from its cache (JSON form): the node did not run.
+    cached: bool = False
 
 
 #: One call's own steps: ``CallNode``/``Sleep`` instructions, returning the last outcome, the
@@ -308,15 +311,20 @@ def run_steps(  # noqa: PLR0915
             assert outcome is not None
             attempt = 1
             calls: list[dict[str, Any]] = []
-        else:
+        elif node.cache is None:
             outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
+        else:
+            outcome, attempt, calls = yield from run_cached(
+                runner, thread_id, run_id, name, node, cursor
+            )
         latency = time.perf_counter() - started
         error: NodeError | None = None
         if outcome.error is None:
             raw = check_update(outcome.value, name)
             if node.writes is not None:
                 check_writes(name, node.writes, raw)
-            state, update = schema.apply(cursor.state, raw, node=name)
+            # A cached update is stored in its JSON form, like the journal's.
+            state, update = schema.apply(cursor.state, raw, node=name, strict_json=outcome.cached)
         else:
             error = NodeError.from_exception(outcome.error, node=name, attempts=attempt)
             runner._log.warning(
@@ -349,9 +357,13 @@ def run_steps(  # noqa: PLR0915
                 runner, thread_id, run_id, name, after, update, attempt, calls, latency
             )
         )
+        if outcome.cached and record is not None:
+            record = record.model_copy(update={"cached": True})
         runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:
-            runner._emit(NodeFinished(thread_id, run_id, name, latency, attempt, error))
+            runner._emit(
+                NodeFinished(thread_id, run_id, name, latency, attempt, error, outcome.cached)
+            )
             runner._announce(thread_id, run_id, name, after, update)
         cursor = after
     return cursor

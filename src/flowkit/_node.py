@@ -22,6 +22,7 @@ from typing_extensions import TypeVar
 from .errors import FlowkitError, InvalidUpdateError, RunError
 
 if TYPE_CHECKING:
+    from ._cache import CachePolicy
     from ._events import Event
     from ._logging import Logger
     from .memory import Memory
@@ -228,9 +229,11 @@ class Node:
     writes: frozenset[str] | None = None
     timeout: float | None = None
     retry: RetryPolicy | None = None
+    #: Reuse the update while the declared reads are unchanged (see ``CachePolicy``).
+    cache: CachePolicy | None = None
     is_async: bool = field(init=False)
     takes_context: bool = field(init=False)
-    #: Called once, with the state alone: no context, no timeout, no retry. The engine runs
+    #: Called once, with the state alone: no context, timeout, retry or cache. The engine runs
     #: such a node without its attempt loop (most nodes are like this; see ``run_steps``).
     single_call: bool = field(init=False)
 
@@ -242,10 +245,26 @@ class Node:
         object.__setattr__(
             self,
             "single_call",
-            not self.takes_context and self.timeout is None and self.retry is None,
+            not self.takes_context
+            and self.timeout is None
+            and self.retry is None
+            and self.cache is None,
         )
         if self.timeout is not None and self.timeout <= 0:
             raise ValueError("node timeout must be positive seconds")
+        if self.cache is not None:
+            self._check_cache()
+
+    def _check_cache(self) -> None:
+        from ._cache import CachePolicy
+
+        if not isinstance(self.cache, CachePolicy):
+            raise TypeError("cache= takes a CachePolicy, e.g. CachePolicy(ttl=3600)")
+        if self.reads is None:
+            raise TypeError(
+                f"Node `{self.name}` has a cache but no declared reads: the reads are the cache "
+                "key; declare them, e.g. @node(reads=['question'], cache=CachePolicy(...))."
+            )
 
     @property
     def name(self) -> str:
@@ -276,6 +295,7 @@ def node(
     writes: Iterable[str] | None = None,
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
 ) -> Node: ...
 
 
@@ -287,6 +307,7 @@ def node(
     writes: Iterable[str] | None = None,
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
 ) -> Callable[[NodeFn], Node]: ...
 
 
@@ -297,8 +318,10 @@ def node(
     writes: Iterable[str] | None = None,
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
+    cache: CachePolicy | None = None,
 ) -> Node | Callable[[NodeFn], Node]:
-    """Declare a node's contract: ``@node(reads=[...], writes=[...], timeout=5, retry=...)``."""
+    """Declare a node's contract: ``@node(reads=[...], writes=[...], timeout=5, retry=...,
+    cache=CachePolicy(ttl=...))``."""
 
     def wrap(f: NodeFn) -> Node:
         return Node(
@@ -307,6 +330,7 @@ def node(
             writes=frozenset(writes) if writes is not None else None,
             timeout=timeout,
             retry=retry,
+            cache=cache,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -95,6 +95,8 @@ class Map(BatchNode):
     item_takes_context: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
+        if self.cache is not None:
+            raise TypeError("A Map is not cached as a whole; cache the work its calls do instead")
         Node.__post_init__(self)
         if self.over is None or not callable(self.over):
             raise TypeError("Map needs over=, a function state -> the items to map over")
@@ -200,6 +202,7 @@ class Parallel(BatchNode):
         object.__setattr__(self, "writes", writes)
         object.__setattr__(self, "timeout", timeout)
         object.__setattr__(self, "retry", retry)
+        object.__setattr__(self, "cache", None)
         object.__setattr__(self, "concurrency", concurrency)
         object.__setattr__(self, "merge", None)
         object.__setattr__(self, "branches", MappingProxyType(nodes))

@@ -82,6 +82,8 @@ class StepRecord(_Record):
     latency_s: float = 0.0
     error: dict[str, Any] | None = None
     llm_calls: list[dict[str, Any]] = Field(default_factory=list)
+    #: The node did not run: its update came from the node cache (``CachePolicy``).
+    cached: bool = False
 
 
 class InputRecord(_Record):

@@ -75,3 +75,5 @@ class Checkpoint(Generic[S]):
     reason: str = ""
     actor: str | None = None
     child_state: BaseModel | None = None
+    #: A step whose update came from the node cache: the node did not run.
+    cached: bool = False

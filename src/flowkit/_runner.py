@@ -62,7 +62,8 @@ class Runner(Generic[S, D]):
     the ``AttemptMarks`` capability), so recovery can name the node a dead process was in.
     ``deps`` is handed to nodes as ``ctx.deps`` (a call may pass its own: ``start(...,
     deps=...)``); it is never stored. ``memory`` (a ``flowkit.memory.Memory``) is long-term
-    memory shared across threads, handed to nodes as ``ctx.memory``.
+    memory shared across threads, handed to nodes as ``ctx.memory``. ``cache`` is where nodes
+    with a ``CachePolicy`` keep their updates (a ``Memory``; default: in this runner only).
     """
 
     def __init__(
@@ -77,12 +78,14 @@ class Runner(Generic[S, D]):
         track_attempts: bool = False,
         deps: D | None = None,
         memory: Memory | None = None,
+        cache: Memory | None = None,
     ) -> None:
         self.flow = flow
         self.store: Store | None = MemoryStore() if store is UNSET else store
         self.llm = llm
         self.deps = deps
         self.memory = memory
+        self.cache = cache
         #: Deps given to one call, by its run id (a call without its own uses ``deps``).
         self._call_deps: dict[str, Any] = {}
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -151,6 +154,14 @@ class Runner(Generic[S, D]):
         return NodeLLM(
             self.llm, calls, announce=announce, thread_id=thread_id, run_id=run_id, node=node
         )
+
+    def _cache_memory(self) -> Memory:
+        """Where cached node updates live: ``cache``, made in this process on first use."""
+        if self.cache is None:
+            from .memory import InProcessMemory
+
+            self.cache = InProcessMemory()
+        return self.cache
 
     def _step_prefix(self, thread_id: str) -> str:
         """What step keys of this runner's nodes start with (a child flow's add its path)."""
@@ -435,6 +446,7 @@ class Runner(Generic[S, D]):
                     reason=getattr(shown, "reason", ""),
                     actor=getattr(shown, "actor", None),
                     child_state=child,
+                    cached=getattr(shown, "cached", False),
                 )
             )
         return found

@@ -75,6 +75,7 @@ class Subflow(Node):
         object.__setattr__(self, "writes", None if writes is None else frozenset(writes))
         object.__setattr__(self, "timeout", None)
         object.__setattr__(self, "retry", None)
+        object.__setattr__(self, "cache", None)
         object.__setattr__(self, "flow", flow)
         object.__setattr__(self, "input", input)
         object.__setattr__(self, "output", output)

@@ -73,6 +73,7 @@ class ChildRunner:
         self.step_limit = parent.step_limit
         self.clock = parent.clock
         self.memory = parent.memory
+        self._cache_memory = parent._cache_memory
         self._deps_for = parent._deps_for  # the child's nodes see the parent's deps
         self._log = parent._log
         self._subscribers = parent._subscribers

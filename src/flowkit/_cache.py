@@ -1,0 +1,143 @@
+"""Node caching: a node whose declared reads hold the same values as before is not run again;
+the update it returned then is applied instead (``@node(reads=..., cache=CachePolicy(...))``).
+
+Entries live in a ``flowkit.memory.Memory`` (``Runner(cache=...)``; by default an
+``InProcessMemory`` of the runner), one item per flow, node and key, holding the update's JSON
+form and when it was made. The key is a hash of the flow's name, the node's name, the policy's
+``version`` and the JSON form of each field the node reads, so it is the same in every process.
+A cache that fails (full, unreadable) only costs a run of the node, never the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from .errors import FlowkitError, StoreError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ._execution import AttemptSteps, Cursor
+    from ._node import Node
+    from ._runner import Runner
+
+__all__ = ["NAMESPACE", "CachePolicy", "cached_update", "remember_update", "run_cached"]
+
+#: The namespace of cache entries in the memory: ``(NAMESPACE, flow name, node name)``.
+NAMESPACE = "flowkit.cache"
+
+
+@dataclass(frozen=True, slots=True)
+class CachePolicy:
+    """Reuse a node's update while the fields it reads are unchanged.
+
+    ``ttl``: how long an entry stays good (seconds or a ``timedelta``; ``None``: until the
+    cache is cleared). ``version``: part of the key; change it when the node's code changes
+    so old entries stop matching. The node must declare ``reads``: they are the key, so a
+    node that also depends on anything else (``ctx.deps``, the LLM, the clock) gets the
+    first answer for the same reads.
+    """
+
+    ttl: float | timedelta | None = None
+    version: str = ""
+
+    def __post_init__(self) -> None:
+        ttl = self.ttl
+        if isinstance(ttl, timedelta):
+            ttl = ttl.total_seconds()
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
+        ):
+            raise ValueError("CachePolicy ttl is a positive number of seconds, a timedelta or None")
+        object.__setattr__(self, "ttl", None if ttl is None else float(ttl))
+        if not isinstance(self.version, str):
+            raise TypeError("CachePolicy version is a string")
+
+    @property
+    def seconds(self) -> float | None:
+        assert self.ttl is None or isinstance(self.ttl, float)
+        return self.ttl
+
+
+def _key(runner: Runner[Any], name: str, node: Node, state: BaseModel) -> str:
+    assert node.reads is not None and node.cache is not None
+    fields = runner.flow.schema.fields
+    reads = {
+        field: fields[field].adapter.dump_python(getattr(state, field), mode="json")
+        for field in sorted(node.reads)
+    }
+    text = json.dumps(
+        [runner.flow.name, name, node.cache.version, reads],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cached_update(
+    runner: Runner[Any], thread_id: str, name: str, node: Node, state: BaseModel
+) -> tuple[str, Mapping[str, Any] | None]:
+    """The cache key for this call, and the update cached under it if still good."""
+    assert node.cache is not None
+    key = _key(runner, name, node, state)
+    try:
+        item = runner._cache_memory().get((NAMESPACE, runner.flow.name, name), key)
+    except StoreError as exc:
+        _warn(runner, "node_cache_unreadable", thread_id, name, exc)
+        return key, None
+    if item is None or not isinstance(item.value, dict):
+        return key, None
+    ttl = node.cache.seconds
+    if ttl is not None and runner.clock().timestamp() - float(item.value.get("at", 0)) > ttl:
+        return key, None
+    update = item.value.get("update")
+    return key, update if isinstance(update, dict) else None
+
+
+def remember_update(
+    runner: Runner[Any], thread_id: str, name: str, key: str, update: Mapping[str, Any]
+) -> None:
+    """Keep a node's update (the normalised form it was applied in) under ``key``."""
+    from ._jsonform import dump_update
+
+    try:
+        stored = dump_update(runner.flow.schema, update, thread_id=thread_id, who=name)
+        entry = {"at": runner.clock().timestamp(), "update": stored}
+        runner._cache_memory().put((NAMESPACE, runner.flow.name, name), key, entry)
+    except StoreError as exc:  # too big, unstorable, a full disk: the next run just runs
+        _warn(runner, "node_cache_not_written", thread_id, name, exc)
+
+
+def run_cached(
+    runner: Runner[Any], thread_id: str, run_id: str, name: str, node: Node, cursor: Cursor
+) -> AttemptSteps:
+    """The cached update of node ``name`` for this state (``Outcome.cached``, attempts 0),
+    or the node run as usual, its update then cached when it succeeded."""
+    from ._execution import Outcome, _attempts, check_writes
+    from ._node import check_update
+
+    key, hit = cached_update(runner, thread_id, name, node, cursor.state)
+    if hit is not None:
+        return Outcome(hit, None, True), 0, []
+    outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
+    if outcome.error is None:
+        try:
+            raw = check_update(outcome.value, name)
+            check_writes(name, node.writes, raw)
+            _, update = runner.flow.schema.apply(cursor.state, raw, node=name)
+        except FlowkitError:
+            pass  # the run reports it in a moment; nothing to cache
+        else:
+            remember_update(runner, thread_id, name, key, update)
+    return outcome, attempt, calls
+
+
+def _warn(runner: Runner[Any], event: str, thread_id: str, node: str, exc: Exception) -> None:
+    runner._log.warning(event, thread_id=thread_id, node=node, error_type=type(exc).__name__)
