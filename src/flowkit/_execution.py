@@ -455,13 +455,8 @@ def _attempts(
                 clock=runner.clock,
                 cancel_event=threading.Event() if node.timeout is not None else None,
                 emit=runner._emit if runner._subscribers else None,
-                deps=runner._deps_for(run_id),
-                memory=runner.memory,
-                step=(
-                    runner._step_prefix(thread_id),
-                    cursor.step_version,
-                    name if index is None else f"{cursor.node}[{index}]",
-                ),
+                step=(cursor, name if index is None else f"{cursor.node}[{index}]"),
+                runner=runner,
             )
         outcome = yield CallNode(node, name, cursor.state, ctx, thread_id, owner)
         assert outcome is not None

@@ -123,12 +123,13 @@ class Context(Generic[D]):
     __slots__ = (
         "__dict__",
         "_cancel",
+        "_deps",
         "_emit",
         "_memory",
+        "_runner",
         "_step",
         "attempt",
         "clock",
-        "deps",
         "llm",
         "node",
         "run_id",
@@ -148,7 +149,8 @@ class Context(Generic[D]):
         emit: Callable[[Event], None] | None = None,
         deps: D = None,  # type: ignore[assignment]  # None when the runner was given none
         memory: Memory | None = None,
-        step: tuple[str, int, str] | None = None,
+        step: tuple[Any, str] | None = None,
+        runner: Any = None,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
@@ -156,12 +158,15 @@ class Context(Generic[D]):
         self.attempt = attempt
         self.llm = llm
         self.clock = clock
-        self.deps: D = deps
+        self._deps = deps
         # Made up front for nodes with a timeout (the engine sets it from another thread),
         # on demand for the rest, where nothing ever sets it.
         self._cancel = cancel_event
         self._emit = emit
         self._memory = memory
+        # The engine hands its runner and the step's cursor and node; deps, memory and the
+        # step key are read from them only when a node asks (most never do).
+        self._runner = runner
         self._step = step
 
     def emit(self, value: Any) -> None:
@@ -174,8 +179,18 @@ class Context(Generic[D]):
             self._emit(Emitted(self.thread_id, self.run_id, self.node, value))
 
     @property
+    def deps(self) -> D:
+        """The run-time dependencies: the call's ``deps=``, else the runner's (else None)."""
+        if self._runner is not None:
+            deps: D = self._runner._deps_for(self.run_id)
+            return deps
+        return self._deps
+
+    @property
     def memory(self) -> Memory:
         """Long-term memory shared across threads (``Runner(..., memory=...)``)."""
+        if self._memory is None and self._runner is not None:
+            self._memory = self._runner.memory
         if self._memory is None:
             raise RunError(
                 f"Node `{self.node}` uses ctx.memory, but the runner has no memory; make it "
@@ -192,10 +207,11 @@ class Context(Generic[D]):
         ``.../subflow/child-version/node`` inside a ``Subflow``). See docs/lifecycle.md.
         """
         step = self._step
-        if step is None:  # a context made by hand (a unit test): still distinct per node
+        if step is None or self._runner is None:  # made by hand (a unit test): one per node
             return f"{self.thread_id}/-/{self.node}"
-        prefix, version, node = step
-        return f"{prefix}/{version}/{node}"
+        cursor, node = step
+        prefix = self._runner._step_prefix(self.thread_id)
+        return f"{prefix}/{cursor.step_version}/{node}"
 
     @property
     def cancel_event(self) -> threading.Event:

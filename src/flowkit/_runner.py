@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 __all__ = ["Runner"]
+
+#: What a call without its own deps enters (reusable: it holds nothing).
+_NO_DEPS: AbstractContextManager[None] = nullcontext()
 
 S = TypeVar("S", bound=BaseModel)
 #: The type of the run-time dependencies nodes receive as ``ctx.deps``.
@@ -173,12 +176,12 @@ class Runner(Generic[S, D]):
             return self._call_deps.get(run_id, self.deps)
         return self.deps
 
-    @contextmanager
-    def _using_deps(self, run_id: str, deps: Any) -> Iterator[None]:
+    def _using_deps(self, run_id: str, deps: Any) -> AbstractContextManager[None]:
         """Hand ``deps`` to the nodes of run ``run_id`` (``UNSET``: the runner's own)."""
-        if deps is UNSET:
-            yield
-            return
+        return _NO_DEPS if deps is UNSET else self._call_deps_given(run_id, deps)
+
+    @contextmanager
+    def _call_deps_given(self, run_id: str, deps: Any) -> Iterator[None]:
         self._call_deps[run_id] = deps
         try:
             yield
