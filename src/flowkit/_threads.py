@@ -174,7 +174,8 @@ class Threads:
     def commit_migration(self, thread_id: str, cursor: Cursor, report: MigrationReport) -> Cursor:
         """Record an upgrade as a ``patch`` holding the whole new position; the new cursor."""
         self.require_store("migrations")
-        after = cursor._replace(version=cursor.version + 1)
+        # Still the same step (its idempotency key must not change): keep where it began.
+        after = cursor._replace(version=cursor.version + 1, entered=cursor.step_version)
         position = self.snapshot(after, thread_id)
         reason = f"migrated from version {report.from_version} to {report.to_version}"
         if report.steps:

@@ -239,3 +239,35 @@ def test_any_mix_of_failures_and_crashes_gives_one_key_per_visit(plan: list[str]
     assert sorted(keys_by_lap) == [0, 1, 2]
     assert all(len(keys) == 1 for keys in keys_by_lap.values())
     assert len({next(iter(k)) for k in keys_by_lap.values()}) == 3
+
+
+class LoopV2(Loop):
+    region: str
+
+
+def test_a_deploy_that_migrates_the_thread_keeps_the_crashed_steps_key() -> None:
+    """Crashed inside `work`, then a new flow version with a migration is deployed: the
+    resumed step is the same step, with the same key (the migration patch keeps it)."""
+    from flowkit import Migration
+
+    keys: list[str] = []
+    store = MemoryStore()
+    with contextlib.suppress(Crash):
+        Runner(loop_flow(recorder(keys, crash_first=1), laps=1), store=store).start("t")
+
+    def work(state: Any, ctx: Context) -> dict[str, Any]:
+        keys.append(ctx.step_key)
+        return {"laps": state.laps + 1}
+
+    v2 = Flow(
+        name="loop",
+        state=LoopV2,
+        start="prep",
+        nodes={"prep": lambda s: None, "work": work},
+        routes={"prep": "work", "work": END},
+        error_field=None,
+        version=2,
+        migrations=[Migration(to=2, fields={"region": "eu"})],
+    )
+    assert Runner(v2, store=store).resume("t").done
+    assert keys == ["t/1/work", "t/1/work"]
