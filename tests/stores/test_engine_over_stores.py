@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pg import fresh_schema, require_postgres
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
@@ -42,10 +43,16 @@ COUNTING = Flow(
 )
 
 
-@pytest.fixture(params=["memory", "jsonfile"])
+@pytest.fixture(params=["memory", "jsonfile", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "memory":
         yield MemoryStore()
+    elif request.param == "postgres":
+        require_postgres()
+        from flowkit.stores.postgres import PostgresStore
+
+        with fresh_schema() as (url, schema), PostgresStore(url, schema=schema) as pg_store:
+            yield pg_store
     else:
         with JsonFileStore(tmp_path) as file_store:
             yield file_store

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _pg import fresh_schema, require_postgres
 
 from flowkit.stores import JsonFileStore, MemoryStore, Store
 from flowkit.testing import StoreContract
@@ -37,6 +38,30 @@ class TestJsonFileStore(StoreContract):
         yield again
         for store in opened:
             store.close()
+
+
+class TestPostgresStore(StoreContract):
+    """Against a real PostgreSQL: a fresh schema per test (skipped where none is reachable)."""
+
+    @pytest.fixture
+    def reopen(self) -> Iterator[Callable[[], Store]]:
+        require_postgres()
+        from flowkit.stores.postgres import PostgresStore
+
+        opened: list[PostgresStore] = []
+        with fresh_schema() as (url, schema):
+
+            def again() -> Store:
+                opened.append(PostgresStore(url, schema=schema, pool_size=4))
+                return opened[-1]
+
+            yield again
+            for store in opened:
+                store.close()
+
+    @pytest.fixture
+    def store(self, reopen: Callable[[], Store]) -> Store:
+        return reopen()
 
 
 def run_pytest(directory: Path, source: str, *args: str) -> subprocess.CompletedProcess[str]:

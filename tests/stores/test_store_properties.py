@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pg import fresh_schema, require_postgres
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
@@ -61,16 +62,40 @@ def make_record(kind: str, version: int, update: dict[str, Any]) -> AnyRecord:
 
 @contextmanager
 def store_factory(kind: str) -> Iterator[Any]:
-    """Yield ``reopen()``: the same MemoryStore, or a new JsonFileStore on one folder."""
+    """Yield ``reopen()``: the same MemoryStore, or a new JsonFileStore on one folder, or a new
+    PostgresStore on one fresh schema."""
     if kind == "memory":
         memory = MemoryStore()
         yield lambda: memory
+        return
+    if kind == "postgres":
+        with postgres_factory() as reopen_pg:
+            yield reopen_pg
         return
     opened: list[JsonFileStore] = []
     with tempfile.TemporaryDirectory() as tmp:
 
         def reopen() -> Store:
             opened.append(JsonFileStore(Path(tmp), fsync=False))
+            return opened[-1]
+
+        try:
+            yield reopen
+        finally:
+            for store in opened:
+                store.close()
+
+
+@contextmanager
+def postgres_factory() -> Iterator[Any]:
+    require_postgres()
+    from flowkit.stores.postgres import PostgresStore
+
+    opened: list[PostgresStore] = []
+    with fresh_schema() as (url, schema):
+
+        def reopen() -> Store:
+            opened.append(PostgresStore(url, schema=schema, pool_size=2))
             return opened[-1]
 
         try:
@@ -97,7 +122,7 @@ def same_records(expected: list[AnyRecord], actual: list[AnyRecord]) -> None:
         assert_identical(want.model_dump(), got.model_dump(), f"record {want.version}")
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonfile"])
+@pytest.mark.parametrize("kind", ["memory", "jsonfile", "postgres"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=actions, start_state=updates)
 def test_random_record_sequences_come_back_identical_through_snapshots_and_reopening(

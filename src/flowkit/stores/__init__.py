@@ -1,5 +1,6 @@
 """Stores keep threads: ``MemoryStore`` for tests, ``JsonFileStore`` (the default durable store)
-for local disk, or any object implementing the ``Store`` protocol."""
+for local disk, ``PostgresStore`` (the ``flowkit[postgres]`` extra) for many processes, or any
+object implementing the ``Store`` protocol."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .memory import MemoryStore
 if TYPE_CHECKING:
     from .._marker import AttemptMarker
     from .jsonfile import JsonFileStore
+    from .postgres import PostgresStore
 
 __all__ = [
     "FORMAT_VERSION",
@@ -37,6 +39,7 @@ __all__ = [
     "MemoryStore",
     "PatchRecord",
     "PauseRecord",
+    "PostgresStore",
     "Snapshot",
     "StartRecord",
     "StepRecord",
@@ -53,6 +56,10 @@ def __getattr__(name: str) -> Any:
         from .jsonfile import JsonFileStore
 
         return JsonFileStore
+    if name == "PostgresStore":  # the driver is an extra: loaded only by those who use it
+        from .postgres import PostgresStore
+
+        return PostgresStore
     if name == "AttemptMarker":  # only runners that track attempts need it
         from .._marker import AttemptMarker
 

@@ -1,0 +1,115 @@
+"""The PostgreSQL driver behind the ``flowkit[postgres]`` extra, loaded only when used.
+
+``load_driver`` imports psycopg 3 and its pool, or says exactly what to install. ``pg_error``
+maps the driver's errors to ``StoreError`` at the boundary, with the URL's password hidden.
+"""
+
+from __future__ import annotations
+
+import re
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ...errors import StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = [
+    "INSTALL",
+    "check_url",
+    "connect",
+    "load_driver",
+    "open_pool",
+    "pg_error",
+    "redact",
+    "valid_schema",
+]
+
+#: What to run when the driver is missing (the exact words the error carries).
+INSTALL = "pip install 'flowkit[postgres]'"
+
+_SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def load_driver() -> tuple[ModuleType, ModuleType]:
+    """``psycopg`` and ``psycopg_pool``, or a ``StoreError`` naming the extra to install."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise StoreError(
+            f"PostgresStore needs psycopg 3 and psycopg-pool, which are not installed "
+            f"({exc.name or 'psycopg'} is missing): {INSTALL}"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (URLs end up in messages and logs)."""
+    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
+
+
+def valid_schema(name: object) -> str:
+    """``name`` if it is a plain lower-case SQL identifier; else ``StoreError``."""
+    if not isinstance(name, str) or not _SCHEMA.fullmatch(name):
+        raise StoreError(
+            f"Schema name {name!r:.80} is not usable: use lower-case letters, digits and "
+            "underscores, starting with a letter (e.g. `flowkit`)."
+        )
+    return name
+
+
+def check_url(url: object) -> str:
+    """``url`` if it looks like a PostgreSQL connection URL; else ``StoreError``."""
+    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+        shown = redact(url) if isinstance(url, str) else repr(url)
+        raise StoreError(
+            f"`{shown:.120}` is not a PostgreSQL URL; use postgresql://USER@HOST:PORT/DATABASE."
+        )
+    return url
+
+
+def pg_error(exc: Exception, url: str, action: str, *, thread_id: str | None = None) -> StoreError:
+    """A driver error as a ``StoreError`` that says what failed and what to do."""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(
+        f"PostgreSQL at {redact(url)} could not {action}: {redact(detail)}. Check that the "
+        "server runs and the URL is right; nothing was changed by the failed call.",
+        thread_id=thread_id,
+    )
+
+
+def open_pool(
+    url: str, *, min_size: int, max_size: int, timeout: float
+) -> psycopg_pool.ConnectionPool:
+    """A pool of autocommit connections to ``url``; a server that cannot be reached fails now."""
+    psycopg, pool_module = load_driver()
+    pool: psycopg_pool.ConnectionPool = pool_module.ConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        timeout=timeout,
+        kwargs={"autocommit": True},
+        open=False,
+        name="flowkit",
+    )
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except (psycopg.Error, pool_module.PoolTimeout) as exc:
+        pool.close()
+        raise pg_error(exc, url, "open its connection pool") from exc
+    return pool
+
+
+def connect(url: str, *, timeout: float) -> psycopg.Connection[tuple[Any, ...]]:
+    """One autocommit connection to ``url``, or a ``StoreError`` with the server's reason."""
+    driver, _ = load_driver()
+    try:
+        conn: psycopg.Connection[tuple[Any, ...]] = driver.connect(
+            url, autocommit=True, connect_timeout=max(1, round(timeout))
+        )
+    except driver.Error as exc:
+        raise pg_error(exc, url, "be reached") from exc
+    return conn

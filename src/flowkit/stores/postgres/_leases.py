@@ -1,0 +1,170 @@
+"""Leases: the right to run a thread, held in the database for a while and renewed.
+
+``lock(thread_id)`` takes the thread's lease (a row in ``leases`` valid for ``lease_s``
+seconds) or raises ``ConflictError`` at once if a live lease exists; a background heartbeat
+renews every lease this store object holds. A process that dies stops renewing, so its
+leases expire and another process may take the thread over. A lease only keeps two runners
+from doing the same work at once: the journal's compare-and-set alone keeps history linear,
+so a holder that lost its lease (a stalled process) gets ``ConflictError`` on its next step.
+
+A worker claims a thread and its lease in one statement, then *adopts* it: the runner's
+next ``lock`` of that thread uses the claimed lease instead of taking another.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
+
+from ..._logging import get_logger
+from ...errors import ConflictError
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["Leases"]
+
+Connect = Callable[[str], AbstractContextManager["psycopg.Connection[tuple[object, ...]]"]]
+
+
+class Leases:
+    """The leases of one store object (one owner token, one heartbeat thread)."""
+
+    def __init__(self, schema: str, connect: Connect, lease_s: float) -> None:
+        self.lease_s = lease_s
+        self.owner = f"{socket.gethostname()[:40]}:{os.getpid()}:{os.urandom(4).hex()}"
+        self._connect = connect
+        s = schema
+        self._take = f"""
+            INSERT INTO {s}.leases AS l (thread_id, owner, until)
+            VALUES (%(thread)s, %(owner)s, now() + %(ttl)s * interval '1 second')
+            ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, until = excluded.until
+            WHERE l.until < now()
+            RETURNING 1
+        """.encode()
+        self._drop = f"DELETE FROM {s}.leases WHERE thread_id = %s AND owner = %s".encode()
+        self._renew = f"""
+            UPDATE {s}.leases SET until = now() + %(ttl)s * interval '1 second'
+            WHERE owner = %(owner)s RETURNING thread_id
+        """.encode()
+        self._guard = threading.Lock()
+        self._held: set[str] = set()  # leases in use by a lock() block
+        self._adopted: set[str] = set()  # claimed by a worker, kept between lock() blocks
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self.lost: set[str] = set()
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        return self._lock(thread_id)
+
+    @contextmanager
+    def _lock(self, thread_id: str) -> Iterator[None]:
+        with self._guard:
+            if thread_id in self._held:
+                raise _busy(thread_id)
+            self._held.add(thread_id)
+            adopted = thread_id in self._adopted
+        try:
+            if not adopted and not self.take(thread_id):
+                raise _busy(thread_id)
+        except BaseException:
+            with self._guard:
+                self._held.discard(thread_id)
+            raise
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._held.discard(thread_id)
+                keep = thread_id in self._adopted
+            if not keep:
+                self.release(thread_id)
+
+    def take(self, thread_id: str) -> bool:
+        """Take the thread's lease if nobody holds a live one (no local bookkeeping)."""
+        params = {"thread": thread_id, "owner": self.owner, "ttl": self.lease_s}
+        with self._connect(thread_id) as conn:
+            taken = conn.execute(self._take, params).fetchone() is not None
+        if taken:
+            self._start_heartbeat()
+        return taken
+
+    def adopt(self, thread_id: str) -> None:
+        """Keep a lease taken by ``claim`` for this object's ``lock`` blocks until ``release``."""
+        with self._guard:
+            self._adopted.add(thread_id)
+            self.lost.discard(thread_id)
+        self._start_heartbeat()
+
+    def release(self, thread_id: str) -> None:
+        """Give the lease back (a no-op if it expired and someone else holds it now)."""
+        with self._guard:
+            self._adopted.discard(thread_id)
+            self.lost.discard(thread_id)
+        with self._connect(thread_id) as conn:
+            conn.execute(self._drop, (thread_id, self.owner))
+
+    # -- heartbeat -----------------------------------------------------------------------------
+
+    def _start_heartbeat(self) -> None:
+        with self._guard:
+            if self._beat is not None or self._stop.is_set():
+                return
+            self._beat = threading.Thread(
+                target=self._heartbeat, name="flowkit-lease-heartbeat", daemon=True
+            )
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        log = get_logger()
+        while not self._stop.wait(self.lease_s / 3):
+            with self._guard:
+                mine = self._held | self._adopted
+            if not mine:
+                continue
+            try:
+                with self._connect("") as conn:
+                    rows = conn.execute(
+                        self._renew, {"ttl": self.lease_s, "owner": self.owner}
+                    ).fetchall()
+            except Exception as exc:  # the next beat tries again; CAS keeps history safe
+                log.warning("lease_renew_failed", error_type=type(exc).__name__)
+                continue
+            renewed = {str(row[0]) for row in rows}
+            for thread_id in mine - renewed:
+                with self._guard:
+                    still = thread_id in self._held or thread_id in self._adopted
+                    if still and thread_id not in self.lost:
+                        self.lost.add(thread_id)
+                        log.warning("lease_lost", thread_id=thread_id)
+
+    def close(self) -> None:
+        """Stop the heartbeat and give back every lease still held."""
+        self._stop.set()
+        beat = self._beat
+        if beat is not None:
+            beat.join(timeout=5)
+        with self._guard:
+            mine = self._held | self._adopted
+            self._held.clear()
+            self._adopted.clear()
+        for thread_id in mine:
+            try:
+                with self._connect(thread_id) as conn:
+                    conn.execute(self._drop, (thread_id, self.owner))
+            except Exception as exc:  # closing must not fail; the lease expires anyway
+                get_logger().warning(
+                    "lease_release_failed", thread_id=thread_id, error_type=type(exc).__name__
+                )
+
+
+def _busy(thread_id: str) -> ConflictError:
+    return ConflictError(
+        f"Thread `{thread_id}` is being run by another process or runner right now (it holds "
+        "the thread's lease); wait for that run to finish, then resume.",
+        thread_id=thread_id,
+    )

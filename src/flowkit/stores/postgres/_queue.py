@@ -1,0 +1,257 @@
+"""The work queue of the Postgres store: submitted inputs and the claims workers make.
+
+``submit`` queues an input for a thread (its start state if the thread does not exist yet,
+else a gate answer). A worker ``claim``s one runnable thread, taking its lease in the same
+statement with ``FOR UPDATE SKIP LOCKED`` so concurrent workers never wait for each other:
+a thread with a queued item, or an orphan (status ``pending`` with no live lease, e.g. its
+worker was killed mid-node). An item is marked done in the same transaction as the write
+that uses it (``consume_on_write``), so an input is used exactly once or stays queued.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...errors import ConflictError, StoreError
+from .._ids import check_thread_id
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from ._leases import Leases
+
+__all__ = ["ThreadStatus", "WorkItem", "WorkQueue"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """A submitted input: ``state`` is ``queued``, ``done`` (used) or ``rejected`` (``error``
+    says why: the thread had finished, the input did not fit the gate ...)."""
+
+    id: int
+    thread_id: str
+    flow: str
+    input: Any
+    gate: str | None
+    expected_version: int | None
+    state: Literal["queued", "done", "rejected"]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadStatus:
+    """Where a stored thread stands (one row read, no replay)."""
+
+    thread_id: str
+    flow: str
+    status: str
+    next: str
+    version: int
+
+
+class WorkQueue:
+    """Mixed into ``PostgresStore``: the methods ``flowkit.workers`` uses."""
+
+    schema: str
+    _leases: Leases
+    _guard: threading.Lock
+    _consume: dict[str, int]
+
+    def _conn(self, thread_id: str | None = None) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _q(self, name: str) -> bytes:
+        return _statements(self.schema)[name]
+
+    def submit(
+        self,
+        thread_id: str,
+        *,
+        flow: str,
+        input: Any = None,
+        gate: str | None = None,
+        expected_version: int | None = None,
+    ) -> int:
+        """Queue ``input`` for ``thread_id`` of flow ``flow``; returns the item's id."""
+        check_thread_id(thread_id)
+        try:
+            payload = json.dumps(input, separators=(",", ":"), allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"Input for thread `{thread_id}` cannot be queued: it is not JSON ({exc}). "
+                "Submit a mapping of JSON values or a pydantic model.",
+                thread_id=thread_id,
+            ) from exc
+        params = (thread_id, flow, payload, gate, expected_version)
+        with self._conn(thread_id) as conn:
+            return int(conn.execute(self._q("submit"), params).fetchone()[0])
+
+    def claim(self, flows: Sequence[str]) -> str | None:
+        """Take the lease of one runnable thread of ``flows`` and adopt it; its id, or None.
+
+        Threads with queued items come first (oldest item first), then orphans.
+        """
+        params = {"flows": list(flows), "owner": self._leases.owner, "ttl": self._leases.lease_s}
+        with self._conn() as conn:
+            for statement in ("claim_work", "claim_orphan"):
+                row = conn.execute(self._q(statement), params).fetchone()
+                if row is not None:
+                    thread_id = str(row[0])
+                    self._leases.adopt(thread_id)
+                    return thread_id
+        return None
+
+    def release(self, thread_id: str) -> None:
+        """Give back a claimed thread's lease (and forget an unused consume)."""
+        with self._guard:
+            self._consume.pop(thread_id, None)
+        self._leases.release(thread_id)
+
+    def lease_lost(self, thread_id: str) -> bool:
+        """Whether the heartbeat found this object's lease on the thread taken over."""
+        return thread_id in self._leases.lost
+
+    def next_item(self, thread_id: str) -> WorkItem | None:
+        """The thread's oldest queued item, if any."""
+        with self._conn(thread_id) as conn:
+            row = conn.execute(self._q("next_item"), (thread_id,)).fetchone()
+        return _item(row) if row is not None else None
+
+    def work_item(self, item_id: int) -> WorkItem | None:
+        """The item ``submit`` returned ``item_id`` for (None if it was deleted)."""
+        with self._conn() as conn:
+            row = conn.execute(self._q("item"), (item_id,)).fetchone()
+        return _item(row) if row is not None else None
+
+    def consume_on_write(self, thread_id: str, item_id: int) -> None:
+        """Mark item ``item_id`` done in the same transaction as the thread's next write."""
+        with self._guard:
+            self._consume[thread_id] = item_id
+
+    def mark_done(self, conn: psycopg.Connection[Any], thread_id: str, item_id: int) -> None:
+        if conn.execute(self._q("done"), (item_id, thread_id)).fetchone() is None:
+            raise ConflictError(
+                f"Work item {item_id} of thread `{thread_id}` was used or rejected already; "
+                "nothing was written.",
+                thread_id=thread_id,
+            )
+
+    def reject(self, item_id: int, reason: str) -> None:
+        """Mark a queued item rejected, keeping ``reason`` (never silently dropped)."""
+        with self._conn() as conn:
+            conn.execute(self._q("reject"), (reason[:2000], item_id))
+
+    def park(self, thread_id: str, seconds: float) -> None:
+        """Keep workers off an orphan for ``seconds`` (a run that keeps failing)."""
+        with self._conn(thread_id) as conn:
+            conn.execute(self._q("park"), (seconds, thread_id))
+
+    def status(self, thread_id: str) -> ThreadStatus | None:
+        """Where ``thread_id`` stands, or None if there is no such thread."""
+        with self._conn(check_thread_id(thread_id)) as conn:
+            row = conn.execute(self._q("status"), (thread_id,)).fetchone()
+        return _status(row) if row is not None else None
+
+    def statuses(self, *, flow: str | None = None, status: str | None = None) -> list[ThreadStatus]:
+        """Every thread (of ``flow``, with ``status``), sorted by id."""
+        with self._conn() as conn:
+            rows = conn.execute(self._q("statuses"), (flow, flow, status, status)).fetchall()
+        return sorted((_status(row) for row in rows), key=lambda s: s.thread_id)
+
+    def queued(self) -> Iterator[WorkItem]:
+        """Items not yet used or rejected, oldest first."""
+        with self._conn() as conn:
+            rows = conn.execute(self._q("queued")).fetchall()
+        return (_item(row) for row in rows)
+
+
+def _item(row: Sequence[Any]) -> WorkItem:
+    return WorkItem(
+        int(row[0]),
+        str(row[1]),
+        str(row[2]),
+        json.loads(bytes(row[3])),
+        row[4],
+        None if row[5] is None else int(row[5]),
+        row[6],
+        row[7],
+    )
+
+
+def _status(row: Sequence[Any]) -> ThreadStatus:
+    return ThreadStatus(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
+
+
+_CACHE: dict[str, dict[str, bytes]] = {}
+
+
+def _statements(s: str) -> dict[str, bytes]:
+    found = _CACHE.get(s)
+    if found is not None:
+        return found
+    live = f"SELECT 1 FROM {s}.leases l WHERE l.thread_id = c.thread_id AND l.until >= now()"
+    take = f"""
+        INSERT INTO {s}.leases AS l (thread_id, owner, until)
+        SELECT thread_id, %(owner)s, now() + %(ttl)s * interval '1 second' FROM cand
+        ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, until = excluded.until
+        WHERE l.until < now()
+        RETURNING thread_id
+    """
+    columns = "id, thread_id, flow, input, gate, expected_version, state, error"
+    sql: dict[str, str] = {
+        "submit": f"""
+            INSERT INTO {s}.work (thread_id, flow, input, gate, expected_version)
+            VALUES (%s, %s, %b, %s, %s) RETURNING id
+        """,
+        "claim_work": f"""
+            WITH cand AS (
+                SELECT c.thread_id FROM {s}.work c
+                WHERE c.state = 'queued' AND c.flow = ANY(%(flows)s) AND c.available_at <= now()
+                  AND NOT EXISTS ({live})
+                ORDER BY c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+            ), took AS ({take})
+            SELECT thread_id FROM took
+        """,
+        "claim_orphan": f"""
+            WITH cand AS (
+                SELECT c.thread_id FROM {s}.threads c
+                WHERE c.status = 'pending' AND c.flow = ANY(%(flows)s)
+                  AND (c.retry_at IS NULL OR c.retry_at <= now())
+                  AND NOT EXISTS ({live})
+                ORDER BY c.updated_at LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+            ), took AS ({take})
+            SELECT thread_id FROM took
+        """,
+        "next_item": f"""
+            SELECT {columns} FROM {s}.work WHERE thread_id = %s AND state = 'queued'
+            ORDER BY id LIMIT 1
+        """,
+        "item": f"SELECT {columns} FROM {s}.work WHERE id = %s",
+        "queued": f"SELECT {columns} FROM {s}.work WHERE state = 'queued' ORDER BY id",
+        "done": f"""
+            UPDATE {s}.work SET state = 'done', done_at = now()
+            WHERE id = %s AND thread_id = %s AND state = 'queued' RETURNING 1
+        """,
+        "reject": f"""
+            UPDATE {s}.work SET state = 'rejected', error = %s, done_at = now()
+            WHERE id = %s AND state = 'queued'
+        """,
+        "park": f"""
+            UPDATE {s}.threads SET retry_at = now() + %s * interval '1 second'
+            WHERE thread_id = %s
+        """,
+        "status": f"SELECT thread_id, flow, status, next, version FROM {s}.threads "
+        "WHERE thread_id = %s",
+        "statuses": f"""
+            SELECT thread_id, flow, status, next, version FROM {s}.threads
+            WHERE (%s::text IS NULL OR flow = %s) AND (%s::text IS NULL OR status = %s)
+        """,
+    }
+    encoded = {name: " ".join(text.split()).encode() for name, text in sql.items()}
+    _CACHE[s] = encoded
+    return encoded

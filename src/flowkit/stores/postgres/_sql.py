@@ -1,0 +1,126 @@
+"""Every SQL statement of the Postgres store, built once per schema name.
+
+A step is one statement (so one round trip and one commit): the version compare-and-set on
+the thread's row, the journal record and its event rows, all or nothing. ``%b`` parameters
+travel in binary (record bodies, never hex-escaped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Statements"]
+
+_CHANNEL = "flowkit_events"
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """The statements of one schema; ``notify`` adds a NOTIFY to every commit with events."""
+
+    create: bytes
+    append: bytes
+    version: bytes
+    load_after: bytes
+    load_full: bytes
+    records: bytes
+    threads: bytes
+    snapshot: bytes
+    delete: tuple[bytes, ...]
+    mark: bytes
+    last_attempt: bytes
+    exists: bytes
+    channel: str
+
+    @classmethod
+    def build(cls, s: str, *, notify: bool) -> Statements:
+        wake = f", pg_notify('{_CHANNEL}_{s}', '')" if notify else ""
+        return cls(
+            create=f"""
+                WITH made AS (
+                    INSERT INTO {s}.threads (thread_id, flow, version, status, next)
+                    VALUES (%(thread)s, %(flow)s, 0, %(status)s, %(next)s)
+                    ON CONFLICT (thread_id) DO NOTHING
+                    RETURNING thread_id, incarnation
+                ), rec AS (
+                    INSERT INTO {s}.records (thread_id, version, kind, body)
+                    SELECT thread_id, 0, 'start', %(body)b FROM made
+                ), ev AS (
+                    INSERT INTO {s}.events (thread_id, version, body)
+                    SELECT thread_id, 0, %(event)b FROM made
+                )
+                SELECT incarnation{wake} FROM made
+            """.encode(),
+            append=f"""
+                WITH bump AS (
+                    UPDATE {s}.threads
+                    SET version = %(version)s, status = %(status)s, next = %(next)s,
+                        updated_at = now(), retry_at = NULL
+                    WHERE thread_id = %(thread)s AND version = %(expected)s
+                    RETURNING thread_id, incarnation
+                ), rec AS (
+                    INSERT INTO {s}.records (thread_id, version, kind, body)
+                    SELECT b.thread_id, u.v, u.k, u.b
+                    FROM bump b,
+                         unnest(%(versions)s::integer[], %(kinds)s::text[], %(bodies)b::bytea[])
+                         AS u(v, k, b)
+                ), ev AS (
+                    INSERT INTO {s}.events (thread_id, version, body)
+                    SELECT b.thread_id, u.v, u.e
+                    FROM bump b, unnest(%(versions)s::integer[], %(events)b::bytea[]) AS u(v, e)
+                )
+                SELECT incarnation{wake} FROM bump
+            """.encode(),
+            version=f"SELECT version FROM {s}.threads WHERE thread_id = %s".encode(),
+            load_after=f"""
+                SELECT t.version, t.incarnation, r.version, r.body
+                FROM {s}.threads t
+                LEFT JOIN {s}.records r ON r.thread_id = t.thread_id AND r.version > %(after)s
+                WHERE t.thread_id = %(thread)s
+                ORDER BY r.version
+            """.encode(),
+            # One statement, so the snapshot and the records after it are read consistently.
+            load_full=f"""
+                SELECT 0 AS part, t.version, t.incarnation, s.body
+                FROM {s}.threads t LEFT JOIN {s}.snapshots s ON s.thread_id = t.thread_id
+                WHERE t.thread_id = %(thread)s
+                UNION ALL
+                SELECT 1, r.version, NULL, r.body FROM {s}.records r
+                WHERE r.thread_id = %(thread)s AND r.version > COALESCE(
+                    (SELECT version FROM {s}.snapshots WHERE thread_id = %(thread)s), -1)
+                ORDER BY 1, 2
+            """.encode(),
+            records=f"""
+                SELECT 0 AS part, t.version, NULL::bytea FROM {s}.threads t
+                WHERE t.thread_id = %(thread)s
+                UNION ALL
+                SELECT 1, r.version, r.body FROM {s}.records r WHERE r.thread_id = %(thread)s
+                ORDER BY 1, 2
+            """.encode(),
+            threads=f"SELECT thread_id FROM {s}.threads".encode(),
+            snapshot=f"""
+                INSERT INTO {s}.snapshots (thread_id, version, body)
+                SELECT thread_id, %(version)s, %(body)b FROM {s}.threads
+                WHERE thread_id = %(thread)s AND version >= %(version)s
+                ON CONFLICT (thread_id) DO UPDATE
+                SET version = excluded.version, body = excluded.body
+                RETURNING version
+            """.encode(),
+            delete=tuple(
+                f"DELETE FROM {s}.{table} WHERE thread_id = %s".encode()
+                for table in ("records", "snapshots", "attempts", "events", "threads")
+            ),
+            mark=f"""
+                INSERT INTO {s}.attempts (thread_id, body)
+                SELECT thread_id, %(body)b FROM {s}.threads WHERE thread_id = %(thread)s
+                ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body
+                RETURNING 1
+            """.encode(),
+            last_attempt=f"""
+                SELECT a.body FROM {s}.threads t
+                LEFT JOIN {s}.attempts a ON a.thread_id = t.thread_id
+                WHERE t.thread_id = %s
+            """.encode(),
+            exists=f"SELECT 1 FROM {s}.threads WHERE thread_id = %s".encode(),
+            channel=f"{_CHANNEL}_{s}",
+        )

@@ -1,0 +1,366 @@
+"""PostgresStore: threads in PostgreSQL, shared by many processes and machines.
+
+Each step is one statement: compare-and-set of the thread's version, the journal record (the
+same O(Δ) JSON as a journal line) and its event row, committed together or not at all. A
+writer that read an old version gets ``ConflictError``; two writers can never fork a thread.
+Locks are leases with a heartbeat (``_leases``); workers claim runnable threads from the same
+tables (``flowkit.workers``). The schema comes only from ``flowkit store init URL``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..._logging import get_logger
+from ..._records import RecordAdapter, Snapshot, StartRecord
+from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExistsError
+from ...errors import ThreadNotFoundError as NotFound
+from .._ids import check_thread_id
+from .._jsonl import encode, unseal
+from .._protocol import AnyRecord, ThreadLog, check_versions
+from ._driver import check_url, connect, load_driver, open_pool, pg_error, redact, valid_schema
+from ._eventrows import event_body
+from ._leases import Leases
+from ._queue import WorkQueue
+from ._schema import schema_version
+from ._sql import Statements
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+    from ..._marker import AttemptMarker
+
+__all__ = ["PostgresStore"]
+
+
+@dataclass(slots=True)
+class _Known:
+    """What this object last saw of a thread: which incarnation (a deleted and recreated id
+    is a new one), its version, and bytes since its snapshot (for ``snapshot_due``)."""
+
+    incarnation: int
+    version: int
+    snapshot_bytes: int
+    since_snapshot: int
+
+
+class PostgresStore(WorkQueue):
+    """Threads in the PostgreSQL database at ``url`` (``postgresql://USER@HOST:PORT/DB``).
+
+    The schema (``schema``, default ``flowkit``) must exist: ``flowkit store init URL``.
+    ``pool_size``: most connections this object opens (one per concurrent call).
+    ``lease_s``: how long a lock outlives a process that stopped renewing it (a crash).
+    ``notify``: wake event subscribers with NOTIFY at each commit (else they poll).
+    ``snapshot_ratio`` and ``min_snapshot_bytes`` as for ``JsonFileStore``. Close it (or use
+    ``with``) to give back leases and connections.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "flowkit",
+        pool_size: int = 10,
+        lease_s: float = 30.0,
+        notify: bool = True,
+        connect_timeout: float = 10.0,
+        snapshot_ratio: float = 8.0,
+        min_snapshot_bytes: int = 64 * 1024,
+    ) -> None:
+        self.url = check_url(url)
+        self.schema = valid_schema(schema)
+        if not lease_s > 0:
+            raise StoreError(f"lease_s must be a positive number of seconds, got {lease_s!r}")
+        self.snapshot_ratio = snapshot_ratio
+        self.min_snapshot_bytes = min_snapshot_bytes
+        self._psycopg, _ = load_driver()
+        with connect(url, timeout=connect_timeout) as conn:
+            schema_version(conn, url, schema)
+        self._pool: psycopg_pool.ConnectionPool = open_pool(
+            url, min_size=1, max_size=max(2, pool_size), timeout=connect_timeout
+        )
+        self._sql = Statements.build(schema, notify=notify)
+        self._known: dict[str, _Known] = {}
+        self._guard = threading.Lock()
+        self._leases = Leases(schema, self._conn, lease_s)
+        self._consume: dict[str, int] = {}  # thread -> work item its next write consumes
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact(self.url)!r}, schema={self.schema!r})"
+
+    def close(self) -> None:
+        """Give back every lease, then close the connections (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._leases.close()
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _conn(self, thread_id: str | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection; driver errors leave as ``StoreError`` naming the server."""
+        if self._closed:
+            raise StoreError(f"{self!r} is closed; open a new PostgresStore.", thread_id=thread_id)
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except self._psycopg.Error as exc:
+            raise pg_error(exc, self.url, "run the query", thread_id=thread_id or None) from exc
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def create(self, thread_id: str, record: StartRecord) -> None:
+        body = encode(check_thread_id(thread_id), record)
+        params = {
+            "thread": thread_id,
+            "flow": record.flow,
+            "status": record.status,
+            "next": record.next,
+            "body": body,
+            "event": event_body(record),
+        }
+        with self._conn(thread_id) as conn, self._consuming(conn, thread_id):
+            row = conn.execute(self._sql.create, params).fetchone()
+            if row is None:
+                raise ThreadExistsError(thread_id)
+        with self._guard:
+            self._known[thread_id] = _Known(int(row[0]), 0, len(body), 0)
+
+    def append(
+        self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
+    ) -> None:
+        check_versions(check_thread_id(thread_id), records, expected_version)
+        if not records:
+            self._check_version(thread_id, expected_version)
+            return
+        bodies = [encode(thread_id, r) for r in records]
+        last = records[-1]
+        params = {
+            "thread": thread_id,
+            "expected": expected_version,
+            "version": last.version,
+            "status": last.status,
+            "next": last.next,
+            "versions": [r.version for r in records],
+            "kinds": [r.kind for r in records],
+            "bodies": bodies,
+            "events": [event_body(r) for r in records],
+        }
+        with self._conn(thread_id) as conn, self._consuming(conn, thread_id):
+            row = conn.execute(self._sql.append, params).fetchone()
+            if row is None:
+                raise self._refusal(conn, thread_id, expected_version)
+        written = sum(map(len, bodies))
+        with self._guard:
+            known = self._known.get(thread_id)
+            if known is not None and known.incarnation == row[0]:
+                known.version = last.version
+                known.since_snapshot += written
+            else:
+                self._known[thread_id] = _Known(int(row[0]), last.version, written, written)
+
+    @contextmanager
+    def _consuming(self, conn: psycopg.Connection[Any], thread_id: str) -> Iterator[None]:
+        """Run the write alone, or, when a worker handed this thread a work item, in one
+        transaction with marking that item done: the input is used exactly once."""
+        with self._guard:
+            item = self._consume.pop(thread_id, None)
+        if item is None:
+            yield
+            return
+        with conn.transaction():
+            self.mark_done(conn, thread_id, item)
+            yield
+
+    def _refusal(
+        self, conn: psycopg.Connection[Any], thread_id: str, expected: int
+    ) -> ConflictError | NotFound:
+        row = conn.execute(self._sql.version, (thread_id,)).fetchone()
+        if row is None:
+            return NotFound(thread_id)
+        return _conflict(thread_id, expected, int(row[0]))
+
+    def _check_version(self, thread_id: str, expected: int) -> None:
+        with self._conn(thread_id) as conn:
+            refusal = self._refusal(conn, thread_id, expected)
+        if isinstance(refusal, NotFound) or refusal.actual != expected:
+            raise refusal
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
+        check_thread_id(thread_id)
+        known = self._known.get(thread_id)
+        if after is not None and known is not None:
+            with self._conn(thread_id) as conn:
+                rows = conn.execute(
+                    self._sql.load_after, {"thread": thread_id, "after": after}
+                ).fetchall()
+            if not rows:
+                raise NotFound(thread_id)
+            version, incarnation = int(rows[0][0]), int(rows[0][1])
+            if incarnation == known.incarnation and 0 <= after <= version:
+                found = [self._record(thread_id, r[2], r[3]) for r in rows if r[2] is not None]
+                with self._guard:
+                    known.version = version
+                    known.since_snapshot += sum(len(r[3]) for r in rows if r[3] is not None)
+                return ThreadLog(records=found, base=after)
+        return self._load_full(thread_id)
+
+    def _load_full(self, thread_id: str) -> ThreadLog:
+        with self._conn(thread_id) as conn:
+            rows = conn.execute(self._sql.load_full, {"thread": thread_id}).fetchall()
+        if not rows or rows[0][0] != 0:
+            raise NotFound(thread_id)
+        _, version, incarnation, raw_snapshot = rows[0]
+        snapshot = self._snapshot(thread_id, raw_snapshot) if raw_snapshot is not None else None
+        found = [self._record(thread_id, r[1], r[3]) for r in rows[1:]]
+        base_bytes = len(raw_snapshot) if raw_snapshot is not None else len(rows[1][3])
+        since = sum(len(r[3]) for r in rows[1:]) - (0 if raw_snapshot is not None else base_bytes)
+        with self._guard:
+            self._known[thread_id] = _Known(int(incarnation), int(version), base_bytes, since)
+        return ThreadLog(records=found, snapshot=snapshot)
+
+    def records(self, thread_id: str) -> list[AnyRecord]:
+        with self._conn(check_thread_id(thread_id)) as conn:
+            rows = conn.execute(self._sql.records, {"thread": thread_id}).fetchall()
+        if not rows or rows[0][0] != 0:
+            raise NotFound(thread_id)
+        return [self._record(thread_id, r[1], r[2]) for r in rows[1:]]
+
+    def _record(self, thread_id: str, version: Any, raw: Any) -> AnyRecord:
+        body = self._unsealed(thread_id, bytes(raw), f"{self.schema}.records", int(version))
+        try:
+            record = RecordAdapter.validate_json(body)
+        except ValueError as exc:
+            raise self._corrupt(thread_id, "records", int(version), exc) from exc
+        if record.version != int(version):
+            raise self._corrupt(thread_id, "records", int(version), ValueError("wrong version"))
+        return record
+
+    def _snapshot(self, thread_id: str, raw: Any) -> Snapshot:
+        body = self._unsealed(thread_id, bytes(raw), f"{self.schema}.snapshots", None)
+        try:
+            return Snapshot.model_validate_json(body)
+        except ValueError as exc:
+            raise self._corrupt(thread_id, "snapshots", None, exc) from exc
+
+    def _unsealed(self, thread_id: str, raw: bytes, table: str, version: int | None) -> bytes:
+        body, intact = unseal(raw)
+        if intact is False:
+            raise CorruptStoreError(
+                "Stored record fails its checksum", thread_id=thread_id, path=table, line=version
+            )
+        return body
+
+    def _corrupt(
+        self, thread_id: str, table: str, version: int | None, exc: Exception
+    ) -> CorruptStoreError:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return CorruptStoreError(
+            f"Stored row is not a readable flowkit record: {reason}",
+            thread_id=thread_id,
+            path=f"{self.schema}.{table} (thread `{thread_id}`, version {version})",
+        )
+
+    def threads(self) -> list[str]:
+        with self._conn() as conn:
+            return sorted(str(row[0]) for row in conn.execute(self._sql.threads))
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def snapshot_due(self, thread_id: str) -> bool:
+        known = self._known.get(check_thread_id(thread_id))
+        if known is None:
+            return False
+        threshold = max(self.min_snapshot_bytes, self.snapshot_ratio * known.snapshot_bytes)
+        return known.since_snapshot >= threshold
+
+    def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
+        body = encode(check_thread_id(thread_id), snapshot)
+        if snapshot.version < 0:
+            raise _conflict(thread_id, snapshot.version, None, snapshot=True)
+        with self._conn(thread_id) as conn:
+            row = conn.execute(
+                self._sql.snapshot,
+                {"thread": thread_id, "version": snapshot.version, "body": body},
+            ).fetchone()
+            if row is None:
+                found = conn.execute(self._sql.version, (thread_id,)).fetchone()
+                if found is None:
+                    raise NotFound(thread_id)
+                raise _conflict(thread_id, snapshot.version, int(found[0]), snapshot=True)
+        with self._guard:
+            known = self._known.get(thread_id)
+            if known is not None and known.version == snapshot.version:
+                known.snapshot_bytes, known.since_snapshot = len(body), 0
+
+    # -- delete, attempt marks, locks -----------------------------------------------------------
+
+    def delete(self, thread_id: str) -> None:
+        """Remove the thread, its journal, snapshot, marker and events in one transaction."""
+        with self.lock(thread_id), self._conn(thread_id) as conn, conn.transaction():
+            for statement in self._sql.delete:
+                gone = conn.execute(statement, (thread_id,)).rowcount
+            if not gone:  # the last statement deletes the thread's own row
+                raise NotFound(thread_id)
+        with self._guard:
+            self._known.pop(thread_id, None)
+
+    def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
+        """Note that a node starts; committed without waiting for the disk (a marker may be
+        lost in a server crash, which only costs recovery precision)."""
+        body = marker.model_dump_json().encode()
+        with self._conn(check_thread_id(thread_id)) as conn, conn.transaction():
+            conn.execute(b"SET LOCAL synchronous_commit = off")
+            if conn.execute(self._sql.mark, {"thread": thread_id, "body": body}).fetchone() is None:
+                raise NotFound(thread_id)
+
+    def last_attempt(self, thread_id: str) -> AttemptMarker | None:
+        from ..._marker import AttemptMarker
+
+        with self._conn(check_thread_id(thread_id)) as conn:
+            row = conn.execute(self._sql.last_attempt, (thread_id,)).fetchone()
+        if row is None:
+            raise NotFound(thread_id)
+        if row[0] is None:
+            return None
+        try:
+            return AttemptMarker.model_validate_json(bytes(row[0]))
+        except ValueError as exc:
+            get_logger().warning(
+                "attempt_marker_ignored", thread_id=thread_id, reason=str(exc).splitlines()[0]
+            )
+            return None
+
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        """The thread's lease for the block (``ConflictError`` at once if someone holds it)."""
+        return self._leases.lock(check_thread_id(thread_id))
+
+
+def _conflict(
+    thread_id: str, expected: int, actual: int | None, *, snapshot: bool = False
+) -> ConflictError:
+    if snapshot:
+        message = (
+            f"Snapshot of version {expected} does not match thread `{thread_id}` (at {actual}); "
+            "take it again after reloading."
+        )
+    else:
+        message = (
+            f"Thread `{thread_id}` is at version {actual}, not {expected}; another writer got "
+            "there first. Reload the thread and try again."
+        )
+    return ConflictError(message, thread_id=thread_id, expected=expected, actual=actual)
