@@ -562,6 +562,21 @@ class Runner(Generic[S, D]):
             cursor = patch_child(self, thread_id, cursor, path, patch)
         return self._result(thread_id, cursor, None)
 
+    def submit(
+        self,
+        thread_id: str,
+        input: S | Mapping[str, Any] | BaseModel | None = None,
+        *,
+        gate: str | None = None,
+        expected_version: int | None = None,
+    ) -> int:
+        """Queue ``input`` for a worker (``flowkit.workers``): the start state of a new thread,
+        else the answer to the gate it waits at. Needs a store with a work queue
+        (``PostgresStore``); returns the work item's id. See docs/scale-out.md."""
+        from .workers import submit
+
+        return submit(self, thread_id, input, gate=gate, expected_version=expected_version)
+
     def threads(self) -> list[str]:
         """Ids of the threads in the store."""
         return self._threads.ids()

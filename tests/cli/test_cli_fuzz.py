@@ -69,6 +69,10 @@ _KIND = {
     "ISSUE": "text",
     "SESSION": "thread",
     "N": "text",
+    # `store init/copy` and `worker` take a store as a PostgreSQL URL or a folder.
+    "URL": "store",
+    "SRC": "store",
+    "DST": "store",
 }
 
 

@@ -4,6 +4,7 @@
 - ``threads``: ``threads``, ``show``, ``history`` (read a store; never create anything)
 - ``runs``: ``start``, ``resume``, ``fork``, ``update-state``, ``delete`` (your own flows)
 - ``runtime``: ``stats``, ``recover``
+- ``scale``: ``store init``, ``store copy``, ``worker`` (PostgreSQL, the ``postgres`` extra)
 - ``demo``: ``demo``; the workflows add ``sas`` (``flowkit.sas.cli``), ``chat`` and
   ``dialogue`` (``flowkit.dialogue.cli``), ``roundtable`` (``flowkit.roundtable.cli``),
   ``quality`` (``flowkit.quality.cli``)

@@ -8,9 +8,19 @@ docs/scale-out.md.
 
 from __future__ import annotations
 
+from ._copy import CopyReport, copy_threads
 from ._driver import INSTALL
 from ._queue import ThreadStatus, WorkItem
 from ._schema import SCHEMA_VERSION, migrate
 from .store import PostgresStore
 
-__all__ = ["INSTALL", "SCHEMA_VERSION", "PostgresStore", "ThreadStatus", "WorkItem", "migrate"]
+__all__ = [
+    "INSTALL",
+    "SCHEMA_VERSION",
+    "CopyReport",
+    "PostgresStore",
+    "ThreadStatus",
+    "WorkItem",
+    "copy_threads",
+    "migrate",
+]

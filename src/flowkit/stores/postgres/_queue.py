@@ -128,10 +128,14 @@ class WorkQueue:
             row = conn.execute(self._q("item"), (item_id,)).fetchone()
         return _item(row) if row is not None else None
 
-    def consume_on_write(self, thread_id: str, item_id: int) -> None:
-        """Mark item ``item_id`` done in the same transaction as the thread's next write."""
+    def consume_on_write(self, thread_id: str, item_id: int | None) -> None:
+        """Mark item ``item_id`` done in the same transaction as the thread's next write
+        (``None``: forget an item no write used)."""
         with self._guard:
-            self._consume[thread_id] = item_id
+            if item_id is None:
+                self._consume.pop(thread_id, None)
+            else:
+                self._consume[thread_id] = item_id
 
     def mark_done(self, conn: psycopg.Connection[Any], thread_id: str, item_id: int) -> None:
         if conn.execute(self._q("done"), (item_id, thread_id)).fetchone() is None:
