@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._copy import CopyReport, copy_threads
 from ._driver import INSTALL
+from ._feed import EventCursor, EventFeed, FeedEvent
 from ._queue import ThreadStatus, WorkItem
 from ._schema import SCHEMA_VERSION, migrate
 from .store import PostgresStore
@@ -18,6 +19,9 @@ __all__ = [
     "INSTALL",
     "SCHEMA_VERSION",
     "CopyReport",
+    "EventCursor",
+    "EventFeed",
+    "FeedEvent",
     "PostgresStore",
     "ThreadStatus",
     "WorkItem",

@@ -1,0 +1,207 @@
+"""EventFeed: the events every process commits, delivered to subscribers in any process.
+
+Each journal record has an ``events`` row written in the same statement, so an event exists
+exactly when its step does. Rows are read in cursor order ``(xid, seq)``, and only once every
+transaction that could still commit a smaller cursor has ended (``xid`` below the oldest
+running transaction), so a reader never skips a row that commits late. NOTIFY wakes readers
+at once; without it they poll. Every delivered event has an ``EventCursor``; a subscriber that
+keeps the last one and reconnects with ``after=`` gets every later event exactly once, in order.
+
+``feed.subscribe(callback)`` takes the same subscribers as ``Runner.subscribe``, so
+``Broadcaster().attach(feed)`` serves user interfaces from events of every worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..._events import Event, Subscriber
+from ..._logging import get_logger
+from ...errors import StoreError
+from ._driver import check_url, connect, load_driver, pg_error, valid_schema
+from ._eventrows import to_events
+from ._schema import schema_version
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from ..._flow import Flow
+
+__all__ = ["EventCursor", "EventFeed", "FeedEvent"]
+
+#: The offset of a cursor past a row that announced no events.
+_WHOLE_ROW = 1 << 30
+
+
+class EventCursor(NamedTuple):
+    """Where a reader stands: the row ``(xid, seq)`` and the offset of the event in it.
+
+    Increases with every event; ``str()`` gives ``"xid:seq:offset"`` and ``parse`` reads it.
+    """
+
+    xid: int = 0
+    seq: int = 0
+    offset: int = -1
+
+    def __str__(self) -> str:
+        return f"{self.xid}:{self.seq}:{self.offset}"
+
+    @classmethod
+    def parse(cls, text: str | EventCursor | None) -> EventCursor:
+        if text is None:
+            return cls()
+        if isinstance(text, EventCursor):
+            return text
+        try:
+            xid, seq, offset = (int(part) for part in str(text).split(":"))
+        except ValueError:
+            raise StoreError(
+                f"Event cursor {str(text)[:60]!r} is not one a feed gave out (`xid:seq:offset`, "
+                "e.g. `7521:3:1`); pass what `FeedEvent.cursor` held, or None for the start."
+            ) from None
+        return cls(xid, seq, offset)
+
+
+class FeedEvent(NamedTuple):
+    """One delivered event and the cursor to reconnect after it."""
+
+    cursor: EventCursor
+    event: Event
+
+
+class EventFeed:
+    """Events committed in the store at ``url`` after ``after`` (default: from the start).
+
+    ``flows``: flows whose ``change_classes`` fill ``StateChanged.classes``. ``threads``:
+    only these threads. ``poll_s``: longest wait between reads when no NOTIFY comes.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "flowkit",
+        after: EventCursor | str | None = None,
+        flows: Iterable[Flow] = (),
+        threads: Iterable[str] | None = None,
+        batch: int = 500,
+        poll_s: float = 1.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.url = check_url(url)
+        self.schema = valid_schema(schema)
+        self.cursor = EventCursor.parse(after)
+        self.batch = batch
+        self.poll_s = poll_s
+        self._classes: dict[str, Mapping[str, frozenset[str]]] = {
+            flow.name: flow.change_classes for flow in flows
+        }
+        self._threads = sorted(threads) if threads is not None else None
+        self._driver, _ = load_driver()
+        self._conn: psycopg.Connection[Any] = connect(url, timeout=connect_timeout)
+        schema_version(self._conn, url, schema)
+        self._listening = False
+        self._subscribers: list[Subscriber] = []
+        self._log = get_logger()
+        s = schema
+        where = "" if self._threads is None else "AND e.thread_id = ANY(%(threads)s)"
+        self._read = f"""
+            SELECT e.xid::text::bigint, e.seq, e.thread_id, e.version, e.body, t.flow,
+                   e.xid < pg_snapshot_xmin(pg_current_snapshot())
+            FROM {s}.events e LEFT JOIN {s}.threads t ON t.thread_id = e.thread_id
+            WHERE (e.xid, e.seq) >= (%(xid)s::text::xid8, %(seq)s) {where}
+            ORDER BY e.xid, e.seq LIMIT %(limit)s
+        """.encode()
+        self._channel = f"flowkit_events_{s}"
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> EventFeed:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read(self) -> tuple[list[FeedEvent], bool]:
+        """The events ready now (at most about ``batch`` rows' worth), oldest first, moving the
+        cursor past them; and whether more rows exist that are not ready or not read yet."""
+        params = {
+            "xid": self.cursor.xid,
+            "seq": self.cursor.seq,
+            "limit": self.batch + 1,
+            "threads": self._threads,
+        }
+        try:
+            rows = self._conn.execute(self._read, params).fetchall()
+        except self._driver.Error as exc:
+            raise pg_error(exc, self.url, "read events") from exc
+        found: list[FeedEvent] = []
+        more = False
+        for count, (xid, seq, thread_id, version, body, flow, ready) in enumerate(rows):
+            if not ready or count == self.batch:
+                more = True
+                break
+            classes = self._classes.get(flow) if flow is not None else None
+            events = to_events(thread_id, version, bytes(body), classes)
+            for index, event in enumerate(events):
+                at = EventCursor(int(xid), int(seq), index)
+                if at > self.cursor:
+                    found.append(FeedEvent(at, event))
+                    self.cursor = at
+            if not events and (int(xid), int(seq)) > self.cursor[:2]:
+                self.cursor = EventCursor(int(xid), int(seq), _WHOLE_ROW)
+        return found, more
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until a commit with events is notified, or ``timeout`` seconds pass."""
+        if not self._listening:
+            try:
+                self._conn.execute(f"LISTEN {self._channel}".encode())
+            except self._driver.Error as exc:
+                raise pg_error(exc, self.url, "listen for events") from exc
+            self._listening = True
+        try:
+            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                pass
+        except self._driver.Error as exc:
+            raise pg_error(exc, self.url, "wait for events") from exc
+
+    def follow(self, stop: threading.Event | None = None) -> Iterator[FeedEvent]:
+        """Every event from the cursor on, waiting for new ones until ``stop`` is set."""
+        while stop is None or not stop.is_set():
+            found, more = self.read()
+            yield from found
+            if not found:
+                self.wait(0.02 if more else self.poll_s)
+
+    # -- subscribers -------------------------------------------------------------------------
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Call ``subscriber(event)`` for every event ``run`` delivers; returns unsubscribe."""
+        self._subscribers.append(subscriber)
+
+        def unsubscribe() -> None:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+        return unsubscribe
+
+    def run(self, stop: threading.Event) -> None:
+        """Deliver events to the subscribers until ``stop`` is set (a failing subscriber is
+        logged and never stops the feed)."""
+        for item in self.follow(stop):
+            for subscriber in list(self._subscribers):
+                try:
+                    subscriber(item.event)
+                except Exception as exc:
+                    self._log.warning(
+                        "subscriber_failed",
+                        thread_id=item.event.thread_id,
+                        event_kind=item.event.kind,
+                        error_type=type(exc).__name__,
+                    )
