@@ -73,3 +73,26 @@ def expected(seed: int, by: str, bonus: int) -> Steps:
     return state.model_copy(
         update={"count": 2 * HALF, "total": total, "approved_by": by, "log": log}
     )
+
+
+class Race(BaseModel):
+    answers: Annotated[list[str], append] = []
+
+
+class Answer(BaseModel):
+    by: str
+
+
+def record(state: Race) -> dict[str, Any]:
+    return {}
+
+
+#: A gate answered again and again: each round, ``ask`` takes one answer and ``record`` loops.
+ROUNDS = Flow(
+    name="pg_rounds",
+    state=Race,
+    start="ask",
+    nodes={"record": record},
+    gates={"ask": Gate(Answer, apply=lambda s, a: {"answers": [a.by]})},
+    routes={"ask": "record", "record": "ask"},
+)
