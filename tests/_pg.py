@@ -32,7 +32,9 @@ ENV = "FLOWKIT_PG_URL"
 DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
+@cache
 def server_url() -> str:
+    # Read once: the docs tests point $FLOWKIT_PG_URL at the page's own database.
     return os.environ.get(ENV) or DEFAULT
 
 

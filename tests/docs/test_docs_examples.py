@@ -57,11 +57,31 @@ def _where(path: Path, exc: BaseException, block: Block) -> int:
     return lines[0] if lines and lines[0] is not None else block.line
 
 
+#: Pages whose examples need a PostgreSQL server: they get a fresh database as
+#: ``$FLOWKIT_PG_URL`` (dropped afterwards), and skip (fail in CI) where there is none.
+NEEDS_POSTGRES = {"scale-out.md"}
+
+
 @pytest.mark.parametrize("path", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
 def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if not path.exists():
         pytest.fail(f"{path.relative_to(ROOT)} is missing")
     monkeypatch.chdir(tmp_path)
+    if path.name in NEEDS_POSTGRES:
+        from _pg import drop_database, new_database, require_postgres
+
+        require_postgres()
+        url = new_database()
+        monkeypatch.setenv("FLOWKIT_PG_URL", url)
+        try:
+            _run_blocks(path, monkeypatch)
+        finally:
+            drop_database(url)
+        return
+    _run_blocks(path, monkeypatch)
+
+
+def _run_blocks(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A real module, so pydantic and dataclasses can resolve the examples' own classes.
     module = types.ModuleType(f"docs_example_{path.stem.replace('-', '_')}")
     monkeypatch.setitem(sys.modules, module.__name__, module)
