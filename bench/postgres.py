@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import operator
 import os
 import subprocess
 import sys
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -219,6 +220,14 @@ def bytes_per_step(url: str, messages: int, steps: int) -> float:
 # -- 4. LangGraph's PostgresSaver, where installed ---------------------------------------------
 
 
+class LangGraphState(TypedDict):
+    """The same loop's state for LangGraph (``messages`` appended, like flowkit's reducer)."""
+
+    count: int
+    limit: int
+    messages: Annotated[list[str], operator.add]
+
+
 def langgraph_figures(url: str, steps: int) -> dict[str, float] | None:
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -226,18 +235,11 @@ def langgraph_figures(url: str, steps: int) -> dict[str, float] | None:
         from langgraph.graph import StateGraph
     except ImportError:
         return None
-    import operator
-    from typing import TypedDict
 
-    class State(TypedDict):
-        count: int
-        limit: int
-        messages: Annotated[list[str], operator.add]
-
-    def node(state: State) -> dict[str, Any]:
+    def node(state: LangGraphState) -> dict[str, Any]:
         return {"count": state["count"] + 1, "messages": [f"turn: {'words ' * 12}"]}
 
-    graph = StateGraph(State)
+    graph = StateGraph(LangGraphState)
     graph.add_node("talk", node)
     graph.set_entry_point("talk")
     graph.add_conditional_edges("talk", lambda s: LG_END if s["count"] >= s["limit"] else "talk")
@@ -251,13 +253,16 @@ def langgraph_figures(url: str, steps: int) -> dict[str, float] | None:
             began = time.perf_counter()
             app.invoke(start, config)
             found[f"langgraph.step_us.{messages}"] = (time.perf_counter() - began) / steps * 1e6
-        ((blobs,),) = _sql(
-            url,
-            "SELECT (SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_blobs"
-            " WHERE thread_id = 'lg2000') + (SELECT coalesce(sum(length(blob)), 0) "
-            "FROM checkpoint_writes WHERE thread_id = 'lg2000')",
-        )
-        found["langgraph.bytes_per_step.2000"] = float(blobs) / steps
+        for messages in (10, 2000):
+            ((blobs,),) = _sql(
+                url,
+                "SELECT (SELECT coalesce(sum(length(blob)), 0) FROM checkpoint_blobs"
+                f" WHERE thread_id = 'lg{messages}') + (SELECT coalesce(sum(length(blob)), 0)"
+                f" FROM checkpoint_writes WHERE thread_id = 'lg{messages}') + (SELECT"
+                " coalesce(sum(length(checkpoint::text)), 0) FROM checkpoints"
+                f" WHERE thread_id = 'lg{messages}')",
+            )
+            found[f"langgraph.bytes_per_step.{messages}"] = float(blobs) / steps
     return found
 
 
@@ -305,6 +310,7 @@ def main() -> None:
             ("LangGraph PostgresSaver per step, 10 msgs",
              f"{peers['langgraph.step_us.10']:.0f} us"),
             ("LangGraph per step, 2,000 msgs", f"{peers['langgraph.step_us.2000']:.0f} us"),
+            ("LangGraph bytes per step, 10 msgs", f"{peers['langgraph.bytes_per_step.10']:.0f}"),
             ("LangGraph bytes per step, 2,000 msgs",
              f"{peers['langgraph.bytes_per_step.2000']:.0f}"),
         ]  # fmt: skip

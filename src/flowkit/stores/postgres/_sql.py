@@ -108,7 +108,7 @@ class Statements:
             """.encode(),
             delete=tuple(
                 f"DELETE FROM {s}.{table} WHERE thread_id = %s".encode()
-                for table in ("records", "snapshots", "attempts", "events", "threads")
+                for table in ("records", "snapshots", "attempts", "events", "work", "threads")
             ),
             mark=f"""
                 INSERT INTO {s}.attempts (thread_id, body)

@@ -310,7 +310,8 @@ class PostgresStore(WorkQueue):
     # -- delete, attempt marks, locks -----------------------------------------------------------
 
     def delete(self, thread_id: str) -> None:
-        """Remove the thread, its journal, snapshot, marker and events in one transaction."""
+        """Remove the thread, its journal, snapshot, marker, events and queued or used inputs, in
+        one transaction."""
         with self.lock(thread_id), self._conn(thread_id) as conn, conn.transaction():
             for statement in self._sql.delete:
                 gone = conn.execute(statement, (thread_id,)).rowcount
