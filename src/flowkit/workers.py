@@ -263,13 +263,17 @@ class Worker:
         item rejected (no call), or nothing left (None)."""
         found = self.queue.status(thread_id)
         item = self.queue.next_item(thread_id)
-        flow = found.flow if found is not None else item.flow if item is not None else None
-        runner = runners.get(flow) if flow is not None else None
+        if found is None:  # a new thread: the item is its start (claimed for its flow)
+            runner = runners.get(item.flow) if item is not None else None
+            if item is None or runner is None:
+                return None
+            return item, partial(runner.start, thread_id, item.input)
+        if item is not None and item.flow != found.flow:
+            self._reject(item, f"the thread belongs to flow `{found.flow}`, not `{item.flow}`")
+            return item, None
+        runner = runners.get(found.flow)
         if runner is None:
             return None
-        if found is None:
-            assert item is not None
-            return item, partial(runner.start, thread_id, item.input)
         if found.status == "pending":  # a run that stopped mid-way: finish it first
             return None, partial(runner.resume, thread_id)
         if item is None:

@@ -83,7 +83,7 @@ def test_inputs_that_cannot_apply_are_rejected_with_the_reason(
     assert not any("ann" in str(e) or "bob" in str(e) for e in logs), "no input in log lines"
 
 
-def test_a_start_for_an_existing_thread_is_rejected_not_lost(
+def test_an_input_for_a_thread_started_directly_is_applied_by_a_worker(
     open_pg: Callable[..., PostgresStore],
 ) -> None:
     store = open_pg()
@@ -141,3 +141,19 @@ def test_worker_options_are_checked(open_pg: Callable[..., PostgresStore], bad: 
         Worker([], store=open_pg())
     with pytest.raises(RunError, match="work queue"):
         Worker(STEPS, store=MemoryStore())
+
+
+def test_an_input_submitted_for_another_flow_is_rejected_not_spun_on(
+    open_pg: Callable[..., PostgresStore],
+) -> None:
+    from .flows import ROUNDS
+
+    store = open_pg()
+    Runner(STEPS, store=store).start("t", {"seed": 1})
+    item = Runner(ROUNDS, store=store).submit("t", {"by": "ann"})
+    stats = Worker([STEPS, ROUNDS], store=store).run(until_idle=True)
+    assert stats.rejected == 1
+    found = store.work_item(item)
+    assert found is not None and found.state == "rejected"
+    assert "belongs to flow `pg_steps`, not `pg_rounds`" in (found.error or "")
+    assert Worker(ROUNDS, store=store).run(until_idle=True).claims == 0
