@@ -229,3 +229,27 @@ def test_a_subscriber_killed_and_reconnected_mid_run_gets_every_event_once_in_or
         reader.wait(30)
     assert _lines(out) == expected
     assert query(url, f"SELECT count(*) FROM {schema}.events")[0][0] == 12 * 22
+
+
+def _notified(url: str, schema: str, run: Callable[[], object]) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as listener:
+        listener.execute(f"LISTEN flowkit_events_{schema}")
+        run()
+        return sum(1 for _ in listener.notifies(timeout=0.5))
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("status", 1), ("all", 11), ("none", 0)])
+def test_notify_wakes_readers_at_status_changes_every_commit_or_never(
+    pg: tuple[str, str], open_pg: Callable[..., PostgresStore], mode: str, expected: int
+) -> None:
+    url, schema = pg
+    store = open_pg(notify=mode)
+    runner = Runner(STEPS, store=store)
+    assert _notified(url, schema, lambda: runner.start("a", {"seed": 1})) == expected
+
+
+def test_an_unknown_notify_mode_is_refused(pg: tuple[str, str]) -> None:
+    with pytest.raises(StoreError, match="notify must be"):
+        PostgresStore(pg[0], schema=pg[1], notify="sometimes")  # type: ignore[arg-type]

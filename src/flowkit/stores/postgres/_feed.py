@@ -4,8 +4,10 @@ Each journal record has an ``events`` row written in the same statement, so an e
 exactly when its step does. Rows are read in cursor order ``(xid, seq)``, and only once every
 transaction that could still commit a smaller cursor has ended (``xid`` below the oldest
 running transaction), so a reader never skips a row that commits late. NOTIFY wakes readers
-at once; without it they poll. Every delivered event has an ``EventCursor``; a subscriber that
-keeps the last one and reconnects with ``after=`` gets every later event exactly once, in order.
+at once when a thread waits, finishes or fails (``PostgresStore(notify=)``); other events are
+read at the next poll (``poll_s``). Every delivered event has an ``EventCursor``; a subscriber
+that keeps the last one and reconnects with ``after=`` gets every later event exactly once, in
+order.
 
 ``feed.subscribe(callback)`` takes the same subscribers as ``Runner.subscribe``, so
 ``Broadcaster().attach(feed)`` serves user interfaces from events of every worker.
@@ -87,7 +89,7 @@ class EventFeed:
         flows: Iterable[Flow] = (),
         threads: Iterable[str] | None = None,
         batch: int = 500,
-        poll_s: float = 1.0,
+        poll_s: float = 0.25,
         connect_timeout: float = 10.0,
     ) -> None:
         self.url = check_url(url)

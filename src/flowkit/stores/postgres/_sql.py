@@ -16,10 +16,12 @@ _CHANNEL = "flowkit_events"
 
 @dataclass(frozen=True, slots=True)
 class Statements:
-    """The statements of one schema; ``notify`` adds a NOTIFY to every commit with events."""
+    """The statements of one schema; the ``*_notify`` variants also NOTIFY event readers."""
 
     create: bytes
+    create_notify: bytes
     append: bytes
+    append_notify: bytes
     version: bytes
     load_after: bytes
     load_full: bytes
@@ -33,10 +35,9 @@ class Statements:
     channel: str
 
     @classmethod
-    def build(cls, s: str, *, notify: bool) -> Statements:
-        wake = f", pg_notify('{_CHANNEL}_{s}', '')" if notify else ""
-        return cls(
-            create=f"""
+    def build(cls, s: str) -> Statements:
+        wake = f", pg_notify('{_CHANNEL}_{s}', '')"
+        create = f"""
                 WITH made AS (
                     INSERT INTO {s}.threads (thread_id, flow, version, status, next)
                     VALUES (%(thread)s, %(flow)s, 0, %(status)s, %(next)s)
@@ -49,9 +50,9 @@ class Statements:
                     INSERT INTO {s}.events (thread_id, version, body)
                     SELECT thread_id, 0, %(event)b FROM made
                 )
-                SELECT incarnation{wake} FROM made
-            """.encode(),
-            append=f"""
+                SELECT incarnation{{wake}} FROM made
+            """
+        append = f"""
                 WITH bump AS (
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
@@ -69,8 +70,13 @@ class Statements:
                     SELECT b.thread_id, u.v, u.e
                     FROM bump b, unnest(%(versions)s::integer[], %(events)b::bytea[]) AS u(v, e)
                 )
-                SELECT incarnation{wake} FROM bump
-            """.encode(),
+                SELECT incarnation{{wake}} FROM bump
+            """
+        return cls(
+            create=create.format(wake="").encode(),
+            create_notify=create.format(wake=wake).encode(),
+            append=append.format(wake="").encode(),
+            append_notify=append.format(wake=wake).encode(),
             version=f"SELECT version FROM {s}.threads WHERE thread_id = %s".encode(),
             load_after=f"""
                 SELECT t.version, t.incarnation, r.version, r.body

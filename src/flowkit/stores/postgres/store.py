@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..._logging import get_logger
 from ..._records import RecordAdapter, Snapshot, StartRecord
@@ -55,7 +55,10 @@ class PostgresStore(WorkQueue):
     The schema (``schema``, default ``flowkit``) must exist: ``flowkit store init URL``.
     ``pool_size``: most connections this object opens (one per concurrent call).
     ``lease_s``: how long a lock outlives a process that stopped renewing it (a crash).
-    ``notify``: wake event subscribers with NOTIFY at each commit (else they poll).
+    ``notify``: when to wake event readers with NOTIFY: ``status`` (default) at commits that
+    change where a thread stands (waits, finishes, failures; readers poll for the rest),
+    ``all`` at every commit, ``none`` never. NOTIFY serialises the commits that use it
+    server-wide, so ``all`` costs throughput with many workers.
     ``snapshot_ratio`` and ``min_snapshot_bytes`` as for ``JsonFileStore``. Close it (or use
     ``with``) to give back leases and connections.
     """
@@ -67,7 +70,7 @@ class PostgresStore(WorkQueue):
         schema: str = "flowkit",
         pool_size: int = 10,
         lease_s: float = 30.0,
-        notify: bool = True,
+        notify: Literal["status", "all", "none"] = "status",
         connect_timeout: float = 10.0,
         snapshot_ratio: float = 8.0,
         min_snapshot_bytes: int = 64 * 1024,
@@ -84,7 +87,10 @@ class PostgresStore(WorkQueue):
         self._pool: psycopg_pool.ConnectionPool = open_pool(
             url, min_size=1, max_size=max(2, pool_size), timeout=connect_timeout
         )
-        self._sql = Statements.build(schema, notify=notify)
+        if notify not in ("status", "all", "none"):
+            raise StoreError(f"notify must be 'status', 'all' or 'none', got {notify!r:.40}")
+        self.notify = notify
+        self._sql = Statements.build(schema)
         self._known: dict[str, _Known] = {}
         self._guard = threading.Lock()
         self._leases = Leases(schema, self._conn, lease_s)
@@ -132,7 +138,9 @@ class PostgresStore(WorkQueue):
             "event": event_body(record),
         }
         with self._conn(thread_id) as conn, self._consuming(conn, thread_id):
-            row = conn.execute(self._sql.create, params).fetchone()
+            wake = self.notify == "all" or (self.notify == "status" and record.status != "pending")
+            statement = self._sql.create_notify if wake else self._sql.create
+            row = conn.execute(statement, params).fetchone()
             if row is None:
                 raise ThreadExistsError(thread_id)
         with self._guard:
@@ -159,7 +167,9 @@ class PostgresStore(WorkQueue):
             "events": [event_body(r) for r in records],
         }
         with self._conn(thread_id) as conn, self._consuming(conn, thread_id):
-            row = conn.execute(self._sql.append, params).fetchone()
+            wake = self.notify == "all" or (self.notify == "status" and last.status != "pending")
+            statement = self._sql.append_notify if wake else self._sql.append
+            row = conn.execute(statement, params).fetchone()
             if row is None:
                 raise self._refusal(conn, thread_id, expected_version)
         written = sum(map(len, bodies))
