@@ -97,3 +97,23 @@ def test_store_init_creates_the_schema_once(
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP SCHEMA fresh_init CASCADE")
+
+
+def test_a_compacted_thread_copies_both_ways(
+    open_pg: Callable[..., PostgresStore], tmp_path: Path
+) -> None:
+    from flowkit.stores.postgres import copy_threads
+
+    source = JsonFileStore(tmp_path / "src", fsync=False)
+    runner = Runner(STEPS, store=source)
+    runner.start("t", {"seed": 4})
+    assert runner.compact("t", keep=3) > 0
+    first = source.records("t")[0]
+    assert first.kind == "start" and first.version == 8
+    postgres = open_pg()
+    assert copy_threads(source, postgres).copied == {"t": 3}
+    back = JsonFileStore(tmp_path / "back", fsync=False)
+    assert copy_threads(postgres, back).copied == {"t": 3}
+    assert back.records("t") == postgres.records("t") == source.records("t")
+    done = Runner(STEPS, store=postgres).resume("t", {"by": "ann"})
+    assert done.state == Runner(STEPS, store=source).resume("t", {"by": "ann"}).state

@@ -48,7 +48,7 @@ def _copy_one(source: Store, target: Store, thread_id: str) -> int:
             )
         target.create(thread_id, first)
         if rest:
-            target.append(thread_id, rest, expected_version=0)
+            target.append(thread_id, rest, expected_version=first.version)
         if snapshot is not None:
             target.write_snapshot(thread_id, snapshot)
         if isinstance(source, AttemptMarks) and isinstance(target, AttemptMarks):

@@ -32,6 +32,7 @@ class Statements:
     mark: bytes
     last_attempt: bytes
     exists: bytes
+    compact: tuple[bytes, ...]
     channel: str
 
     @classmethod
@@ -40,15 +41,15 @@ class Statements:
         create = f"""
                 WITH made AS (
                     INSERT INTO {s}.threads (thread_id, flow, version, status, next)
-                    VALUES (%(thread)s, %(flow)s, 0, %(status)s, %(next)s)
+                    VALUES (%(thread)s, %(flow)s, %(version)s, %(status)s, %(next)s)
                     ON CONFLICT (thread_id) DO NOTHING
                     RETURNING thread_id, incarnation
                 ), rec AS (
                     INSERT INTO {s}.records (thread_id, version, kind, body)
-                    SELECT thread_id, 0, 'start', %(body)b FROM made
+                    SELECT thread_id, %(version)s, 'start', %(body)b FROM made
                 ), ev AS (
                     INSERT INTO {s}.events (thread_id, version, body)
-                    SELECT thread_id, 0, %(event)b FROM made
+                    SELECT thread_id, %(version)s, %(event)b FROM made
                 )
                 SELECT incarnation{{wake}} FROM made
             """
@@ -79,7 +80,7 @@ class Statements:
             append_notify=append.format(wake=wake).encode(),
             version=f"SELECT version FROM {s}.threads WHERE thread_id = %s".encode(),
             load_after=f"""
-                SELECT t.version, t.incarnation, r.version, r.body
+                SELECT t.version, t.incarnation, r.version, r.body, r.kind
                 FROM {s}.threads t
                 LEFT JOIN {s}.records r ON r.thread_id = t.thread_id AND r.version > %(after)s
                 WHERE t.thread_id = %(thread)s
@@ -107,7 +108,8 @@ class Statements:
             snapshot=f"""
                 INSERT INTO {s}.snapshots (thread_id, version, body)
                 SELECT thread_id, %(version)s, %(body)b FROM {s}.threads
-                WHERE thread_id = %(thread)s AND version >= %(version)s
+                WHERE thread_id = %(thread)s AND version >= %(version)s AND %(version)s >= (
+                    SELECT min(version) FROM {s}.records WHERE thread_id = %(thread)s)
                 ON CONFLICT (thread_id) DO UPDATE
                 SET version = excluded.version, body = excluded.body
                 RETURNING version
@@ -128,5 +130,17 @@ class Statements:
                 WHERE t.thread_id = %s
             """.encode(),
             exists=f"SELECT 1 FROM {s}.threads WHERE thread_id = %s".encode(),
+            compact=(
+                # The thread's row, locked: appends wait until the compaction commits.
+                f"""SELECT t.version, (SELECT min(version) FROM {s}.records r
+                    WHERE r.thread_id = t.thread_id) FROM {s}.threads t
+                    WHERE t.thread_id = %(thread)s FOR UPDATE""".encode(),
+                f"""DELETE FROM {s}.records
+                    WHERE thread_id = %(thread)s AND version <= %(version)s""".encode(),
+                f"""INSERT INTO {s}.records (thread_id, version, kind, body)
+                    VALUES (%(thread)s, %(version)s, 'start', %(body)b)""".encode(),
+                f"""DELETE FROM {s}.snapshots
+                    WHERE thread_id = %(thread)s AND version < %(version)s""".encode(),
+            ),
             channel=f"{_CHANNEL}_{s}",
         )

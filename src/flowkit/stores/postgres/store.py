@@ -21,7 +21,7 @@ from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExists
 from ...errors import ThreadNotFoundError as NotFound
 from .._ids import check_thread_id
 from .._jsonl import encode, unseal
-from .._protocol import AnyRecord, ThreadLog, check_versions
+from .._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
 from ._driver import check_url, connect, load_driver, open_pool, pg_error, redact, valid_schema
 from ._eventrows import event_body
 from ._leases import Leases
@@ -131,6 +131,7 @@ class PostgresStore(WorkQueue):
         body = encode(check_thread_id(thread_id), record)
         params = {
             "thread": thread_id,
+            "version": record.version,
             "flow": record.flow,
             "status": record.status,
             "next": record.next,
@@ -144,7 +145,7 @@ class PostgresStore(WorkQueue):
             if row is None:
                 raise ThreadExistsError(thread_id)
         with self._guard:
-            self._known[thread_id] = _Known(int(row[0]), 0, len(body), 0)
+            self._known[thread_id] = _Known(int(row[0]), record.version, len(body), 0)
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
@@ -221,7 +222,13 @@ class PostgresStore(WorkQueue):
             if not rows:
                 raise NotFound(thread_id)
             version, incarnation = int(rows[0][0]), int(rows[0][1])
-            if incarnation == known.incarnation and 0 <= after <= version:
+            # Honoured only where the journal still holds every record after `after`: a
+            # compaction past it leaves a start record first, and the whole log is needed.
+            first = rows[0][2]
+            whole = (first is None and after == version) or (
+                first == after + 1 and rows[0][4] != "start"
+            )
+            if incarnation == known.incarnation and whole:
                 found = [self._record(thread_id, r[2], r[3]) for r in rows if r[2] is not None]
                 with self._guard:
                     known.version = version
@@ -329,6 +336,24 @@ class PostgresStore(WorkQueue):
                 raise NotFound(thread_id)
         with self._guard:
             self._known.pop(thread_id, None)
+
+    def compact(self, thread_id: str, start: StartRecord) -> int:
+        """Replace the records up to ``start.version`` with ``start`` in one transaction (the
+        events stay: they are the record of what happened); how many records were dropped."""
+        body = encode(check_thread_id(thread_id), start) if isinstance(start, StartRecord) else b""
+        params = {"thread": thread_id, "version": getattr(start, "version", -1), "body": body}
+        select, drop, insert, old_snapshots = self._sql.compact
+        with self.lock(thread_id), self._conn(thread_id) as conn, conn.transaction():
+            row = conn.execute(select, params).fetchone()
+            if row is None:
+                raise NotFound(thread_id)
+            check_compaction(thread_id, start, int(row[1]), int(row[0]))
+            dropped = conn.execute(drop, params).rowcount
+            conn.execute(insert, params)
+            conn.execute(old_snapshots, params)
+        with self._guard:
+            self._known.pop(thread_id, None)  # the next load reads the thread afresh
+        return int(dropped)
 
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         """Note that a node starts; committed without waiting for the disk (a marker may be
