@@ -22,6 +22,8 @@ class Statements:
     create_notify: bytes
     append: bytes
     append_notify: bytes
+    append_one: bytes
+    append_one_notify: bytes
     version: bytes
     load_after: bytes
     load_full: bytes
@@ -73,7 +75,26 @@ class Statements:
                 )
                 SELECT incarnation{{wake}} FROM bump
             """
+        # The engine's step: one record, no arrays (a third cheaper for the server to plan).
+        one = f"""
+                WITH bump AS (
+                    UPDATE {s}.threads
+                    SET version = %(version)s, status = %(status)s, next = %(next)s,
+                        updated_at = now(), retry_at = NULL
+                    WHERE thread_id = %(thread)s AND version = %(expected)s
+                    RETURNING thread_id, incarnation
+                ), rec AS (
+                    INSERT INTO {s}.records (thread_id, version, kind, body)
+                    SELECT thread_id, %(version)s, %(kind)s, %(body)b FROM bump
+                ), ev AS (
+                    INSERT INTO {s}.events (thread_id, version, body)
+                    SELECT thread_id, %(version)s, %(event)b FROM bump
+                )
+                SELECT incarnation{{wake}} FROM bump
+            """
         return cls(
+            append_one=one.format(wake="").encode(),
+            append_one_notify=one.format(wake=wake).encode(),
             create=create.format(wake="").encode(),
             create_notify=create.format(wake=wake).encode(),
             append=append.format(wake="").encode(),

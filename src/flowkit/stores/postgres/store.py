@@ -156,20 +156,31 @@ class PostgresStore(WorkQueue):
             return
         bodies = [encode(thread_id, r) for r in records]
         last = records[-1]
-        params = {
+        params: dict[str, Any] = {
             "thread": thread_id,
             "expected": expected_version,
             "version": last.version,
             "status": last.status,
             "next": last.next,
-            "versions": [r.version for r in records],
-            "kinds": [r.kind for r in records],
-            "bodies": bodies,
-            "events": [event_body(r) for r in records],
         }
+        single = len(records) == 1
+        if single:
+            params.update(kind=last.kind, body=bodies[0], event=event_body(last))
+        else:
+            params.update(
+                versions=[r.version for r in records],
+                kinds=[r.kind for r in records],
+                bodies=bodies,
+                events=[event_body(r) for r in records],
+            )
+        wake = self.notify == "all" or (self.notify == "status" and last.status != "pending")
+        sql = self._sql
+        statement = (
+            (sql.append_one_notify if wake else sql.append_one)
+            if single
+            else (sql.append_notify if wake else sql.append)
+        )
         with self._conn(thread_id) as conn, self._consuming(conn, thread_id):
-            wake = self.notify == "all" or (self.notify == "status" and last.status != "pending")
-            statement = self._sql.append_notify if wake else self._sql.append
             row = conn.execute(statement, params).fetchone()
             if row is None:
                 raise self._refusal(conn, thread_id, expected_version)
