@@ -197,3 +197,32 @@ def test_a_closed_store_says_so(open_pg: Callable[..., PostgresStore]) -> None:
     with pytest.raises(StoreError, match="is closed"):
         store.threads()
     assert "***" not in repr(store) and "PostgresStore(" in repr(store)
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("overlay(body placing 'X'::bytea from 12 for 1)", "checksum"),
+        ("'not json'::bytea", "not a readable"),
+        ('\'{"kind": "step"}\'::bytea', "not a readable"),
+    ],
+)
+def test_a_damaged_row_fails_only_its_thread_naming_where(
+    open_pg: Callable[..., PostgresStore], pg: tuple[str, str], damage: str, reason: str
+) -> None:
+    from flowkit.errors import CorruptStoreError
+
+    url, schema = pg
+    store = open_pg()
+    runner = Runner(CHAT, store=store)
+    runner.start("bad")
+    runner.start("good")
+    escaped = damage.replace("{", "{{").replace("}", "}}")  # _rows formats {s}
+    _rows(url, schema, f"UPDATE {{s}}.records SET body = {escaped} "
+          "WHERE thread_id = 'bad' AND version = 3 RETURNING 1")  # fmt: skip
+    with pytest.raises(CorruptStoreError) as info:
+        open_pg().records("bad")
+    assert reason in str(info.value) and f"{schema}.records (thread `bad`, version 3)" in str(
+        info.value
+    )
+    assert Runner(CHAT, store=open_pg()).get_state("good").status == "done"

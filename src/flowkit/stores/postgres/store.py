@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..._logging import get_logger
-from ..._records import RecordAdapter, Snapshot, StartRecord
-from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExistsError
+from ..._records import Snapshot, StartRecord
+from ...errors import ConflictError, StoreError, ThreadExistsError
 from ...errors import ThreadNotFoundError as NotFound
 from .._ids import check_thread_id
-from .._jsonl import encode, unseal
+from .._jsonl import encode
 from .._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
 from ._driver import check_url, connect, load_driver, open_pool, pg_error, redact, valid_schema
 from ._eventrows import event_body
 from ._leases import Leases
 from ._queue import WorkQueue
+from ._rows import record_from_row, snapshot_from_row
 from ._schema import schema_version
 from ._sql import Statements
 
@@ -240,7 +241,11 @@ class PostgresStore(WorkQueue):
                 first == after + 1 and rows[0][4] != "start"
             )
             if incarnation == known.incarnation and whole:
-                found = [self._record(thread_id, r[2], r[3]) for r in rows if r[2] is not None]
+                found = [
+                    record_from_row(self.schema, thread_id, r[2], r[3])
+                    for r in rows
+                    if r[2] is not None
+                ]
                 with self._guard:
                     known.version = version
                     known.since_snapshot += sum(len(r[3]) for r in rows if r[3] is not None)
@@ -253,8 +258,12 @@ class PostgresStore(WorkQueue):
         if not rows or rows[0][0] != 0:
             raise NotFound(thread_id)
         _, version, incarnation, raw_snapshot = rows[0]
-        snapshot = self._snapshot(thread_id, raw_snapshot) if raw_snapshot is not None else None
-        found = [self._record(thread_id, r[1], r[3]) for r in rows[1:]]
+        snapshot = (
+            snapshot_from_row(self.schema, thread_id, raw_snapshot)
+            if raw_snapshot is not None
+            else None
+        )
+        found = [record_from_row(self.schema, thread_id, r[1], r[3]) for r in rows[1:]]
         base_bytes = len(raw_snapshot) if raw_snapshot is not None else len(rows[1][3])
         since = sum(len(r[3]) for r in rows[1:]) - (0 if raw_snapshot is not None else base_bytes)
         with self._guard:
@@ -266,42 +275,7 @@ class PostgresStore(WorkQueue):
             rows = conn.execute(self._sql.records, {"thread": thread_id}).fetchall()
         if not rows or rows[0][0] != 0:
             raise NotFound(thread_id)
-        return [self._record(thread_id, r[1], r[2]) for r in rows[1:]]
-
-    def _record(self, thread_id: str, version: Any, raw: Any) -> AnyRecord:
-        body = self._unsealed(thread_id, bytes(raw), f"{self.schema}.records", int(version))
-        try:
-            record = RecordAdapter.validate_json(body)
-        except ValueError as exc:
-            raise self._corrupt(thread_id, "records", int(version), exc) from exc
-        if record.version != int(version):
-            raise self._corrupt(thread_id, "records", int(version), ValueError("wrong version"))
-        return record
-
-    def _snapshot(self, thread_id: str, raw: Any) -> Snapshot:
-        body = self._unsealed(thread_id, bytes(raw), f"{self.schema}.snapshots", None)
-        try:
-            return Snapshot.model_validate_json(body)
-        except ValueError as exc:
-            raise self._corrupt(thread_id, "snapshots", None, exc) from exc
-
-    def _unsealed(self, thread_id: str, raw: bytes, table: str, version: int | None) -> bytes:
-        body, intact = unseal(raw)
-        if intact is False:
-            raise CorruptStoreError(
-                "Stored record fails its checksum", thread_id=thread_id, path=table, line=version
-            )
-        return body
-
-    def _corrupt(
-        self, thread_id: str, table: str, version: int | None, exc: Exception
-    ) -> CorruptStoreError:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return CorruptStoreError(
-            f"Stored row is not a readable flowkit record: {reason}",
-            thread_id=thread_id,
-            path=f"{self.schema}.{table} (thread `{thread_id}`, version {version})",
-        )
+        return [record_from_row(self.schema, thread_id, r[1], r[2]) for r in rows[1:]]
 
     def threads(self) -> list[str]:
         with self._conn() as conn:
