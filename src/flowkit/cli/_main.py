@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``flowkit`` command tree (cheap: no command's module is imported)."""
     from .. import __version__
-    from . import demo, flows, lifecycle, migrate, runs, runtime, scale, threads
+    from . import demo, flows, lifecycle, migrate, runs, runtime, scale, serve, threads
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"flowkit {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for group in (flows, threads, lifecycle, runs, migrate, runtime, scale, demo):
+    for group in (flows, threads, lifecycle, runs, migrate, runtime, scale, demo, serve):
         group.register(commands, common)
 
     from ..dialogue.cli import add_commands as add_dialogue_commands

@@ -1,0 +1,36 @@
+"""flowkit's HTTP server: an API for the threads of any flow, their events over SSE and
+WebSocket, and a review page for people. Needs the ``server`` extra::
+
+    pip install 'flowkit[server]'
+
+``create_app(flows, store=...)`` builds the ASGI app; ``flowkit serve TARGET... --store DIR``
+runs it with uvicorn. Nothing here is imported by ``import flowkit``. See docs/server.md.
+"""
+
+from __future__ import annotations
+
+try:
+    import fastapi  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        f"flowkit.server needs the server extra ({exc.name} is missing): "
+        "pip install 'flowkit[server]'"
+    ) from exc
+
+from ._app import TOKEN_ENV, Server, create_app
+from ._redact import Redact, default_redact
+from ._security import ADMIN, Access, Action, Authenticate, Authorize
+
+__all__ = [
+    "ADMIN",
+    "TOKEN_ENV",
+    "Access",
+    "Action",
+    "Authenticate",
+    "Authorize",
+    "Redact",
+    "Server",
+    "create_app",
+    "default_redact",
+]

@@ -1,0 +1,422 @@
+"""The thread API: list, start, inspect, history, resume, fork, patch and delete.
+
+Handlers are plain functions (FastAPI runs them on its worker threads), since a runner call
+blocks until the run waits, finishes or fails. ``wait: false`` hands the run to the server's
+own pool and answers 202 at once; the events endpoint then tells how it goes.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from .._logging import get_logger
+from .._result import RunResult
+from .._runner import Runner
+from ..errors import FlowkitError, InvalidResumeInputError, NotWaitingError
+from ..stores._ids import check_thread_id
+from ._app import Server, server_of
+from ._journal import checkpoint_data
+from ._models import (
+    THREAD_ID_PATTERN,
+    Accepted,
+    Checkpoint,
+    FlowInfo,
+    ForkRequest,
+    History,
+    ResumeRequest,
+    StartRequest,
+    ThreadList,
+    ThreadState,
+    UpdateStateRequest,
+)
+from ._problems import Problem
+from ._security import Access, Action
+from ._served import gate_spec, gates_json
+
+__all__ = ["ThreadId", "open_thread", "principal_of", "router", "thread_state"]
+
+router = APIRouter()
+
+ThreadId = Annotated[
+    str, Path(pattern=THREAD_ID_PATTERN, max_length=128, description="The thread's id")
+]
+FlowName = Annotated[str, Path(max_length=200, description="A flow this server runs")]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    403: {"description": "The authorisation hook denied it"},
+    404: {"description": "No such thread, flow or checkpoint"},
+    409: {"description": "The thread is not where the request expects it, or is running"},
+}
+
+
+def principal_of(request: Request) -> str | None:
+    """The request's principal (``None``: anonymous); a wrong token is a 401."""
+    return server_of(request).guard.principal(request.headers.get("authorization"))
+
+
+Principal = Annotated[str | None, Depends(principal_of)]
+
+
+def open_thread(
+    server: Server, principal: str | None, action: Action, thread_id: str
+) -> tuple[Runner[Any], RunResult[Any]]:
+    """The thread's runner and state, once ``principal`` may do ``action`` to it."""
+    server.guard.require(principal, action)
+    runner = server.served.runner_of(thread_id)
+    result = runner.get_state(thread_id)
+    state = runner.flow.schema.dump_state(result.state)
+    server.guard.check(Access(principal, action, thread_id, runner.flow.name, state))
+    return runner, result
+
+
+def thread_state(
+    server: Server, runner: Runner[Any], result: RunResult[Any], principal: str | None
+) -> dict[str, Any]:
+    flow = runner.flow
+    raw = flow.schema.dump_state(result.state)
+    error = None
+    if result.error is not None:
+        message = result.error.message if principal is not None else None
+        error = {"type": result.error.type, "message": message, "node": result.error.node}
+    return {
+        "thread_id": result.thread_id,
+        "flow": flow.name,
+        "status": result.status,
+        "node": result.node,
+        "version": result.version,
+        "gates": gates_json(flow, result),
+        "state": dict(server.redact(flow.name, raw, principal)),
+        "error": error,
+    }
+
+
+# -- flows and listing -----------------------------------------------------------------------
+
+
+@router.get("/flows", response_model=list[FlowInfo], tags=["flows"])
+def list_flows(request: Request, principal: Principal) -> list[dict[str, Any]]:
+    """The flows this server runs, with their gates and state schema."""
+    server = server_of(request)
+    server.guard.require(principal, "read")
+    return [
+        {
+            "name": flow.name,
+            "description": flow.description or "",
+            "start": flow.start,
+            "gates": sorted(flow.gates),
+            "states": list(flow.states),
+            "state_schema": _schema(flow.state),
+        }
+        for flow in server.served.flows.values()
+    ]
+
+
+@router.get("/threads", response_model=ThreadList, tags=["threads"])
+def list_threads(
+    request: Request,
+    principal: Principal,
+    status: Annotated[
+        str | None, Query(pattern="^(pending|waiting|done|failed)$", description="Only these")
+    ] = None,
+    flow: Annotated[str | None, Query(max_length=200, description="Only this flow's")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> dict[str, Any]:
+    """Threads the caller may read, most recently updated first."""
+    server = server_of(request)
+    server.guard.require(principal, "read")
+    served = server.served
+    found = []
+    for thread_id in served.store.threads():
+        try:
+            summary = served.summary(thread_id)
+        except (FlowkitError, OSError) as exc:  # one unreadable thread must not hide the rest
+            get_logger().warning(
+                "server_thread_unreadable", thread_id=thread_id, error_type=type(exc).__name__
+            )
+            continue
+        if (status and summary["status"] != status) or (flow and summary["flow"] != flow):
+            continue
+        if not _may_read(server, principal, summary):
+            continue
+        found.append(summary)
+    found.sort(key=lambda s: (-s["updated"], s["thread_id"]))
+    return {
+        "threads": found[offset : offset + limit],
+        "total": len(found),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+def _may_read(server: Server, principal: str | None, summary: dict[str, Any]) -> bool:
+    from ._security import _allow_all
+
+    if server.guard.authorize is _allow_all:
+        return True
+    runner = server.served.runners.get(summary["flow"])
+    state = None
+    if runner is not None:
+        try:
+            state = runner.flow.schema.dump_state(runner.get_state(summary["thread_id"]).state)
+        except FlowkitError:
+            return False
+    access = Access(principal, "read", summary["thread_id"], summary["flow"], state)
+    try:
+        server.guard.check(access)
+    except Problem:
+        return False
+    return True
+
+
+# -- one thread ------------------------------------------------------------------------------
+
+
+@router.post(
+    "/flows/{flow}/threads",
+    status_code=201,
+    response_model=ThreadState,
+    responses={**_ERRORS, 202: {"model": Accepted, "description": "Started; it runs on"}},
+    tags=["threads"],
+)
+def start_thread(request: Request, flow: FlowName, body: StartRequest, principal: Principal) -> Any:
+    """Start a thread and run it until it waits, finishes or fails (or, ``wait: false``, let
+    it run on)."""
+    server = server_of(request)
+    server.guard.require(principal, "start")
+    runner = server.served.runner(flow)
+    thread_id = body.thread_id or _new_id(flow)
+    check_thread_id(thread_id)
+    server.guard.check(Access(principal, "start", thread_id, flow, body.input))
+    if body.wait:
+        result = runner.start(thread_id, body.input)
+        return thread_state(server, runner, result, principal)
+    _start_in_background(server, runner, thread_id, body.input)
+    return JSONResponse({"thread_id": thread_id, "flow": flow, "running": True}, 202)
+
+
+@router.get("/threads/{thread_id}", response_model=ThreadState, responses=_ERRORS, tags=["threads"])
+def get_thread(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
+    """Where the thread stands: status, state, and the open gates with their input schemas."""
+    server = server_of(request)
+    runner, result = open_thread(server, principal, "read", thread_id)
+    return thread_state(server, runner, result, principal)
+
+
+@router.get(
+    "/threads/{thread_id}/history", response_model=History, responses=_ERRORS, tags=["threads"]
+)
+def get_history(
+    request: Request,
+    thread_id: ThreadId,
+    principal: Principal,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=100_000_000)] = 0,
+) -> dict[str, Any]:
+    """The thread's checkpoints, oldest first: each step, gate input and patch, with its
+    update. Fork from any ``version``."""
+    server = server_of(request)
+    runner, _ = open_thread(server, principal, "read", thread_id)
+    records = server.served.store.records(thread_id)
+    flow = runner.flow
+    page: list[Checkpoint] = []
+    for record in records[offset : offset + limit]:
+        data = checkpoint_data(record, flow.change_classes)
+        inner: Any = record
+        while inner.kind == "sub":
+            inner = inner.record
+        update = dict(getattr(inner, "update", None) or {})
+        page.append(
+            Checkpoint(
+                version=record.version,
+                kind=data["kind"],
+                node=data["node"],
+                next=record.next,
+                status=record.status,
+                ts=record.ts,
+                run_id=record.run_id,
+                actor=getattr(inner, "actor", None),
+                reason=getattr(inner, "reason", ""),
+                update=dict(server.redact(flow.name, update, principal)),
+                error_type=data.get("error_type"),
+            )
+        )
+    return {
+        "thread_id": thread_id,
+        "checkpoints": [c.model_dump() for c in page],
+        "total": len(records),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@router.post(
+    "/threads/{thread_id}/resume",
+    response_model=ThreadState,
+    responses={**_ERRORS, 202: {"model": Accepted, "description": "Accepted; it runs on"}},
+    tags=["threads"],
+)
+def resume_thread(
+    request: Request, thread_id: ThreadId, body: ResumeRequest, principal: Principal
+) -> Any:
+    """Answer the gate the thread waits at (input validated against the gate's schema: 422
+    lists the field errors), or continue a failed or interrupted run (no input)."""
+    server = server_of(request)
+    runner, current = open_thread(server, principal, "resume", thread_id)
+    if body.wait:
+        result = runner.resume(
+            thread_id, body.input, gate=body.gate, expected_version=body.expected_version
+        )
+        return thread_state(server, runner, result, principal)
+    _prevalidate(runner, current, body)
+    _submit(
+        server,
+        thread_id,
+        lambda: runner.resume(
+            thread_id, body.input, gate=body.gate, expected_version=body.expected_version
+        ),
+    )
+    return JSONResponse({"thread_id": thread_id, "flow": runner.flow.name, "running": True}, 202)
+
+
+@router.post(
+    "/threads/{thread_id}/fork",
+    status_code=201,
+    response_model=ThreadState,
+    responses=_ERRORS,
+    tags=["threads"],
+)
+def fork_thread(
+    request: Request, thread_id: ThreadId, body: ForkRequest, principal: Principal
+) -> dict[str, Any]:
+    """A new thread standing where this one stood at checkpoint ``at``."""
+    server = server_of(request)
+    runner, _ = open_thread(server, principal, "fork", thread_id)
+    new = body.new_thread_id or _fork_id(server, thread_id)
+    result = runner.fork(thread_id, new, at=body.at)
+    return thread_state(server, runner, result, principal)
+
+
+@router.patch(
+    "/threads/{thread_id}/state", response_model=ThreadState, responses=_ERRORS, tags=["threads"]
+)
+def update_thread_state(
+    request: Request, thread_id: ThreadId, body: UpdateStateRequest, principal: Principal
+) -> dict[str, Any]:
+    """Patch the state (an audited checkpoint naming the principal and the reason)."""
+    server = server_of(request)
+    runner, _ = open_thread(server, principal, "update", thread_id)
+    result = runner.update_state(
+        thread_id,
+        body.values,
+        goto=body.goto,
+        reason=body.reason,
+        actor=principal or "anonymous",
+        expected_version=body.expected_version,
+    )
+    return thread_state(server, runner, result, principal)
+
+
+@router.delete(
+    "/threads/{thread_id}",
+    status_code=204,
+    response_class=Response,
+    responses=_ERRORS,
+    tags=["threads"],
+)
+def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -> Response:
+    """Delete the thread and its whole history (not while it runs: 409)."""
+    server = server_of(request)
+    runner, _ = open_thread(server, principal, "delete", thread_id)
+    delete = getattr(runner, "delete", None)
+    if callable(delete):
+        delete(thread_id)
+    else:  # a runner without delete(): the store's own (JsonFileStore takes the thread's lock)
+        server.served.tapped.delete(thread_id)
+    server.served.forget(thread_id)
+    return Response(status_code=204)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _schema(model: Any) -> dict[str, Any]:
+    try:
+        found: dict[str, Any] = model.model_json_schema()
+    except Exception:  # a state with a field JSON schema cannot describe
+        return {}
+    return found
+
+
+def _new_id(flow: str) -> str:
+    prefix = "".join(ch if ch.isalnum() or ch in "_-" else "-" for ch in flow)[:60] or "thread"
+    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def _fork_id(server: Server, thread_id: str) -> str:
+    existing = set(server.served.store.threads())
+    base = thread_id[:110]
+    number = 1
+    while f"{base}-fork-{number}" in existing:
+        number += 1
+    return f"{base}-fork-{number}"
+
+
+def _prevalidate(runner: Runner[Any], current: RunResult[Any], body: ResumeRequest) -> None:
+    """Refuse now what the background run would refuse, so the caller hears of it."""
+    if current.status == "done":
+        raise NotWaitingError(
+            f"Thread `{current.thread_id}` is done at `{current.node}`; fork it to run again.",
+            thread_id=current.thread_id,
+            status=current.status,
+            node=current.node,
+        )
+    gate = body.gate or (current.gates[0] if len(current.gates) == 1 else None)
+    if current.status != "waiting" or gate is None or body.input is None:
+        return
+    spec = gate_spec(runner.flow, gate)
+    if spec is None:
+        return
+    try:
+        spec.input.model_validate(body.input)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        detail = "\n".join(
+            f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
+        )
+        raise InvalidResumeInputError(
+            gate, thread_id=current.thread_id, errors=[dict(e) for e in errors], detail=detail
+        ) from exc
+
+
+def _start_in_background(server: Server, runner: Runner[Any], thread_id: str, value: Any) -> None:
+    """Start the run on the server's pool; return once the thread exists (or it failed)."""
+    created = server.creations.expect(thread_id)
+    try:
+        future = _submit(server, thread_id, lambda: runner.start(thread_id, value))
+        while not created.wait(0.02):
+            if future.done():
+                future.result()  # raises what the start raised
+                return
+    finally:
+        server.creations.forget(thread_id)
+
+
+def _submit(server: Server, thread_id: str, call: Callable[[], Any]) -> Any:
+    def run() -> Any:
+        try:
+            return call()
+        except Exception as exc:
+            get_logger().warning(
+                "server_background_run_failed", thread_id=thread_id, error_type=type(exc).__name__
+            )
+            raise
+
+    return server.executor.submit(run)

@@ -1,0 +1,251 @@
+"""``create_app``: the FastAPI application serving flows over one store.
+
+The routes live in ``_api`` (threads), ``_streams`` (SSE and WebSocket) and ``_pages`` (the
+review page); this module wires them to one :class:`Server` context, the error handlers that
+turn every failure into a problem, the limits and the security settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .._flow import Flow
+from .._logging import get_logger
+from ..errors import FlowkitError
+from ._hub import Hub
+from ._problems import PROBLEM_JSON, Problem, field_errors, problem_of
+from ._redact import Redact, default_redact
+from ._security import Authenticate, Authorize, Guard
+from ._served import RunnerFactory, Served
+from ._tap import Creations, Fanout
+
+if TYPE_CHECKING:
+    from ..stores._protocol import Store
+
+__all__ = ["TOKEN_ENV", "Server", "create_app"]
+
+#: The environment variable holding the bearer token mutations need.
+TOKEN_ENV = "FLOWKIT_SERVER_TOKEN"
+
+_UNSET: Any = object()
+
+
+@dataclass(eq=False)
+class Server:
+    """Everything a route needs, kept on ``app.state.flowkit``."""
+
+    served: Served
+    hub: Hub
+    guard: Guard
+    redact: Redact
+    executor: ThreadPoolExecutor
+    creations: Creations
+    title: str
+
+
+def create_app(
+    flows: Iterable[Flow | str],
+    *,
+    store: Store,
+    llm: Any = None,
+    token: str | None = _UNSET,
+    open_reads: bool = False,
+    authenticate: Authenticate | None = None,
+    authorize: Authorize | None = None,
+    redact: Redact | None = None,
+    cors_origins: Sequence[str] = (),
+    max_body_bytes: int = 1024 * 1024,
+    max_depth: int = 64,
+    runner_factory: RunnerFactory | None = None,
+    max_background_runs: int = 8,
+    title: str = "flowkit",
+    hub_options: dict[str, Any] | None = None,
+) -> FastAPI:
+    """An ASGI app serving ``flows`` (Flows or registered workflow names) over ``store``.
+
+    ``token``: the bearer token every change needs (default: ``$FLOWKIT_SERVER_TOKEN``; none
+    means nothing can be changed). ``open_reads`` lets requests without a token read.
+    ``authenticate`` maps other bearer tokens to principals; ``authorize(access)`` may deny
+    any thread operation (403). ``llm`` is every runner's LLM, or a mapping flow name -> LLM;
+    ``runner_factory(flow, store)`` builds runners another way (keep the ``store`` it gets:
+    the server hears of writes through it). ``cors_origins`` lists the web origins allowed to
+    call the API from a browser (none by default).
+    """
+    if token is _UNSET:
+        token = os.environ.get(TOKEN_ENV) or None
+    guard = Guard(
+        token=token, open_reads=open_reads, authenticate=authenticate, authorize=authorize
+    )
+    hub = Hub(store, **(hub_options or {}))
+    creations = Creations()
+    served = Served(flows, store, Fanout(hub, creations), llm=llm, runner_factory=runner_factory)
+    for runner in served.runners.values():
+        runner.subscribe(hub.on_event)
+    executor = ThreadPoolExecutor(max_background_runs, thread_name_prefix="flowkit-run")
+    server = Server(served, hub, guard, redact or default_redact, executor, creations, title)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        hub.start()
+        if not guard.can_mutate:
+            get_logger().warning("server_read_only", reason=f"no token ({TOKEN_ENV})")
+        try:
+            yield
+        finally:
+            await hub.stop()
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    from .. import __version__
+
+    app = FastAPI(
+        title=title,
+        version=__version__,
+        description="Threads of flowkit flows: start, inspect, answer gates, follow events.",
+        lifespan=lifespan,
+        responses={
+            400: {"model": _problem_model(), "description": "The body cannot be read"},
+            401: {"model": _problem_model(), "description": "No or a wrong bearer token"},
+            413: {"model": _problem_model(), "description": "The body is too large"},
+            422: {"model": _problem_model(), "description": "The request is not valid"},
+        },
+    )
+    app.state.flowkit = server
+    _install_handlers(app)
+    _problem_documents(app)
+
+    from ._api import router as api_router
+    from ._pages import router as page_router
+    from ._streams import router as stream_router
+
+    app.include_router(api_router)
+    app.include_router(stream_router)
+    app.include_router(page_router)
+
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+        )
+    from ._middleware import Guarded
+
+    app.add_middleware(Guarded, max_body_bytes=max_body_bytes, max_depth=max_depth)
+    return app
+
+
+def _problem_documents(app: FastAPI) -> None:
+    """Error responses are documented as ``application/problem+json``, as they are sent."""
+    from fastapi.openapi.utils import get_openapi
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        problem = {"schema": {"$ref": "#/components/schemas/ProblemBody"}}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                for code, response in operation.get("responses", {}).items():
+                    if code[:1] in ("4", "5"):
+                        response["content"] = {PROBLEM_JSON: problem}
+        components = schema.get("components", {}).get("schemas", {})
+        for unused in ("HTTPValidationError", "ValidationError"):
+            components.pop(unused, None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = build  # type: ignore[method-assign]
+
+
+def server_of(request: Any) -> Server:
+    """The server context of a request or WebSocket."""
+    found: Server = request.app.state.flowkit
+    return found
+
+
+def _problem_model() -> Any:
+    from ._models import ProblemBody
+
+    return ProblemBody
+
+
+def problem_response(problem: Problem) -> JSONResponse:
+    return JSONResponse(
+        problem.body(),
+        status_code=problem.status,
+        headers=problem.headers,
+        media_type=PROBLEM_JSON,
+    )
+
+
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    415: "unsupported_media_type",
+}
+
+
+def _install_handlers(app: FastAPI) -> None:
+    async def on_problem(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, Problem)
+        return problem_response(exc)
+
+    async def on_flowkit_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, FlowkitError)
+        problem = problem_of(exc)
+        if problem.status >= 500:
+            get_logger().error(
+                "server_request_failed",
+                path=getattr(request.scope.get("route"), "path", "(unrouted)"),
+                error_type=type(exc).__name__,
+            )
+        return problem_response(problem)
+
+    async def on_invalid(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        errors = field_errors(exc.errors())
+        first = errors[0] if errors else {"loc": [], "msg": "invalid"}
+        where = ".".join(str(p) for p in first["loc"]) or "(request)"
+        return problem_response(
+            Problem(
+                422,
+                "invalid_request",
+                f"The request is not valid: {where}: {first['msg']} "
+                f"({len(errors)} error(s) in `errors`).",
+                extra={"errors": errors},
+            )
+        )
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+        detail = exc.detail if isinstance(exc.detail, str) else "The request failed."
+        if exc.status_code == 404:
+            detail = "No such resource on this server; GET /docs lists the API."
+        return problem_response(
+            Problem(exc.status_code, code, detail, headers=dict(exc.headers or {}))
+        )
+
+    app.add_exception_handler(Problem, on_problem)
+    app.add_exception_handler(FlowkitError, on_flowkit_error)
+    app.add_exception_handler(RequestValidationError, on_invalid)
+    app.add_exception_handler(StarletteHTTPException, on_http)

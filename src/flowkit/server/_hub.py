@@ -1,0 +1,408 @@
+"""The event hub: one journal tail per watched thread, fanned out to its subscribers.
+
+Journal records come from the tapped store (``_tap``) and are encoded once into a bounded ring
+shared by every subscriber of the thread; a subscriber behind the ring reads the journal from
+the store instead, so no checkpoint is ever lost, however slow the client. Events that are not
+journaled (a node started or finished, tokens, ``ctx.emit`` values) go into each subscriber's
+own bounded queue with seed 000's rules (``flowkit.runtime``'s ``ThreadQueue``): progress
+coalesced per type, other events evicted first when it fills. Checkpoints are always sent
+before queued live events (critical first). Memory is bounded by ``ring_size`` per watched
+thread and ``queue_size`` per subscriber; a thread is watched only while someone subscribes.
+
+Writes by other processes to the same store are found by a light poll every ``poll_s``.
+Everything here runs on the server's event loop; ``appended``, ``deleted`` and ``on_event``
+may be called from any thread (they hand over with ``call_soon_threadsafe``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
+from .._logging import get_logger
+from ..errors import FlowkitError, ThreadNotFoundError
+from ..runtime._queue import Envelope, Priority, ThreadQueue, classify_event, merge_progress
+from ..stores._protocol import AnyRecord, Store
+from ._journal import checkpoint_data, frame
+from ._problems import Problem
+
+__all__ = ["Hub", "LiveClassifier", "Subscription"]
+
+#: A live event's priority and coalescing type for one subscription; ``None`` skips it.
+LiveClassifier = Callable[[Event], "tuple[Priority, str] | None"]
+
+_TRANSIENT = (NodeStarted, NodeFinished, TokenStreamed, Emitted)
+#: Most checkpoints sent in one go from the ring, or read from the store at once.
+_RING_BATCH = 64
+_STORE_BATCH = 500
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One client's position in one thread's events."""
+
+    thread_id: str
+    cursor: int
+    private: bool  # may receive tokens and ``ctx.emit`` values (an authenticated principal)
+    queue: ThreadQueue
+    classify: LiveClassifier
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    live_sent: int = 0
+    #: Why the subscription ended, and the frames still to send before it does.
+    closed: str | None = None
+    final: list[bytes] = field(default_factory=list)
+
+    def end(self, why: str, *frames: bytes) -> None:
+        if self.closed is None:
+            self.closed = why
+            self.final = list(frames)
+        self.wake.set()
+
+
+@dataclass(eq=False)
+class _Watch:
+    classes: Mapping[str, frozenset[str]]
+    ring: deque[tuple[int, bytes]]
+    last: int | None = None  # newest journal version known; None until first read
+    missed: bool = False  # records arrived before ``last`` was known: look again
+    subscribers: set[Subscription] = field(default_factory=set)
+
+
+class Hub:
+    """Journal tails and live events for the threads clients watch."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        ring_size: int = 1024,
+        queue_size: int = 256,
+        max_subscribers: int = 2000,
+        poll_s: float = 2.0,
+        keepalive_s: float = 15.0,
+    ) -> None:
+        self.store = store  # the store itself, not the tapped one: the hub only reads
+        self.ring_size = ring_size
+        self.queue_size = queue_size
+        self.max_subscribers = max_subscribers
+        self.poll_s = poll_s
+        self.keepalive_s = keepalive_s
+        self._watches: dict[str, _Watch] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._count = 0
+        self._log = get_logger()
+
+    # -- lifecycle (on the loop) ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._poller = self._loop.create_task(self._poll())
+
+    async def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+        for watch in self._watches.values():
+            for sub in watch.subscribers:
+                sub.end("the server is shutting down")
+        self._loop = None
+
+    def stats(self) -> dict[str, int]:
+        """Sizes of everything the hub holds (memory stays bounded by these)."""
+        subs = [s for w in self._watches.values() for s in w.subscribers]
+        return {
+            "watched_threads": len(self._watches),
+            "subscribers": len(subs),
+            "ring_events": sum(len(w.ring) for w in self._watches.values()),
+            "max_ring": max((len(w.ring) for w in self._watches.values()), default=0),
+            "queued_live_events": sum(len(s.queue) for s in subs),
+            "max_queue": max((len(s.queue) for s in subs), default=0),
+        }
+
+    # -- subscribing (on the loop) ------------------------------------------------------------
+
+    async def subscribe(
+        self,
+        thread_id: str,
+        classes: Mapping[str, frozenset[str]],
+        *,
+        after: int | None,
+        private: bool,
+        classify: LiveClassifier = classify_event,
+    ) -> Subscription:
+        """Watch ``thread_id`` from journal version ``after`` (``None``: from now)."""
+        if self._count >= self.max_subscribers:
+            raise Problem(
+                503,
+                "too_many_subscribers",
+                f"The server has {self._count} event subscribers, its limit; try again later.",
+                headers={"Retry-After": "5"},
+            )
+        watch = self._watches.get(thread_id)
+        fresh = watch is None
+        if watch is None:
+            watch = _Watch(classes, deque(maxlen=self.ring_size))
+            self._watches[thread_id] = watch
+        high_water = max(1, int(self.queue_size * 0.8))
+        sub = Subscription(
+            thread_id, -1, private, ThreadQueue(self.queue_size, high_water), classify
+        )
+        watch.subscribers.add(sub)
+        self._count += 1
+        try:
+            if fresh or watch.last is None:
+                latest = await asyncio.to_thread(_latest_version, self.store, thread_id)
+                if watch.last is None or latest > watch.last:
+                    watch.last = latest
+                if watch.missed:
+                    watch.missed = False
+                    self._nudge(thread_id)
+            assert watch.last is not None
+            sub.cursor = watch.last if after is None else min(after, watch.last)
+        except BaseException:
+            self.unsubscribe(sub)
+            raise
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        watch = self._watches.get(sub.thread_id)
+        if watch is None or sub not in watch.subscribers:
+            return
+        watch.subscribers.discard(sub)
+        self._count -= 1
+        if not watch.subscribers:
+            del self._watches[sub.thread_id]
+
+    async def next_frames(self, sub: Subscription) -> list[bytes]:
+        """What to send next: checkpoints first, then one live event, else a keep-alive
+        comment after ``keepalive_s``. An empty list: the subscription has ended."""
+        watch = self._watches.get(sub.thread_id)
+        while True:
+            if sub.closed is not None or watch is None:
+                final, sub.final = sub.final, []
+                return final
+            last = watch.last if watch.last is not None else sub.cursor
+            if sub.cursor < last:
+                frames = self._from_ring(watch, sub)
+                if frames is None:
+                    frames = await self._from_store(watch, sub)
+                if frames:
+                    return frames
+                if sub.closed is not None:
+                    continue
+            envelope = sub.queue.take()
+            if envelope is not None:
+                sub.live_sent += 1
+                return [_live_frame(envelope.event, f"{sub.cursor}.{sub.live_sent}")]
+            sub.wake.clear()
+            try:
+                await asyncio.wait_for(sub.wake.wait(), self.keepalive_s)
+            except TimeoutError:
+                return [b": keep-alive\n\n"]
+
+    async def next_live(self, sub: Subscription) -> Envelope | None:
+        """The subscription's next live event, waiting for one; ``None`` once it has ended."""
+        while True:
+            if sub.closed is not None:
+                return None
+            envelope = sub.queue.take()
+            if envelope is not None:
+                return envelope
+            sub.wake.clear()
+            await sub.wake.wait()
+
+    def _from_ring(self, watch: _Watch, sub: Subscription) -> list[bytes] | None:
+        ring = watch.ring
+        if not ring or ring[0][0] > sub.cursor + 1:
+            return None
+        start = sub.cursor + 1 - ring[0][0]
+        frames = []
+        for index in range(start, min(start + _RING_BATCH, len(ring))):
+            version, encoded = ring[index]
+            frames.append(encoded)
+            sub.cursor = version
+        return frames
+
+    async def _from_store(self, watch: _Watch, sub: Subscription) -> list[bytes]:
+        try:
+            records = await asyncio.to_thread(
+                _records_after, self.store, sub.thread_id, sub.cursor, _STORE_BATCH
+            )
+        except ThreadNotFoundError:
+            sub.end("the thread was deleted", _deleted_frame(sub.thread_id))
+            return []
+        frames = []
+        for record in records:
+            frames.append(_checkpoint_frame(record, watch.classes))
+            sub.cursor = record.version
+        return frames
+
+    # -- feeding (any thread) ------------------------------------------------------------------
+
+    def appended(self, thread_id: str, records: Sequence[AnyRecord]) -> None:
+        loop = self._loop
+        if loop is not None and thread_id in self._watches:
+            with contextlib.suppress(RuntimeError):  # the loop closed under us
+                loop.call_soon_threadsafe(self._on_records, thread_id, tuple(records))
+
+    def deleted(self, thread_id: str) -> None:
+        loop = self._loop
+        if loop is not None and thread_id in self._watches:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._on_deleted, thread_id)
+
+    def on_event(self, event: Event) -> None:
+        """A runner subscriber: live (not journaled) events of watched threads."""
+        loop = self._loop
+        if loop is not None and isinstance(event, _TRANSIENT) and event.thread_id in self._watches:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._on_live, event)
+
+    # -- on the loop ---------------------------------------------------------------------------
+
+    def _on_records(self, thread_id: str, records: Sequence[AnyRecord]) -> None:
+        watch = self._watches.get(thread_id)
+        if watch is None:
+            return
+        if watch.last is None:
+            watch.missed = True
+            return
+        added = False
+        for record in records:
+            if record.version <= watch.last:
+                continue
+            if record.version > watch.last + 1:
+                watch.ring.clear()  # keep the ring contiguous; the gap is read from the store
+            watch.ring.append((record.version, _checkpoint_frame(record, watch.classes)))
+            watch.last = record.version
+            added = True
+        if added:
+            for sub in watch.subscribers:
+                sub.wake.set()
+
+    def _on_deleted(self, thread_id: str) -> None:
+        watch = self._watches.get(thread_id)
+        if watch is None:
+            return
+        watch.ring.clear()
+        for sub in watch.subscribers:
+            sub.end("the thread was deleted", _deleted_frame(thread_id))
+
+    def _on_live(self, event: Event) -> None:
+        watch = self._watches.get(event.thread_id)
+        if watch is None:
+            return
+        for sub in watch.subscribers:
+            if not sub.private and isinstance(event, TokenStreamed | Emitted):
+                continue
+            try:
+                found = sub.classify(event)
+            except Exception:  # a classifier that fails drops the event, never the stream
+                continue
+            if found is None:
+                continue
+            priority, type_ = found
+            if sub.queue.put(event, priority, type_, merge_progress).queued:
+                sub.wake.set()
+
+    def _nudge(self, thread_id: str) -> None:
+        if self._loop is not None:
+            self._loop.create_task(self._refresh(thread_id))
+
+    async def _refresh(self, thread_id: str) -> None:
+        watch = self._watches.get(thread_id)
+        if watch is None or watch.last is None:
+            return
+        try:
+            records = await asyncio.to_thread(
+                _records_after, self.store, thread_id, watch.last, _STORE_BATCH, True
+            )
+        except ThreadNotFoundError:
+            self._on_deleted(thread_id)
+            return
+        except (FlowkitError, OSError) as exc:
+            self._log.warning(
+                "server_poll_failed", thread_id=thread_id, error_type=type(exc).__name__
+            )
+            return
+        if records:
+            self._on_records(thread_id, records)
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_s)
+            for thread_id in list(self._watches):
+                await self._refresh(thread_id)
+
+
+def _latest_version(store: Store, thread_id: str) -> int:
+    log = store.load(thread_id)
+    last = log.records[-1] if log.records else log.snapshot
+    if last is None:
+        raise ThreadNotFoundError(thread_id)
+    return last.version
+
+
+def _records_after(
+    store: Store, thread_id: str, after: int, limit: int, cheap: bool = False
+) -> list[AnyRecord]:
+    """Up to ``limit`` records newer than ``after``, oldest first.
+
+    ``cheap``: first ask for an incremental load (nearly free when nothing changed)."""
+    if cheap:
+        log = store.load(thread_id, after=after)
+        if log.base == after:
+            return list(log.records[:limit])
+        newest = log.records[-1] if log.records else log.snapshot
+        if newest is None or newest.version <= after:
+            return []
+        found = [r for r in log.records if r.version > after]
+        if found and found[0].version == after + 1:
+            return found[:limit]
+    found = []
+    for record in store.records(thread_id):
+        if record.version > after:
+            found.append(record)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _checkpoint_frame(record: AnyRecord, classes: Mapping[str, frozenset[str]]) -> bytes:
+    return frame("checkpoint", checkpoint_data(record, classes), str(record.version))
+
+
+def _live_frame(event: Event, event_id: str) -> bytes:
+    data: dict[str, Any] = {"node": getattr(event, "node", None)}
+    if isinstance(event, NodeStarted):
+        data["attempt"] = event.attempt
+    elif isinstance(event, NodeFinished):
+        data |= {"latency_s": round(event.latency_s, 6), "attempts": event.attempts}
+        if event.error is not None:
+            data["error_type"] = event.error.type
+    elif isinstance(event, TokenStreamed):
+        data |= {"text": event.text, "done": event.done, "call": event.call}
+    elif isinstance(event, Emitted):
+        data["value"] = json_ready(event.value)
+    return frame(event.kind, data, event_id)
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` if JSON can carry it, else a note naming its type (never its repr)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return {"unserializable": type(value).__name__}
+    return value
+
+
+def _deleted_frame(thread_id: str) -> bytes:
+    return frame("deleted", {"thread_id": thread_id})

@@ -1,0 +1,109 @@
+"""Events derived from the durable journal: one ``checkpoint`` event per journal record.
+
+An event's id is its record's version, so a client that reconnects with ``Last-Event-ID: 12``
+gets records 13, 14 ... from the journal, whatever happened to the server in between. Events
+that are not journaled (a node started, tokens, ``ctx.emit`` values) get ids ``12.1``,
+``12.2`` ...: the version they followed, then a counter; reconnecting with one of those resumes
+after version 12 (such events are live only and are not sent again).
+
+A checkpoint names what changed, never the values: clients read the state itself with
+``GET /threads/{id}``, where authorisation and redaction apply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .._events import classify_changes
+from .._records import SubRecord
+from .._route_table import END
+from ..stores._protocol import AnyRecord
+from ._problems import Problem
+
+__all__ = [
+    "checkpoint_data",
+    "frame",
+    "parse_event_id",
+    "priority_of",
+]
+
+_EVENT_ID = re.compile(r"(?P<version>\d{1,12})(?:\.\d{1,12})?")
+
+
+def parse_event_id(value: str | None) -> int | None:
+    """The journal version a ``Last-Event-ID`` stands for; ``None`` when none was given."""
+    if value is None or value.strip() == "":
+        return None
+    found = _EVENT_ID.fullmatch(value.strip())
+    if found is None:
+        raise Problem(
+            400,
+            "invalid_event_id",
+            "Last-Event-ID must be an id this server sent (`12` or `12.3`); drop it to start "
+            "from now.",
+        )
+    return int(found["version"])
+
+
+def priority_of(status: str, classes: Mapping[str, tuple[str, ...]]) -> str:
+    """Seed 000 §4: a person must act (waiting, done, failed) or a critical field changed:
+    ``critical``; a progress field changed: ``progress``; approval fields: ``approval``."""
+    if status in ("waiting", "done", "failed") or classes.get("critical"):
+        return "critical"
+    if classes.get("progress"):
+        return "progress"
+    if classes.get("approval"):
+        return "approval"
+    return "normal"
+
+
+def checkpoint_data(
+    record: AnyRecord, change_classes: Mapping[str, frozenset[str]]
+) -> dict[str, Any]:
+    """What a client learns of one journal record: where the thread went and which keys."""
+    inner: Any = record
+    path: list[str] = []
+    while isinstance(inner, SubRecord):  # a child flow's step: named by path
+        path.append(inner.node)
+        inner = inner.record
+    node = getattr(inner, "node", None) or getattr(inner, "gate", None)
+    if path and node is not None:
+        node = "/".join([*path, node])
+    elif path:
+        node = "/".join(path)
+    update: Mapping[str, Any] = getattr(inner, "update", None) or {}
+    if inner.kind == "start" and not path:
+        changed: tuple[str, ...] = ()
+    else:
+        changed = tuple(sorted(update)) if not path else ()
+    classes = {k: v for k, v in classify_changes(changed, change_classes).items() if v}
+    error = getattr(record, "error", None) or getattr(inner, "error", None)
+    data: dict[str, Any] = {
+        "version": record.version,
+        "kind": inner.kind,
+        "node": node,
+        "next": None if record.next == END else record.next,
+        "status": record.status,
+        "changed": list(changed),
+        "classes": {k: list(v) for k, v in classes.items()},
+        "priority": priority_of(record.status, classes),
+        "ts": record.ts,
+    }
+    if isinstance(error, Mapping) and error.get("type"):
+        data["error_type"] = str(error["type"])
+    if inner.kind == "pause":
+        data["gates"] = list(getattr(inner, "gates", ()))
+    return data
+
+
+def frame(event: str, data: Any, event_id: str | None = None) -> bytes:
+    """One server-sent event, encoded (JSON data on one line)."""
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append(f"event: {event}")
+    lines.append("data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return ("\n".join(lines) + "\n\n").encode()

@@ -1,0 +1,177 @@
+"""Request and response bodies of the HTTP API, as pydantic models (the OpenAPI document's
+schemas). Requests forbid unknown fields, so a misspelt option is a 422, not ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "THREAD_ID_PATTERN",
+    "Accepted",
+    "Checkpoint",
+    "FlowInfo",
+    "ForkRequest",
+    "GateInfo",
+    "History",
+    "ProblemBody",
+    "ResumeRequest",
+    "StartRequest",
+    "ThreadList",
+    "ThreadState",
+    "ThreadSummary",
+    "UpdateStateRequest",
+]
+
+#: Thread ids as the stores accept them (``flowkit.stores._ids``, which also refuses ``..``:
+#: a 422 ``invalid_thread_id``; regex engines of JSON schema tools lack the look-ahead).
+THREAD_ID_PATTERN = r"^[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]{0,127}$"
+
+Status = Literal["pending", "waiting", "done", "failed"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartRequest(_Request):
+    """Start a thread of the flow named in the path."""
+
+    thread_id: str | None = Field(
+        default=None,
+        pattern=THREAD_ID_PATTERN,
+        description="The new thread's id (default: generated from the flow's name and time)",
+    )
+    input: dict[str, Any] | None = Field(
+        default=None, description="The start state's fields (default: the state's defaults)"
+    )
+    wait: bool = Field(
+        default=True,
+        description="Answer when the run waits, finishes or fails (true), or as soon as the "
+        "thread exists, letting it run on (false: 202; follow it with its events)",
+    )
+
+
+class ResumeRequest(_Request):
+    """Answer the gate a thread waits at, or continue a failed or interrupted run."""
+
+    input: Any = Field(
+        default=None, description="The gate's input (see the gate's input_schema); null to retry"
+    )
+    gate: str | None = Field(
+        default=None, max_length=512, description="Refuse unless the thread waits at this gate"
+    )
+    expected_version: int | None = Field(
+        default=None, ge=0, description="Refuse (409) if the thread moved past this version"
+    )
+    wait: bool = Field(default=True, description="As for start")
+
+
+class ForkRequest(_Request):
+    """Start a new thread from a checkpoint of this one."""
+
+    new_thread_id: str | None = Field(
+        default=None, pattern=THREAD_ID_PATTERN, description="default: THREAD-fork-N"
+    )
+    at: int | None = Field(default=None, ge=0, description="Checkpoint version (default: latest)")
+
+
+class UpdateStateRequest(_Request):
+    """Patch a thread's state: an audited checkpoint of its own (who, why)."""
+
+    values: dict[str, Any] = Field(default_factory=dict, description="Fields to change")
+    goto: str | None = Field(default=None, max_length=512, description="Also move it here")
+    reason: str = Field(default="", max_length=2000, description="Why (kept in history)")
+    expected_version: int | None = Field(default=None, ge=0)
+
+
+class GateInfo(BaseModel):
+    name: str
+    description: str
+    input_schema: dict[str, Any] = Field(description="JSON schema of the gate's input")
+
+
+class ErrorInfo(BaseModel):
+    type: str
+    message: str | None = Field(description="Shown to principals only")
+    node: str
+
+
+class ThreadState(BaseModel):
+    thread_id: str
+    flow: str
+    status: Status
+    node: str
+    version: int
+    gates: list[GateInfo] = Field(description="The gates waiting for input, with schemas")
+    state: dict[str, Any]
+    error: ErrorInfo | None = None
+
+
+class Accepted(BaseModel):
+    """The run goes on in the server; follow it with ``GET /threads/{id}/events``."""
+
+    thread_id: str
+    flow: str
+    running: Literal[True] = True
+
+
+class ThreadSummary(BaseModel):
+    thread_id: str
+    flow: str
+    status: Status
+    node: str
+    version: int
+    updated: float = Field(description="Seconds since the epoch of its last checkpoint")
+
+
+class ThreadList(BaseModel):
+    threads: list[ThreadSummary]
+    total: int = Field(description="Threads matching the filter, on every page")
+    limit: int
+    offset: int
+
+
+class Checkpoint(BaseModel):
+    version: int
+    kind: str
+    node: str | None
+    next: str
+    status: Status
+    ts: float
+    run_id: str | None
+    actor: str | None
+    reason: str
+    update: dict[str, Any]
+    error_type: str | None = None
+
+
+class History(BaseModel):
+    thread_id: str
+    checkpoints: list[Checkpoint]
+    total: int
+    limit: int
+    offset: int
+
+
+class FlowInfo(BaseModel):
+    name: str
+    description: str
+    start: str
+    gates: list[str]
+    states: list[str]
+    state_schema: dict[str, Any]
+
+
+class ProblemBody(BaseModel):
+    """An RFC 9457 problem; ``code`` is stable, ``detail`` says what to do."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    code: str
+    detail: str

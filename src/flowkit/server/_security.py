@@ -1,0 +1,158 @@
+"""Who may do what: bearer tokens, open reads, and the per-thread authorisation hook.
+
+A request's principal comes from its ``Authorization: Bearer`` token: the server's token
+(``FLOWKIT_SERVER_TOKEN``) stands for the principal ``admin``; an ``authenticate`` hook can map
+other tokens to other principals. Without a principal, a request may only read, and only where
+reads were opened explicitly (``open_reads=True``). Every thread operation then asks the
+``authorize`` hook with an :class:`Access`; ``False`` is a 403. Tokens are compared in constant
+time and never logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._problems import Problem
+
+__all__ = [
+    "ADMIN",
+    "Access",
+    "Action",
+    "Authenticate",
+    "Authorize",
+    "Guard",
+    "bearer_of",
+]
+
+#: The principal the server's own token stands for.
+ADMIN = "admin"
+
+Action = Literal["read", "start", "resume", "fork", "update", "delete"]
+
+#: Maps a bearer token to a principal name, or ``None`` for an unknown token.
+Authenticate = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One request to act on one thread, as the ``authorize`` hook sees it.
+
+    ``principal`` is ``None`` for an anonymous reader (only with open reads). ``state`` is the
+    thread's state in its JSON form (for ``start``: the start input, or ``None``).
+    """
+
+    principal: str | None
+    action: Action
+    thread_id: str
+    flow: str
+    state: Mapping[str, Any] | None = field(default=None, repr=False)
+
+
+#: Returns whether ``access`` is allowed; ``False`` answers 403.
+Authorize = Callable[[Access], bool]
+
+
+def bearer_of(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, else ``None``."""
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return token
+
+
+def _allow_all(access: Access) -> bool:
+    return True
+
+
+class Guard:
+    """The server's security settings, asked by every route."""
+
+    def __init__(
+        self,
+        *,
+        token: str | None,
+        open_reads: bool,
+        authenticate: Authenticate | None,
+        authorize: Authorize | None,
+    ) -> None:
+        if token is not None and len(token) < 16:
+            raise ValueError(
+                "The server token is shorter than 16 characters; use a long random one, e.g. "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
+            )
+        self._token = token.encode() if token is not None else None
+        self.open_reads = open_reads
+        self._authenticate = authenticate
+        self.authorize: Authorize = authorize or _allow_all
+
+    @property
+    def can_mutate(self) -> bool:
+        """Whether any request could ever change something (a token or hook is set)."""
+        return self._token is not None or self._authenticate is not None
+
+    def principal(self, header: str | None) -> str | None:
+        """The principal the ``Authorization`` header proves, or ``None``.
+
+        A header that is present but wrong is a 401 at once, even for reads: a client with a
+        stale token should hear about it, not silently get the anonymous view.
+        """
+        if header is None:
+            return None
+        token = bearer_of(header)
+        if token is None:
+            raise _unauthorized("The Authorization header is not `Bearer <token>`.")
+        if self._token is not None and hmac.compare_digest(token.encode(), self._token):
+            return ADMIN
+        if self._authenticate is not None:
+            who = self._authenticate(token)
+            if who:
+                return who
+        raise _unauthorized("The bearer token is not valid for this server.")
+
+    def require(self, principal: str | None, action: Action) -> None:
+        """401 unless ``principal`` may attempt ``action`` at all (before any thread is read)."""
+        if principal is not None:
+            return
+        if action == "read" and self.open_reads:
+            return
+        if action != "read" and not self.can_mutate:
+            raise _unauthorized(
+                "This server takes no changes: it was started without a token "
+                "(set FLOWKIT_SERVER_TOKEN)."
+            )
+        raise _unauthorized(
+            "Send `Authorization: Bearer <token>`"
+            + (" to change threads." if action != "read" else " to read threads.")
+        )
+
+    def check(self, access: Access) -> None:
+        """403 unless the ``authorize`` hook allows ``access``."""
+        try:
+            allowed = self.authorize(access)
+        except Exception as exc:  # a broken hook denies; it never leaks a traceback
+            from .._logging import get_logger
+
+            get_logger().error(
+                "server_authorize_failed",
+                thread_id=access.thread_id,
+                action=access.action,
+                error_type=type(exc).__name__,
+            )
+            allowed = False
+        if allowed is not True:
+            raise Problem(
+                403,
+                "forbidden",
+                f"You may not {access.action} thread `{access.thread_id}`.",
+                extra={"thread_id": access.thread_id},
+            )
+
+
+def _unauthorized(detail: str) -> Problem:
+    return Problem(401, "unauthorized", detail, headers={"WWW-Authenticate": "Bearer"})

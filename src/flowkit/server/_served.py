@@ -1,0 +1,161 @@
+"""The flows a server runs: one runner per flow over one tapped store, and what the routes
+need to know of a thread (its flow, a summary, its open gates and their input schemas).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from .._flow import Flow
+from .._gate import Gate
+from .._parallel import Parallel
+from .._result import RunResult
+from .._runner import Runner
+from .._subflow import Subflow
+from ..errors import ThreadNotFoundError
+from ..stores._protocol import AttemptMarks, Store
+from ._problems import Problem
+from ._tap import Listener, tap
+
+__all__ = ["RunnerFactory", "Served", "gate_spec"]
+
+#: Builds the runner of one flow over the server's (tapped) store.
+RunnerFactory = Callable[[Flow, Store], Runner[Any]]
+
+
+class Served:
+    """Runners by flow name, sharing one store whose writes the hub hears of."""
+
+    def __init__(
+        self,
+        flows: Iterable[Flow | str],
+        store: Store,
+        listener: Listener,
+        *,
+        llm: Any = None,
+        runner_factory: RunnerFactory | None = None,
+    ) -> None:
+        from ..workflows import load_flow
+
+        self.store = store
+        self.tapped = tap(store, listener)
+        loaded = [f if isinstance(f, Flow) else load_flow(f) for f in flows]
+        if not loaded:
+            raise ValueError("Serve at least one flow: pass Flows or registered names.")
+        names = [f.name for f in loaded]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"Flow names must be unique; served twice: {', '.join(twice)}.")
+
+        def default_factory(flow: Flow, store: Store) -> Runner[Any]:
+            flow_llm = llm.get(flow.name) if isinstance(llm, Mapping) else llm
+            return Runner(
+                flow, store=store, llm=flow_llm, track_attempts=isinstance(store, AttemptMarks)
+            )
+
+        make = runner_factory or default_factory
+        self.runners: dict[str, Runner[Any]] = {f.name: make(f, self.tapped) for f in loaded}
+        self._flow_of: OrderedDict[str, str] = OrderedDict()
+        self._guard = threading.Lock()
+
+    @property
+    def flows(self) -> dict[str, Flow]:
+        return {name: runner.flow for name, runner in self.runners.items()}
+
+    def runner(self, flow: str) -> Runner[Any]:
+        found = self.runners.get(flow)
+        if found is None:
+            raise Problem(
+                404,
+                "flow_not_served",
+                f"This server runs no flow `{flow}`; it runs: {', '.join(sorted(self.runners))}.",
+            )
+        return found
+
+    def flow_name(self, thread_id: str) -> str:
+        """The flow ``thread_id`` belongs to (its start record names it)."""
+        from ..stores._ids import check_thread_id
+
+        check_thread_id(thread_id)
+        with self._guard:
+            known = self._flow_of.get(thread_id)
+        if known is not None:
+            return known
+        log = self.store.load(thread_id)
+        first = log.snapshot or (log.records[0] if log.records else None)
+        name = getattr(first, "flow", None)
+        if not isinstance(name, str):
+            raise ThreadNotFoundError(thread_id)
+        with self._guard:
+            self._flow_of[thread_id] = name
+            while len(self._flow_of) > 10_000:
+                self._flow_of.popitem(last=False)
+        return name
+
+    def forget(self, thread_id: str) -> None:
+        with self._guard:
+            self._flow_of.pop(thread_id, None)
+
+    def runner_of(self, thread_id: str) -> Runner[Any]:
+        name = self.flow_name(thread_id)
+        if name not in self.runners:
+            raise Problem(
+                404,
+                "flow_not_served",
+                f"Thread `{thread_id}` belongs to flow `{name}`, which this server does not run.",
+                extra={"thread_id": thread_id},
+            )
+        return self.runners[name]
+
+    def summary(self, thread_id: str) -> dict[str, Any]:
+        """Where a thread stands, from its journal alone (no state is built)."""
+        log = self.store.load(thread_id)
+        last = log.records[-1] if log.records else log.snapshot
+        if last is None:
+            raise ThreadNotFoundError(thread_id)
+        return {
+            "thread_id": thread_id,
+            "flow": self.flow_name(thread_id),
+            "status": last.status,
+            "node": last.next,
+            "version": last.version,
+            "updated": last.ts,
+        }
+
+
+def gate_spec(flow: Flow, name: str) -> Gate | None:
+    """The gate a ``RunResult.gates`` entry names: a gate of the flow, a ``Parallel``'s gate
+    branch, or (by path ``sub/gate``) one inside a ``Subflow``."""
+    *path, last = name.split("/")
+    for part in path:
+        node = flow.nodes.get(part)
+        if not isinstance(node, Subflow):
+            return None
+        flow = node.flow
+    if last in flow.gates:
+        return flow.gates[last]
+    for node in flow.nodes.values():
+        if isinstance(node, Parallel) and last in node.gates:
+            return node.gates[last]
+    return None
+
+
+def gates_json(flow: Flow, result: RunResult[Any]) -> list[dict[str, Any]]:
+    """The open gates of a waiting thread, each with its input's JSON schema."""
+    found = []
+    for name in result.gates:
+        spec = gate_spec(flow, name)
+        model: type[BaseModel] | None = spec.input if spec is not None else None
+        found.append(
+            {
+                "name": name,
+                "description": spec.description if spec is not None else "",
+                "input_schema": model.model_json_schema() if model is not None else {},
+            }
+        )
+    return found

@@ -1,0 +1,267 @@
+"""Live endpoints: server-sent events of a thread, and a WebSocket in the roundtable origin's
+protocol.
+
+``GET /threads/{id}/events`` sends ``ready`` (the position it starts from), then a
+``checkpoint`` per journal record (id: its version) and live events (``node_started``,
+``node_finished``, and for principals ``token`` and ``custom``); ``Last-Event-ID`` (or
+``?last_event_id=``) resumes from the journal. ``deleted`` ends the stream when the thread is.
+
+``/threads/{id}/ws`` sends ``{"type": "message", "speaker", "text"}`` and ``{"type":
+"status", "character", "status"}`` as nodes ``ctx.emit`` them (messages are never dropped;
+statuses coalesce per character), and takes text a person types as the answer to the gate
+the thread waits at. Browsers cannot send headers on a WebSocket: a client without an
+``Authorization`` header sends ``{"type": "auth", "token": "..."}`` first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from .._events import Emitted, Event
+from ..errors import FlowkitError
+from ..runtime._queue import Priority
+from ._api import ThreadId, open_thread
+from ._app import Server, server_of
+from ._hub import Subscription
+from ._journal import frame, parse_event_id
+from ._problems import Problem, problem_of
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_SSE_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A stream of server-sent events (ready, checkpoint, live events)",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    400: {"description": "Last-Event-ID is not an id this server sent"},
+    403: {"description": "The authorisation hook denied it"},
+    404: {"description": "No such thread"},
+    503: {"description": "Too many subscribers"},
+}
+
+
+@router.get(
+    "/threads/{thread_id}/events",
+    response_class=StreamingResponse,
+    responses=_SSE_DOC,
+    tags=["events"],
+)
+async def thread_events(
+    request: Request,
+    thread_id: ThreadId,
+    last_event_id: Annotated[
+        str | None, Query(max_length=40, description="As the Last-Event-ID header")
+    ] = None,
+) -> StreamingResponse:
+    """The thread's events as server-sent events; reconnect with ``Last-Event-ID`` to get
+    what was missed from the journal."""
+    server = server_of(request)
+    principal = server.guard.principal(request.headers.get("authorization"))
+    header = request.headers.get("last-event-id")
+    after = parse_event_id(header if header is not None else last_event_id)
+    runner, result = await run_in_threadpool(open_thread, server, principal, "read", thread_id)
+    hub = server.hub
+    sub = await hub.subscribe(
+        thread_id, runner.flow.change_classes, after=after, private=principal is not None
+    )
+    ready = {"thread_id": thread_id, "version": sub.cursor, "status": result.status}
+
+    async def stream() -> AsyncIterator[bytes]:
+        watcher = asyncio.ensure_future(_watch_disconnect(request, sub))
+        try:
+            yield b"retry: 2000\n\n" + frame("ready", ready, str(sub.cursor))
+            while True:
+                frames = await hub.next_frames(sub)
+                if not frames:
+                    return
+                yield b"".join(frames)
+        finally:
+            watcher.cancel()
+            hub.unsubscribe(sub)
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _watch_disconnect(request: Request, sub: Subscription) -> None:
+    with contextlib.suppress(Exception):
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                sub.end("the client left")
+                return
+
+
+# -- WebSocket ---------------------------------------------------------------------------------
+
+_AUTH_TIMEOUT_S = 10.0
+_MAX_TEXT = 20_000
+
+
+def roundtable_shape(value: Any) -> dict[str, str] | None:
+    """``value`` as one of the roundtable origin's two shapes, or ``None``."""
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    if kind == "message":
+        speaker, text = value.get("speaker"), value.get("text")
+        if isinstance(speaker, str) and isinstance(text, str):
+            return {"type": "message", "speaker": speaker, "text": text}
+    elif kind == "status":
+        character, status = value.get("character"), value.get("status")
+        if isinstance(character, str) and isinstance(status, str):
+            return {"type": "status", "character": character, "status": status}
+    return None
+
+
+def _ws_classify(event: Event) -> tuple[Priority, str] | None:
+    if not isinstance(event, Emitted):
+        return None
+    shape = roundtable_shape(event.value)
+    if shape is None:
+        return None
+    if shape["type"] == "message":
+        return "critical", "message"
+    return "progress", f"status:{shape['character']}"
+
+
+@router.websocket("/threads/{thread_id}/ws")
+async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
+    server = server_of(websocket)
+    try:
+        principal = server.guard.principal(websocket.headers.get("authorization"))
+    except Problem:
+        await websocket.close(code=4401)
+        return
+    await websocket.accept()
+    try:
+        if principal is None and not server.guard.open_reads:
+            principal = await _authenticate(server, websocket)
+        runner, _ = await run_in_threadpool(open_thread, server, principal, "read", thread_id)
+        sub = await server.hub.subscribe(
+            thread_id,
+            runner.flow.change_classes,
+            after=None,
+            private=principal is not None,
+            classify=_ws_classify,
+        )
+    except (Problem, FlowkitError) as exc:
+        await _refuse(websocket, exc)
+        return
+    except WebSocketDisconnect:
+        return
+    sender = asyncio.ensure_future(_send_events(server, websocket, sub))
+    receiver = asyncio.ensure_future(_receive_text(server, websocket, thread_id, principal))
+    try:
+        await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sender, receiver):
+            task.cancel()
+        server.hub.unsubscribe(sub)
+        with contextlib.suppress(Exception):
+            await websocket.close()
+
+
+async def _authenticate(server: Server, websocket: WebSocket) -> str:
+    text = await asyncio.wait_for(websocket.receive_text(), _AUTH_TIMEOUT_S)
+    try:
+        message = json.loads(text[:4096])
+    except ValueError:
+        message = None
+    token = message.get("token") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or message.get("type") != "auth" or not isinstance(token, str):
+        raise Problem(401, "unauthorized", 'Send {"type": "auth", "token": "..."} first.')
+    principal = server.guard.principal(f"Bearer {token}")
+    assert principal is not None
+    return principal
+
+
+async def _refuse(websocket: WebSocket, exc: Exception) -> None:
+    problem = exc if isinstance(exc, Problem) else problem_of(exc)  # type: ignore[arg-type]
+    with contextlib.suppress(Exception):
+        await websocket.send_json({"type": "error", "code": problem.code, "detail": problem.detail})
+        await websocket.close(code=4000 + problem.status if problem.status < 1000 else 1011)
+
+
+async def _send_events(server: Server, websocket: WebSocket, sub: Subscription) -> None:
+    while True:
+        envelope = await server.hub.next_live(sub)
+        if envelope is None:
+            return
+        assert isinstance(envelope.event, Emitted)
+        shape = roundtable_shape(envelope.event.value)
+        if shape is not None:
+            await websocket.send_json(shape)
+
+
+async def _receive_text(
+    server: Server, websocket: WebSocket, thread_id: str, principal: str | None
+) -> None:
+    """Each text a person sends answers the gate the thread waits at."""
+    while True:
+        try:
+            text = await websocket.receive_text()
+        except WebSocketDisconnect:
+            return
+        with contextlib.suppress(ValueError):
+            data = json.loads(text) if text.startswith("{") else None
+            if isinstance(data, dict):
+                if data.get("type") == "auth":
+                    continue
+                said = data.get("text")
+                text = said if isinstance(said, str) else ""
+        text = text.strip()
+        if not text:
+            continue
+        try:
+            await run_in_threadpool(_answer, server, thread_id, principal, text[:_MAX_TEXT])
+        except (Problem, FlowkitError) as exc:
+            problem = exc if isinstance(exc, Problem) else problem_of(exc)
+            await websocket.send_json(
+                {"type": "error", "code": problem.code, "detail": problem.detail}
+            )
+
+
+def _answer(server: Server, thread_id: str, principal: str | None, text: str) -> None:
+    from ._served import gate_spec
+
+    runner, result = open_thread(server, principal, "resume", thread_id)
+    if result.status != "waiting" or len(result.gates) != 1:
+        raise Problem(
+            409,
+            "not_waiting",
+            f"Thread `{thread_id}` is not waiting for one answer (it is {result.status}).",
+        )
+    spec = gate_spec(runner.flow, result.gates[0])
+    field = text_field(spec.input) if spec is not None else None
+    if field is None:
+        raise Problem(
+            422,
+            "not_a_text_gate",
+            f"Gate `{result.gates[0]}` takes a form, not one text; answer it with POST "
+            f"/threads/{thread_id}/resume.",
+        )
+    runner.resume(thread_id, {field: text}, gate=result.gates[0])
+
+
+def text_field(model: Any) -> str | None:
+    """The field of a gate's input that takes what a person types, if there is one."""
+    fields = model.model_fields
+    for name in ("text", "message", "content", "utterance"):
+        if name in fields:
+            return name
+    strings = [name for name, info in fields.items() if info.annotation is str]
+    return strings[0] if len(strings) == 1 else None

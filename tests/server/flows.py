@@ -1,0 +1,104 @@
+"""Small flows the server tests serve: a counter that runs long, a chat in the roundtable
+origin's shapes, a flow whose state holds a secret and personal data, and one with an owner."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from flowkit import END, Flow, Route, RouteTable, append, node, when
+
+# -- a counter: `go` gate, then `steps` steps, a milestone (critical) every 100 ---------------
+
+
+class Count(BaseModel):
+    steps: int = 10
+    count: int = 0
+    milestone: int = 0
+    go: bool = False
+
+
+class Go(BaseModel):
+    go: bool = True
+
+
+def _tick(state: Count) -> dict[str, Any]:
+    count = state.count + 1
+    update: dict[str, Any] = {"count": count}
+    if count % 100 == 0:
+        update["milestone"] = count
+    return update
+
+
+counter = Flow(
+    name="counter",
+    state=Count,
+    start="start",
+    nodes={"tick": node(_tick, reads=["count"], writes=["count", "milestone"])},
+    gates={"start": Go},
+    routes={
+        "start": "tick",
+        "tick": RouteTable(
+            "after_tick",
+            [Route(when("counted", lambda s: s.count >= s.steps), END)],
+            default="tick",
+        ),
+    },
+    change_classes={"critical": ["milestone"], "progress": ["count"]},
+)
+
+# -- a chat: the person's text at gate `say`, characters answer with ctx.emit ---------------
+
+
+class Chat(BaseModel):
+    messages: Annotated[list[dict[str, str]], append] = []
+    text: str = ""
+
+
+class Say(BaseModel):
+    text: str = Field(min_length=1, max_length=2000)
+
+
+def _answer(state: Chat, ctx: Any) -> dict[str, Any]:
+    ctx.emit({"type": "status", "character": "LUMINA", "status": "THINKING"})
+    reply = f"you said: {state.text}"
+    ctx.emit({"type": "message", "speaker": "LUMINA", "text": reply})
+    ctx.emit({"type": "status", "character": "LUMINA", "status": "IDLE"})
+    ctx.emit({"not": "a roundtable shape"})
+    return {
+        "messages": [{"speaker": "USER", "text": state.text}, {"speaker": "LUMINA", "text": reply}]
+    }
+
+
+chat = Flow(
+    name="chat",
+    state=Chat,
+    start="say",
+    nodes={"answer": node(_answer, reads=["text"], writes=["messages"])},
+    gates={"say": Say},
+    routes={"say": "answer", "answer": "say"},
+)
+
+# -- a record with an owner, a secret and personal data -------------------------------------
+
+
+class Record(BaseModel):
+    initiator: str = ""
+    api_key: str = "sk-live-abcdefghijklmnop"
+    note: str = "call me at 03-1234-5678 or mail sato@example.com"
+    approved: bool = False
+
+
+class Approve(BaseModel):
+    approved: bool
+
+
+owned = Flow(
+    name="owned",
+    state=Record,
+    start="check",
+    nodes={},
+    gates={"check": Approve},
+    routes={"check": END},
+)

@@ -1,0 +1,354 @@
+"""Every thread endpoint with good and bad input; every failure a problem with a stable code."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from conftest import AUTH
+from fastapi.testclient import TestClient
+from httpx2 import Response
+
+from flowkit.stores import JsonFileStore, Store
+
+
+def problem(response: Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    assert body["code"] == code, body
+    assert body["status"] == status
+    assert body["type"] == f"urn:flowkit:problem:{code}"
+    assert body["title"] and body["detail"]
+    return body
+
+
+def start(client: TestClient, thread: str = "doc", **body: Any) -> dict[str, Any]:
+    response = client.post(
+        "/flows/review/threads", json={"thread_id": thread, **body}, headers=AUTH
+    )
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+# -- flows ---------------------------------------------------------------------------------------
+
+
+def test_flows_lists_each_served_flow_with_its_gates(client: TestClient) -> None:
+    flows = {f["name"]: f for f in client.get("/flows", headers=AUTH).json()}
+    assert set(flows) == {"review", "counter", "chat", "owned"}
+    assert flows["review"]["gates"] == ["review"]
+    assert flows["review"]["start"] == "draft"
+    assert "topic" in flows["review"]["state_schema"]["properties"]
+
+
+# -- start ---------------------------------------------------------------------------------------
+
+
+def test_start_runs_to_the_gate_and_shows_its_input_schema(client: TestClient) -> None:
+    data = start(client, input={"topic": "pumps"})
+    assert data["status"] == "waiting" and data["node"] == "review" and data["version"] == 1
+    assert data["state"]["text"] == "pumps: draft 1"
+    (gate,) = data["gates"]
+    assert gate["name"] == "review"
+    assert gate["input_schema"]["required"] == ["approved"]
+    assert gate["input_schema"]["properties"]["feedback"]["maxLength"] == 2000
+
+
+def test_start_without_an_id_generates_one_from_the_flow_name(client: TestClient) -> None:
+    response = client.post("/flows/review/threads", json={}, headers=AUTH)
+    assert response.status_code == 201
+    assert response.json()["thread_id"].startswith("review-")
+
+
+def test_start_with_wait_false_answers_202_once_the_thread_exists(client: TestClient) -> None:
+    response = client.post(
+        "/flows/counter/threads",
+        json={"thread_id": "bg", "input": {"steps": 3}, "wait": False},
+        headers=AUTH,
+    )
+    assert response.status_code == 202
+    assert response.json() == {"thread_id": "bg", "flow": "counter", "running": True}
+    assert client.get("/threads/bg", headers=AUTH).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "code"),
+    [
+        ("/flows/nope/threads", {}, 404, "flow_not_served"),
+        ("/flows/review/threads", {"input": {"revision": "many"}}, 422, "invalid_state"),
+        ("/flows/review/threads", {"colour": "red"}, 422, "invalid_request"),
+        ("/flows/review/threads", {"thread_id": "../etc"}, 422, "invalid_request"),
+        ("/flows/review/threads", {"thread_id": "a..b"}, 422, "invalid_thread_id"),
+        ("/flows/review/threads", {"input": [1, 2]}, 422, "invalid_request"),
+        ("/flows/review/threads", {"wait": "soon"}, 422, "invalid_request"),
+    ],
+)
+def test_start_refuses_bad_input(
+    client: TestClient, path: str, body: dict[str, Any], status: int, code: str
+) -> None:
+    problem(client.post(path, json=body, headers=AUTH), status, code)
+
+
+def test_start_refuses_an_existing_id_and_a_body_that_is_not_json(client: TestClient) -> None:
+    start(client)
+    body = problem(
+        client.post("/flows/review/threads", json={"thread_id": "doc"}, headers=AUTH),
+        409,
+        "thread_exists",
+    )
+    assert body["thread_id"] == "doc"
+    broken = client.post(
+        "/flows/review/threads",
+        content=b"{not json",
+        headers={**AUTH, "Content-Type": "application/json"},
+    )
+    problem(broken, 422, "invalid_request")
+
+
+# -- get and list ------------------------------------------------------------------------------
+
+
+def test_get_shows_where_the_thread_stands(client: TestClient) -> None:
+    start(client)
+    data = client.get("/threads/doc", headers=AUTH).json()
+    assert (data["flow"], data["status"], data["node"]) == ("review", "waiting", "review")
+    assert data["error"] is None
+    problem(client.get("/threads/ghost", headers=AUTH), 404, "thread_not_found")
+    problem(client.get("/threads/a..b", headers=AUTH), 422, "invalid_thread_id")
+
+
+def test_list_filters_by_status_and_flow_and_pages(client: TestClient) -> None:
+    for name in ("a", "b", "c"):
+        start(client, name)
+    client.post("/threads/b/resume", json={"input": {"approved": True}}, headers=AUTH)
+    client.post("/flows/counter/threads", json={"thread_id": "n", "input": {}}, headers=AUTH)
+
+    def ids(**params: Any) -> list[str]:
+        response = client.get("/threads", params=params, headers=AUTH)
+        assert response.status_code == 200
+        return sorted(t["thread_id"] for t in response.json()["threads"])
+
+    assert ids() == ["a", "b", "c", "n"]
+    assert ids(status="waiting") == ["a", "c", "n"]
+    assert ids(status="done") == ["b"]
+    assert ids(flow="counter") == ["n"]
+    assert ids(flow="review", status="waiting") == ["a", "c"]
+    page = client.get("/threads", params={"limit": 3, "offset": 2}, headers=AUTH).json()
+    assert (len(page["threads"]), page["total"], page["limit"], page["offset"]) == (2, 4, 3, 2)
+    first = client.get("/threads", params={"limit": 1}, headers=AUTH).json()["threads"][0]
+    assert first["thread_id"] == "n"  # most recently updated first
+
+
+@pytest.mark.parametrize(
+    "params", [{"status": "sleeping"}, {"limit": 0}, {"limit": 201}, {"offset": -1}]
+)
+def test_list_refuses_bad_filters(client: TestClient, params: dict[str, Any]) -> None:
+    problem(client.get("/threads", params=params, headers=AUTH), 422, "invalid_request")
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+def test_history_lists_each_checkpoint_with_its_update(client: TestClient) -> None:
+    start(client)
+    client.post(
+        "/threads/doc/resume", json={"input": {"approved": False, "feedback": "more"}}, headers=AUTH
+    )
+    data = client.get("/threads/doc/history", headers=AUTH).json()
+    kinds = [(c["version"], c["kind"], c["node"]) for c in data["checkpoints"]]
+    assert kinds == [(0, "start", None), (1, "step", "draft"), (2, "input", "review"),
+                     (3, "step", "draft")]  # fmt: skip
+    assert data["checkpoints"][2]["update"] == {"approved": False, "feedback": "more"}
+    assert data["total"] == 4
+    page = client.get("/threads/doc/history", params={"offset": 3}, headers=AUTH).json()
+    assert [c["version"] for c in page["checkpoints"]] == [3]
+    problem(client.get("/threads/ghost/history", headers=AUTH), 404, "thread_not_found")
+    problem(client.get("/threads/doc/history?limit=0", headers=AUTH), 422, "invalid_request")
+
+
+# -- resume ----------------------------------------------------------------------------------
+
+
+def test_resume_answers_the_gate(client: TestClient) -> None:
+    start(client)
+    response = client.post("/threads/doc/resume", json={"input": {"approved": True}}, headers=AUTH)
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["status"], data["gates"], data["state"]["published"]) == ("done", [], True)
+
+
+def test_resume_with_invalid_input_is_422_naming_each_field_never_echoing_it(
+    client: TestClient,
+) -> None:
+    start(client)
+    secret = "my-personal-note-" * 200
+    body = problem(
+        client.post(
+            "/threads/doc/resume",
+            json={"input": {"approved": "perhaps", "feedback": secret}},
+            headers=AUTH,
+        ),
+        422,
+        "invalid_gate_input",
+    )
+    assert body["gate"] == "review"
+    assert {tuple(e["loc"]) for e in body["errors"]} == {("approved",), ("feedback",)}
+    assert all(set(e) == {"loc", "msg", "type"} for e in body["errors"])
+    assert "perhaps" not in str(body) and "my-personal-note" not in str(body)
+    assert client.get("/threads/doc", headers=AUTH).json()["status"] == "waiting"
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_resume_input_is_checked_before_a_background_run_too(
+    client: TestClient, wait: bool
+) -> None:
+    start(client)
+    response = client.post(
+        "/threads/doc/resume", json={"input": {"approved": 3.5}, "wait": wait}, headers=AUTH
+    )
+    problem(response, 422, "invalid_gate_input")
+
+
+def test_resume_in_the_background_answers_202_and_the_run_goes_on(client: TestClient) -> None:
+    start(client)
+    response = client.post(
+        "/threads/doc/resume", json={"input": {"approved": True}, "wait": False}, headers=AUTH
+    )
+    assert response.status_code == 202
+    for _ in range(200):
+        if client.get("/threads/doc", headers=AUTH).json()["status"] == "done":
+            break
+        time.sleep(0.02)
+    assert client.get("/threads/doc", headers=AUTH).json()["status"] == "done"
+
+
+def test_resume_refusals(client: TestClient) -> None:
+    start(client)
+    problem(
+        client.post(
+            "/threads/doc/resume",
+            json={"input": {"approved": True}, "expected_version": 0},
+            headers=AUTH,
+        ),
+        409,
+        "conflict",
+    )
+    unknown = problem(
+        client.post(
+            "/threads/doc/resume", json={"input": {"approved": True}, "gate": "x"}, headers=AUTH
+        ),
+        422,
+        "unknown_gate",
+    )
+    assert unknown["gates"] == ["review"]
+    problem(
+        client.post("/threads/doc/resume", json={"inputs": {}}, headers=AUTH),
+        422,
+        "invalid_request",
+    )
+    problem(client.post("/threads/ghost/resume", json={}, headers=AUTH), 404, "thread_not_found")
+    client.post("/threads/doc/resume", json={"input": {"approved": True}}, headers=AUTH)
+    for wait in (True, False):
+        problem(
+            client.post("/threads/doc/resume", json={"wait": wait}, headers=AUTH),
+            409,
+            "not_waiting",
+        )
+
+
+# -- fork ------------------------------------------------------------------------------------
+
+
+def test_fork_starts_a_thread_where_the_original_stood(client: TestClient) -> None:
+    start(client)
+    client.post("/threads/doc/resume", json={"input": {"approved": True}}, headers=AUTH)
+    response = client.post("/threads/doc/fork", json={"at": 1}, headers=AUTH)
+    assert response.status_code == 201
+    data = response.json()
+    assert (data["thread_id"], data["status"], data["node"]) == ("doc-fork-1", "waiting", "review")
+    named = client.post("/threads/doc/fork", json={"new_thread_id": "again"}, headers=AUTH)
+    assert named.json()["status"] == "done"
+    assert client.post("/threads/doc/fork", json={}, headers=AUTH).json()["thread_id"] == (
+        "doc-fork-2"
+    )
+
+
+def test_fork_refusals(client: TestClient) -> None:
+    start(client)
+    body = problem(
+        client.post("/threads/doc/fork", json={"at": 9}, headers=AUTH), 404, "checkpoint_not_found"
+    )
+    assert "0 to 1" in body["detail"]
+    problem(client.post("/threads/doc/fork", json={"at": -1}, headers=AUTH), 422, "invalid_request")
+    problem(
+        client.post("/threads/doc/fork", json={"new_thread_id": "doc"}, headers=AUTH),
+        409,
+        "thread_exists",
+    )
+    problem(client.post("/threads/ghost/fork", json={}, headers=AUTH), 404, "thread_not_found")
+
+
+# -- update_state ------------------------------------------------------------------------------
+
+
+def test_update_state_is_an_audited_checkpoint(client: TestClient) -> None:
+    start(client)
+    response = client.patch(
+        "/threads/doc/state",
+        json={"values": {"topic": "valves"}, "reason": "wrong topic"},
+        headers=AUTH,
+    )
+    assert response.status_code == 200
+    assert response.json()["state"]["topic"] == "valves"
+    last = client.get("/threads/doc/history", headers=AUTH).json()["checkpoints"][-1]
+    assert (last["kind"], last["actor"], last["reason"]) == ("patch", "admin", "wrong topic")
+
+
+def test_update_state_refusals(client: TestClient) -> None:
+    start(client)
+    problem(
+        client.patch("/threads/doc/state", json={"values": {"revision": "x"}}, headers=AUTH),
+        422,
+        "invalid_update",
+    )
+    problem(
+        client.patch("/threads/doc/state", json={"goto": "nowhere"}, headers=AUTH),
+        422,
+        "invalid_state",
+    )
+    problem(
+        client.patch("/threads/doc/state", json={"expected_version": 7}, headers=AUTH),
+        409,
+        "conflict",
+    )
+    problem(
+        client.patch("/threads/doc/state", json={"values": [1]}, headers=AUTH),
+        422,
+        "invalid_request",
+    )
+
+
+# -- delete ------------------------------------------------------------------------------------
+
+
+def test_delete_removes_the_thread_and_refuses_while_it_runs(
+    client: TestClient, store: Store
+) -> None:
+    start(client)
+    if isinstance(store, JsonFileStore):  # its delete takes the thread's lock
+        with store.lock("doc"):
+            problem(client.delete("/threads/doc", headers=AUTH), 409, "conflict")
+    response = client.delete("/threads/doc", headers=AUTH)
+    assert response.status_code == 204 and response.content == b""
+    problem(client.get("/threads/doc", headers=AUTH), 404, "thread_not_found")
+    problem(client.delete("/threads/doc", headers=AUTH), 404, "thread_not_found")
+    start(client)  # the id is free again
+    assert client.get("/threads/doc", headers=AUTH).json()["version"] == 1
+
+
+def test_unknown_routes_and_methods_are_problems_too(client: TestClient) -> None:
+    problem(client.get("/nothing", headers=AUTH), 404, "not_found")
+    problem(client.put("/threads/doc", headers=AUTH), 405, "method_not_allowed")
