@@ -1,0 +1,112 @@
+"""The hub on its own: seed 000's rules per subscriber (checkpoints first, progress coalesced,
+bounded queues) and a ring that never grows past its size."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from flows import counter
+
+from flowkit import Runner
+from flowkit._events import NodeFinished, NodeStarted, TokenStreamed
+from flowkit.server._hub import Hub
+from flowkit.server._tap import tap
+from flowkit.stores import MemoryStore
+
+
+def decode(frames: list[bytes]) -> list[tuple[str, str, Any]]:
+    """(event, id, data) of each frame."""
+    found = []
+    for raw in b"".join(frames).decode().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in raw.splitlines() if ": " in line)
+        if "event" in fields:
+            found.append((fields["event"], fields.get("id", ""), json.loads(fields["data"])))
+    return found
+
+
+async def drain(hub: Hub, sub: Any) -> list[tuple[str, str, Any]]:
+    """Everything the subscription has to send now."""
+    found: list[tuple[str, str, Any]] = []
+    hub.keepalive_s = 0.05
+    while True:
+        frames = await hub.next_frames(sub)
+        if frames == [b": keep-alive\n\n"] or not frames:
+            return found
+        found += decode(frames)
+
+
+def test_checkpoints_go_first_and_progress_coalesces() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        hub = Hub(store, queue_size=8, ring_size=16)
+        hub.start()
+        runner = Runner(counter, store=tap(store, hub))
+        runner.start("c", {"steps": 30})
+        sub = await hub.subscribe("c", counter.change_classes, after=0, private=True)
+        # A slow client: live events pile up while it reads nothing. The oldest plain ones
+        # make room; progress of one node coalesces (the newest wins, tokens are joined).
+        for index in range(20):
+            hub._on_live(NodeStarted("c", "r", f"n{index}", 1))
+        for index in range(50):
+            hub._on_live(NodeFinished("c", "r", "tick", 0.001 * index, 1))
+            hub._on_live(TokenStreamed("c", "r", "tick", f"t{index} "))
+        await asyncio.to_thread(runner.resume, "c", {"go": True})
+        await asyncio.sleep(0.05)  # the tap's hand-over runs on the loop
+        sent = await drain(hub, sub)
+        names = [name for name, _, _ in sent]
+        first_live = names.index(next(n for n in names if n != "checkpoint"))
+        assert names[:first_live] == ["checkpoint"] * 31  # every checkpoint, first
+        assert [data["version"] for _, _, data in sent[:first_live]] == list(range(1, 32))
+        live = sent[first_live:]
+        assert len(live) <= 8  # the queue's bound
+        finished = [d for n, _, d in live if n == "node_finished"]
+        assert finished == [{"node": "tick", "latency_s": 0.049, "attempts": 1}]  # the newest
+        (tokens,) = [d for n, _, d in live if n == "token"]
+        assert tokens["text"].startswith("t0 t1 ") and tokens["text"].endswith("t49 ")
+        started = [d["node"] for n, _, d in live if n == "node_started"]
+        assert started == [f"n{i}" for i in range(20 - len(started), 20)]  # the newest kept
+        assert all(event_id.startswith("31.") for _, event_id, _ in live)
+        assert hub.stats()["max_ring"] <= 16 and hub.stats()["max_queue"] <= 8
+        hub.unsubscribe(sub)
+        assert hub.stats()["watched_threads"] == 0
+        await hub.stop()
+
+    asyncio.run(main())
+
+
+def test_without_a_principal_no_tokens_or_emitted_values_are_queued() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        hub = Hub(store)
+        hub.start()
+        Runner(counter, store=tap(store, hub)).start("c")
+        sub = await hub.subscribe("c", counter.change_classes, after=None, private=False)
+        hub._on_live(TokenStreamed("c", "r", "tick", "secret text"))
+        hub._on_live(NodeStarted("c", "r", "tick", 1))
+        assert [name for name, _, _ in await drain(hub, sub)] == ["node_started"]
+        await hub.stop()
+
+    asyncio.run(main())
+
+
+def test_subscribers_past_the_limit_get_503() -> None:
+    async def main() -> None:
+        from flowkit.server._problems import Problem
+
+        store = MemoryStore()
+        hub = Hub(store, max_subscribers=2)
+        hub.start()
+        Runner(counter, store=tap(store, hub)).start("c")
+        for _ in range(2):
+            await hub.subscribe("c", {}, after=None, private=True)
+        try:
+            await hub.subscribe("c", {}, after=None, private=True)
+        except Problem as problem:
+            assert (problem.status, problem.code) == (503, "too_many_subscribers")
+        else:
+            raise AssertionError("a third subscriber was let in")
+        await hub.stop()
+
+    asyncio.run(main())

@@ -1,0 +1,95 @@
+"""The WebSocket in the roundtable origin's protocol: message and status frames out, a person's
+text in as the answer to the waiting gate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import AUTH, TOKEN
+from fastapi.testclient import TestClient
+from starlette.testclient import WebSocketDenialResponse
+from starlette.websockets import WebSocketDisconnect
+
+
+def frames_until_message(socket: Any) -> list[dict[str, Any]]:
+    found = []
+    while True:
+        frame: dict[str, Any] = socket.receive_json()
+        found.append(frame)
+        if frame["type"] in ("message", "error"):
+            return found
+
+
+def test_text_answers_the_gate_and_characters_reply_in_the_origins_shapes(
+    client: TestClient,
+) -> None:
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws", headers=AUTH) as socket:
+        socket.send_text("hello there")
+        frames = frames_until_message(socket)
+        assert frames[-1] == {
+            "type": "message",
+            "speaker": "LUMINA",
+            "text": "you said: hello there",
+        }
+        for frame in frames[:-1]:
+            assert set(frame) == {"type", "character", "status"} and frame["type"] == "status"
+        socket.send_text('{"type": "message", "text": "again"}')  # JSON works too
+        assert frames_until_message(socket)[-1]["text"] == "you said: again"
+    state = client.get("/threads/talk", headers=AUTH).json()["state"]
+    assert [m["text"] for m in state["messages"]] == [
+        "hello there", "you said: hello there", "again", "you said: again"
+    ]  # fmt: skip
+
+
+def test_a_browser_authenticates_with_a_first_frame(client: TestClient) -> None:
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws") as socket:
+        socket.send_json({"type": "auth", "token": TOKEN})
+        socket.send_text("hi")
+        assert frames_until_message(socket)[-1]["text"] == "you said: hi"
+
+
+@pytest.mark.parametrize("first", ['{"type": "auth", "token": "wrong"}', "hello", "{}"])
+def test_without_a_valid_token_the_socket_says_why_and_closes(
+    client: TestClient, first: str
+) -> None:
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws") as socket:
+        socket.send_text(first)
+        assert socket.receive_json()["code"] == "unauthorized"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+        assert closed.value.code == 4401
+
+
+def test_a_wrong_header_is_refused_before_the_socket_opens(client: TestClient) -> None:
+    with (
+        pytest.raises((WebSocketDisconnect, WebSocketDenialResponse)),
+        client.websocket_connect("/threads/talk/ws", headers={"Authorization": "Bearer no"}),
+    ):
+        pass
+
+
+def test_anonymous_readers_may_watch_but_not_speak(make_client: Callable[..., TestClient]) -> None:
+    client = make_client(open_reads=True)
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws") as socket:
+        socket.send_text("let me in")
+        assert socket.receive_json() == {
+            "type": "error",
+            "code": "unauthorized",
+            "detail": "Send `Authorization: Bearer <token>` to change threads.",
+        }
+
+
+def test_errors_come_back_as_frames(client: TestClient) -> None:
+    client.post("/flows/review/threads", json={"thread_id": "doc"}, headers=AUTH)
+    with client.websocket_connect("/threads/doc/ws", headers=AUTH) as socket:
+        socket.send_text("looks good")  # the review gate needs `approved` too
+        error = socket.receive_json()
+        assert (error["type"], error["code"]) == ("error", "invalid_gate_input")
+    with client.websocket_connect("/threads/ghost/ws", headers=AUTH) as socket:
+        assert socket.receive_json()["code"] == "thread_not_found"
