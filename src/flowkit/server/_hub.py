@@ -102,14 +102,22 @@ class Hub:
     # -- lifecycle (on the loop) ---------------------------------------------------------------
 
     def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._poller = self._loop.create_task(self._poll())
+        """Run on the current event loop (the app's lifespan calls this; a subscription
+        made on another loop, as test clients without a lifespan do, moves the hub there)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        if self._poller is not None:
+            self._poller.cancel()
+        self._loop = loop
+        self._poller = loop.create_task(self._poll())
 
     async def stop(self) -> None:
         if self._poller is not None:
             self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
                 await self._poller
+        self._poller = None
         for watch in self._watches.values():
             for sub in watch.subscribers:
                 sub.end("the server is shutting down")
@@ -146,6 +154,7 @@ class Hub:
                 f"The server has {self._count} event subscribers, its limit; try again later.",
                 headers={"Retry-After": "5"},
             )
+        self.start()
         watch = self._watches.get(thread_id)
         fresh = watch is None
         if watch is None:
