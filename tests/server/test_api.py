@@ -10,7 +10,7 @@ from conftest import AUTH
 from fastapi.testclient import TestClient
 from httpx2 import Response
 
-from flowkit.stores import JsonFileStore, Store
+from flowkit.stores import Store
 
 
 def problem(response: Response, status: int, code: str) -> dict[str, Any]:
@@ -338,9 +338,8 @@ def test_delete_removes_the_thread_and_refuses_while_it_runs(
     client: TestClient, store: Store
 ) -> None:
     start(client)
-    if isinstance(store, JsonFileStore):  # its delete takes the thread's lock
-        with store.lock("doc"):
-            problem(client.delete("/threads/doc", headers=AUTH), 409, "conflict")
+    with store.lock("doc"):  # as a run holds it
+        problem(client.delete("/threads/doc", headers=AUTH), 409, "conflict")
     response = client.delete("/threads/doc", headers=AUTH)
     assert response.status_code == 204 and response.content == b""
     problem(client.get("/threads/doc", headers=AUTH), 404, "thread_not_found")

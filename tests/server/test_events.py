@@ -39,9 +39,10 @@ def collect(
     then: str | Callable[[SSE], bool] | None = None,
 ) -> list[SSE]:
     """Read the thread's events until a checkpoint with status ``until`` (or a count);
-    ``then``: and on, until a live event of that name (they follow the checkpoints)."""
+    ``then``: and until a live event of that name (or matching that test) has come too."""
     found: list[SSE] = []
     ended = False
+    seen_then = then is None
     with httpx.stream(
         "GET",
         f"{live.base}/threads/{thread}/events",
@@ -56,9 +57,13 @@ def collect(
                 started.set()
             if event.event == "deleted":
                 break
+            if then is not None and (then(event) if callable(then) else event.event == then):
+                seen_then = True  # live events may come just before or after the checkpoint
             if event.event == "checkpoint" and event.data["status"] == until:
                 ended = True
-            if ended and (then is None or (then(event) if callable(then) else event.event == then)):
+                if then is None:
+                    break
+            if ended and seen_then:
                 break
             if stop_after is not None and len(found) >= stop_after:
                 break

@@ -335,11 +335,7 @@ def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -
     """Delete the thread and its whole history (not while it runs: 409)."""
     server = server_of(request)
     runner, _ = open_thread(server, principal, "delete", thread_id)
-    delete = getattr(runner, "delete", None)
-    if callable(delete):
-        delete(thread_id)
-    else:  # a runner without delete(): the store's own (JsonFileStore takes the thread's lock)
-        server.served.tapped.delete(thread_id)
+    runner.delete(thread_id)  # ConflictError (409) while a run of it goes on
     server.served.forget(thread_id)
     return Response(status_code=204)
 

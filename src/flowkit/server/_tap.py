@@ -66,6 +66,11 @@ class TappedStore:
         self.inner.delete(thread_id)
         self.listener.deleted(thread_id)
 
+    def compact(self, thread_id: str, start: StartRecord) -> int:
+        # Records after ``start.version`` keep their versions, so event ids stay valid; a
+        # client behind the cut resumes at the new start record.
+        return self.inner.compact(thread_id, start)
+
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         return self.inner.lock(thread_id)
 
