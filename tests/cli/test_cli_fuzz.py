@@ -130,6 +130,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.chdir(cwd)
     monkeypatch.delenv("FLOWKIT_STORE", raising=False)
     monkeypatch.delenv("FLOWKIT_LLM", raising=False)
+    # Without a token `flowkit serve` refuses to start; with one it would serve forever.
+    monkeypatch.delenv("FLOWKIT_SERVER_TOKEN", raising=False)
     return {"good": str(good), "corrupt": str(corrupt), "files": str(files)}
 
 
