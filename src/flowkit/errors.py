@@ -26,6 +26,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │                              the record; .problems); add a migration (docs/migrations.md)
     ├── QueueClosedError           a broadcaster queue was closed or evicted (.thread_id)
     ├── RecoveryPolicyError        a recovery policy does not fit its flow (.problems)
+    ├── ServerConfigError          ``flowkit.server.create_app`` settings that cannot work
     ├── StoreError                 persistence failed (.thread_id, .path)
     │   ├── InvalidThreadIdError   e.g. ``../../etc``
     │   ├── ConflictError          another writer got there first; reload and retry
@@ -106,6 +107,7 @@ __all__ = [
     "RobotProgramError",
     "RouteError",
     "RunError",
+    "ServerConfigError",
     "StepLimitError",
     "StepTextError",
     "StoreError",
@@ -358,6 +360,10 @@ class RecoveryPolicyError(FlowkitError):
         super().__init__(
             f"Recovery policy `{policy}` does not fit flow `{flow}`; fix the policy:\n{lines}"
         )
+
+
+class ServerConfigError(FlowkitError):
+    """The HTTP server was set up with something that cannot work (a short token, no flows)."""
 
 
 class StoreError(FlowkitError):

@@ -223,3 +223,32 @@ def test_responses_carry_safe_headers(client: TestClient) -> None:
     headers = client.get("/flows", headers=AUTH).headers
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["x-frame-options"] == "DENY"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"token": "short"},
+        {"max_body_bytes": 0},
+        {"max_depth": -1},
+        {"max_background_runs": True},
+        {"hub_options": {"ring_size": 0}},
+    ],
+)
+def test_unusable_settings_are_refused_when_the_app_is_made(options: dict[str, Any]) -> None:
+    from flowkit.errors import ServerConfigError
+    from flowkit.server import create_app
+    from flowkit.stores import MemoryStore
+
+    with pytest.raises(ServerConfigError):
+        create_app(["review"], store=MemoryStore(), **{"token": TOKEN, **options})
+
+
+@pytest.mark.parametrize("flows", [[], ["review", "review"], [42]])
+def test_the_flows_served_must_be_flows_with_distinct_names(flows: list[Any]) -> None:
+    from flowkit.errors import ServerConfigError
+    from flowkit.server import create_app
+    from flowkit.stores import MemoryStore
+
+    with pytest.raises(ServerConfigError):
+        create_app(flows, store=MemoryStore(), token=TOKEN)

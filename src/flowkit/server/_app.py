@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .._flow import Flow
 from .._logging import get_logger
-from ..errors import FlowkitError
+from ..errors import FlowkitError, ServerConfigError
 from ._hub import Hub
 from ._problems import PROBLEM_JSON, Problem, field_errors, problem_of
 from ._redact import Redact, default_redact
@@ -81,6 +81,15 @@ def create_app(
     the server hears of writes through it). ``cors_origins`` lists the web origins allowed to
     call the API from a browser (none by default).
     """
+    for name, value in (
+        ("max_body_bytes", max_body_bytes),
+        ("max_depth", max_depth),
+        ("max_background_runs", max_background_runs),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ServerConfigError(
+                f"`{name}` must be a whole number of at least 1, not {value!r}."
+            )
     if token is _UNSET:
         token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(

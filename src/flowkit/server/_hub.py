@@ -26,7 +26,7 @@ from typing import Any
 
 from .._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
 from .._logging import get_logger
-from ..errors import FlowkitError, ThreadNotFoundError
+from ..errors import FlowkitError, ServerConfigError, ThreadNotFoundError
 from ..runtime._queue import Envelope, Priority, ThreadQueue, classify_event, merge_progress
 from ..stores._protocol import AnyRecord, Store
 from ._journal import checkpoint_data, frame
@@ -87,6 +87,10 @@ class Hub:
         poll_s: float = 2.0,
         keepalive_s: float = 15.0,
     ) -> None:
+        for name, value in (("ring_size", ring_size), ("queue_size", queue_size),
+                            ("max_subscribers", max_subscribers)):  # fmt: skip
+            if not isinstance(value, int) or value < 1:
+                raise ServerConfigError(f"`{name}` must be at least 1, not {value!r}.")
         self.store = store  # the store itself, not the tapped one: the hub only reads
         self.ring_size = ring_size
         self.queue_size = queue_size

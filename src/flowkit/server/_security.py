@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import ServerConfigError
 from ._problems import Problem
 
 __all__ = [
@@ -82,7 +83,7 @@ class Guard:
         authorize: Authorize | None,
     ) -> None:
         if token is not None and len(token) < 16:
-            raise ValueError(
+            raise ServerConfigError(
                 "The server token is shorter than 16 characters; use a long random one, e.g. "
                 "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
             )

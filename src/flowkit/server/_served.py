@@ -17,7 +17,7 @@ from .._parallel import Parallel
 from .._result import RunResult
 from .._runner import Runner
 from .._subflow import Subflow
-from ..errors import ThreadNotFoundError
+from ..errors import ServerConfigError, ThreadNotFoundError
 from ..stores._protocol import AttemptMarks, Store
 from ._problems import Problem
 from ._tap import Listener, tap
@@ -44,13 +44,21 @@ class Served:
 
         self.store = store
         self.tapped = tap(store, listener)
-        loaded = [f if isinstance(f, Flow) else load_flow(f) for f in flows]
+        loaded = []
+        for item in flows:
+            if not isinstance(item, Flow | str):
+                raise ServerConfigError(
+                    f"Serve Flows or registered workflow names, not {type(item).__name__}."
+                )
+            loaded.append(item if isinstance(item, Flow) else load_flow(item))
         if not loaded:
-            raise ValueError("Serve at least one flow: pass Flows or registered names.")
+            raise ServerConfigError("Serve at least one flow: pass Flows or registered names.")
         names = [f.name for f in loaded]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ValueError(f"Flow names must be unique; served twice: {', '.join(twice)}.")
+            raise ServerConfigError(
+                f"Flow names must be unique; served twice: {', '.join(twice)}. Rename one."
+            )
 
         def default_factory(flow: Flow, store: Store) -> Runner[Any]:
             flow_llm = llm.get(flow.name) if isinstance(llm, Mapping) else llm
