@@ -93,3 +93,37 @@ def test_errors_come_back_as_frames(client: TestClient) -> None:
         assert (error["type"], error["code"]) == ("error", "invalid_gate_input")
     with client.websocket_connect("/threads/ghost/ws", headers=AUTH) as socket:
         assert socket.receive_json()["code"] == "thread_not_found"
+
+
+def test_the_roundtable_workflow_talks_over_the_socket(store: Any, tmp_path: Any) -> None:
+    """The real roundtable (its shipped three-character table, scripted LLMs): the person's
+    text starts a round; each character's message arrives in the origin's shape."""
+    from flowkit.roundtable.demo import REPLIES, demo_llms
+    from flowkit.roundtable.logs import RoundLogs
+    from flowkit.roundtable.workflow import build_flow
+    from flowkit.server import create_app
+
+    logs = RoundLogs(conversation_dir=tmp_path / "talk", operation_dir=tmp_path / "ops")
+    table = build_flow("trio-en", llms=demo_llms("en"), logs=logs)
+    with TestClient(create_app([table], store=store, token=TOKEN)) as client:
+        made = client.post("/flows/roundtable/threads", json={"thread_id": "t"}, headers=AUTH)
+        assert made.json()["gates"][0]["name"] == "person"
+        view = client.get("/threads/t/view", headers=AUTH).json()
+        assert (view["kind"], view["input_field"]) == ("chat", "text")
+        with client.websocket_connect("/threads/t/ws", headers=AUTH) as socket:
+            socket.send_text(REPLIES["en"]["messages"][0])
+            speakers: list[str] = []
+            statuses: set[str] = set()
+            while len(speakers) < 3:
+                frame = socket.receive_json()
+                assert frame["type"] in ("message", "status"), frame
+                if frame["type"] == "message":
+                    assert frame["text"] and set(frame) == {"type", "speaker", "text"}
+                    speakers.append(frame["speaker"])
+                else:
+                    assert set(frame) == {"type", "character", "status"}
+                    statuses.add(frame["status"])
+        assert len(set(speakers)) == 3  # each character spoke once in the round
+        assert statuses <= {"THINKING", "IDLE", "ACTIVE"}
+        after = client.get("/threads/t", headers=AUTH).json()
+        assert after["status"] == "waiting" and after["gates"][0]["name"] == "person"

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from .._result import RunResult
 from .._runner import Runner
 from ..stores._protocol import Store
@@ -22,6 +24,9 @@ from ._served import gate_spec
 __all__ = ["MAX_DOWNLOAD_BYTES", "download", "view_of"]
 
 MAX_DOWNLOAD_BYTES = 16 * 1024 * 1024
+
+#: State fields a conversation is kept in (the roundtable's is ``conversation_log``).
+_CHAT_FIELDS = ("messages", "conversation_log", "transcript", "conversation")
 
 #: Downloadable files per flow: name -> (state field holding its path, node that writes it).
 _FILES: Mapping[str, Mapping[str, tuple[str, str]]] = {
@@ -91,8 +96,13 @@ def _sas_view(result: RunResult[Any], store: Store) -> dict[str, Any]:
 def _chat_view(runner: Runner[Any], result: RunResult[Any]) -> dict[str, Any] | None:
     from ._streams import text_field
 
-    messages = getattr(result.state, "messages", None)
-    if not isinstance(messages, Sequence) or isinstance(messages, str):
+    messages = None
+    for name in _CHAT_FIELDS:
+        found = getattr(result.state, name, None)
+        if isinstance(found, Sequence) and not isinstance(found, str):
+            messages = found
+            break
+    if messages is None:
         return None
     field = None
     if result.status == "waiting" and len(result.gates) == 1:
@@ -106,6 +116,8 @@ def _chat_view(runner: Runner[Any], result: RunResult[Any]) -> dict[str, Any] | 
         return None
     shown = []
     for message in messages:
+        if isinstance(message, BaseModel):
+            message = message.model_dump(mode="json")
         if isinstance(message, Mapping):
             speaker = message.get("speaker") or message.get("role") or "?"
             text = message.get("text") or message.get("content") or ""
