@@ -115,9 +115,8 @@ def _chat_view(runner: Runner[Any], result: RunResult[Any]) -> dict[str, Any] | 
     if field is None and result.status == "waiting":
         return None
     shown = []
-    for message in messages:
-        if isinstance(message, BaseModel):
-            message = message.model_dump(mode="json")
+    for item in messages:
+        message = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
         if isinstance(message, Mapping):
             speaker = message.get("speaker") or message.get("role") or "?"
             text = message.get("text") or message.get("content") or ""
