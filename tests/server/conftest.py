@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # `flows`, the test flows, for every module
+sys.path.insert(
+    0, str(Path(__file__).parent)
+)  # `serve_flows` (the test flows) and `_live`, for every module
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from flows import chat, counter, owned
+from serve_flows import chat, counter, owned
 
 from flowkit.examples.review import flow as review
 from flowkit.server import create_app

@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import uvicorn
-from flows import chat, counter
+from serve_flows import chat, counter
 
 from flowkit.server import create_app
 from flowkit.stores import JsonFileStore

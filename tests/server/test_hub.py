@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from flows import counter
+from serve_flows import counter
 
 from flowkit import Runner
 from flowkit._events import NodeFinished, NodeStarted, TokenStreamed

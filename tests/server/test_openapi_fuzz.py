@@ -10,7 +10,6 @@ from __future__ import annotations
 import schemathesis
 from conftest import AUTH, TOKEN
 from fastapi.testclient import TestClient
-from flows import chat, owned
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
     content_type_conformance,
@@ -18,6 +17,7 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from serve_flows import chat, owned
 
 from flowkit.examples.review import flow as review
 from flowkit.server import create_app

@@ -19,7 +19,7 @@ import pytest
 from _external import require
 from _live import ThreadServer
 from conftest import AUTH, TOKEN
-from flows import chat
+from serve_flows import chat
 
 from flowkit.examples.review import flow as review
 from flowkit.llm import ReplayLLM
