@@ -1,4 +1,8 @@
-"""Server fixtures: an app over a store, a client, and the token that lets it change things."""
+"""Server fixtures: an app over a store, a client, and the token that lets it change things.
+
+The shared constants and helpers live in ``serve_common`` (``conftest`` is a name every test
+folder has, so it is never imported by name).
+"""
 
 from __future__ import annotations
 
@@ -9,21 +13,15 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(
-    0, str(Path(__file__).parent)
-)  # `serve_flows` (the test flows) and `_live`, for every module
+# serve_common, serve_flows and _live, importable from every module here
+sys.path.insert(0, str(Path(__file__).parent))
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from serve_flows import chat, counter, owned
+from serve_common import FLOWS, TOKEN
 
-from flowkit.examples.review import flow as review
 from flowkit.server import create_app
 from flowkit.stores import JsonFileStore, MemoryStore, Store
-
-TOKEN = "test-token-0123456789abcdef"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-FLOWS = [review, counter, chat, owned]
 
 
 @pytest.fixture(params=["memory", "jsonfile"])

@@ -6,32 +6,10 @@ import time
 from typing import Any
 
 import pytest
-from conftest import AUTH
 from fastapi.testclient import TestClient
-from httpx2 import Response
+from serve_common import AUTH, problem, start
 
 from flowkit.stores import Store
-
-
-def problem(response: Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    body: dict[str, Any] = response.json()
-    assert body["code"] == code, body
-    assert body["status"] == status
-    assert body["type"] == f"urn:flowkit:problem:{code}"
-    assert body["title"] and body["detail"]
-    return body
-
-
-def start(client: TestClient, thread: str = "doc", **body: Any) -> dict[str, Any]:
-    response = client.post(
-        "/flows/review/threads", json={"thread_id": thread, **body}, headers=AUTH
-    )
-    assert response.status_code == 201, response.text
-    data: dict[str, Any] = response.json()
-    return data
-
 
 # -- flows ---------------------------------------------------------------------------------------
 

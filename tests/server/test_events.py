@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from _live import SSE, ThreadServer, read_events
-from conftest import AUTH, FLOWS, TOKEN
+from serve_common import AUTH, FLOWS, TOKEN
 
 from flowkit import Runner
 from flowkit.server import create_app

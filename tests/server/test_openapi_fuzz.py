@@ -8,7 +8,6 @@ out (a stream of a real thread never ends); tests/server/test_events.py covers i
 from __future__ import annotations
 
 import schemathesis
-from conftest import AUTH, TOKEN
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
@@ -17,6 +16,7 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from serve_common import AUTH, TOKEN
 from serve_flows import chat, owned
 
 from flowkit.examples.review import flow as review

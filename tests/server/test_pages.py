@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AUTH, FLOWS, TOKEN
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
-from test_api import problem
+from serve_common import AUTH, FLOWS, TOKEN, problem
 
 from flowkit import END, Flow, Route, RouteTable, field, node
 from flowkit.llm import ReplayLLM

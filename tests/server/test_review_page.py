@@ -18,7 +18,7 @@ import httpx
 import pytest
 from _external import require
 from _live import ThreadServer
-from conftest import AUTH, TOKEN
+from serve_common import AUTH, TOKEN
 from serve_flows import chat
 
 from flowkit.examples.review import flow as review

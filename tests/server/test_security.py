@@ -7,9 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import AUTH, TOKEN
 from fastapi.testclient import TestClient
-from test_api import problem, start
+from serve_common import AUTH, TOKEN, problem, start
 
 from flowkit.server import ADMIN, Access
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import AUTH, TOKEN
 from fastapi.testclient import TestClient
+from serve_common import AUTH, TOKEN
 from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
