@@ -18,13 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .._yaml_lines import Lines, line_of, lines_of
 from ..errors import DomainError, UntrustedInputError
 
 __all__ = ["MAX_BYTES", "DomainCheck", "Problem", "check_domain", "parse_file", "problems_of"]
 
 #: A domain file larger than this is refused before parsing (a domain is a few kB).
 MAX_BYTES = 2 * 1024 * 1024
-_Lines = dict[tuple[str, ...], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class UnreadableFileError(Exception):
         super().__init__(str(problem))
 
 
-def parse_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
+def parse_file(path: Path, what: str = "domain file") -> tuple[Any, Lines]:
     """The data of a YAML or JSON file and the line of every key and item in it.
 
     Raises:
@@ -63,7 +63,7 @@ def parse_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
         raise DomainError([str(exc.problem)], path=str(path)) from exc
 
 
-def read_file(path: Path, what: str = "domain file") -> tuple[Any, _Lines]:
+def read_file(path: Path, what: str = "domain file") -> tuple[Any, Lines]:
     """``parse_file``, raising ``UnreadableFileError`` (one problem about the file as a whole)."""
     from .._untrusted import read_regular_file
 
@@ -141,7 +141,7 @@ def check_domain(source: str | Path) -> DomainCheck:
     return DomainCheck(str(path), domain if not problems else None, problems)
 
 
-def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, _Lines]:
+def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, Lines]:
     import yaml
 
     from .._untrusted import compose_yaml, construct_yaml, parse_json
@@ -154,7 +154,7 @@ def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, _Lines]:
             raise UnreadableFileError(where) from exc
         # JSON is YAML too: the YAML parser gives the lines (best effort).
         try:
-            return data, _lines_of(compose_yaml(text, what=what, max_bytes=MAX_BYTES))
+            return data, lines_of(compose_yaml(text, what=what, max_bytes=MAX_BYTES))
         except (yaml.YAMLError, UntrustedInputError):
             return data, {}
     try:
@@ -167,40 +167,10 @@ def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, _Lines]:
         raise UnreadableFileError(
             Problem("(file)", f"invalid YAML: {reason}; fix the syntax", line)
         ) from exc
-    return data, _lines_of(node)
+    return data, lines_of(node)
 
 
-def _lines_of(root: Any) -> _Lines:
-    """Path (keys and item indexes as text) -> 1-based line, walking the YAML node tree."""
-    import yaml
-
-    lines: _Lines = {}
-    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                child = (*path, str(key.value))
-                lines.setdefault(child, key.start_mark.line + 1)
-                stack.append((value, child))
-        elif isinstance(node, yaml.SequenceNode):
-            for index, value in enumerate(node.value):
-                child = (*path, str(index))
-                lines.setdefault(child, value.start_mark.line + 1)
-                stack.append((value, child))
-    return lines
-
-
-def _line(lines: _Lines, parts: tuple[str, ...]) -> int | None:
-    """The line of ``parts``, or of its nearest enclosing key that is in the file."""
-    while parts:
-        if parts in lines:
-            return lines[parts]
-        parts = parts[:-1]
-    return None
-
-
-def problems_of(data: Any, lines: _Lines | None = None) -> tuple[Any, list[Problem]]:
+def problems_of(data: Any, lines: Lines | None = None) -> tuple[Any, list[Problem]]:
     """The domain ``data`` makes (None if its shape is wrong) and all its problems."""
     from .domain import Domain
 
@@ -218,14 +188,14 @@ def problems_of(data: Any, lines: _Lines | None = None) -> tuple[Any, list[Probl
 _SECTIONS = ("intents", "faq", "entities", "slots", "goals", "actions", "responses")
 
 
-def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: _Lines) -> list[Problem]:
+def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: Lines) -> list[Problem]:
     from .domain import Domain
 
     found: list[Problem] = []
     broken: dict[str, set[str]] = {}
     for error in exc.errors(include_url=False, include_input=False):
         loc = tuple(str(part) for part in error["loc"])
-        found.append(Problem(".".join(loc) or "(top)", _plain(error, loc), _line(lines, loc)))
+        found.append(Problem(".".join(loc) or "(top)", _plain(error, loc), line_of(lines, loc)))
         if loc:
             broken.setdefault(loc[0], set()).add(loc[1] if len(loc) > 1 else "*")
     # What fits the models is still cross-checked, so one typo does not hide the rest.
@@ -248,18 +218,18 @@ def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: _Lines
     return found + _meaning_problems(partial, broken, lines)
 
 
-def _meaning_problems(domain: Any, broken: Mapping[str, set[str]], lines: _Lines) -> list[Problem]:
+def _meaning_problems(domain: Any, broken: Mapping[str, set[str]], lines: Lines) -> list[Problem]:
     from ._checks import domain_problems
 
     return _located(domain_problems(domain, broken=broken), lines)
 
 
-def _located(problems: list[str], lines: _Lines) -> list[Problem]:
+def _located(problems: list[str], lines: Lines) -> list[Problem]:
     """``where: message`` texts as problems with their lines."""
     found = []
     for text in problems:
         where, _, message = text.partition(": ")
-        found.append(Problem(where, message, _line(lines, tuple(where.split(".")))))
+        found.append(Problem(where, message, line_of(lines, tuple(where.split(".")))))
     return found
 
 

@@ -126,23 +126,9 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
     )
     if resumed and state.state.last_ai_message:
         out.write(f"bot> {state.state.last_ai_message}\n")
-    interactive = sys.stdin.isatty()
-    while True:
-        if interactive:
-            out.write("you> ")
-            out.flush()
-        try:
-            line = sys.stdin.readline()
-        except UnicodeDecodeError:
-            print("flowkit: error: the input is not UTF-8 text; skipped it", file=sys.stderr)
-            continue
-        if not line:
-            break
-        text = line.strip()
-        if not text:
-            continue
-        if text in ("/quit", "/exit"):
-            break
+    from ..cli._typed import typed_lines
+
+    for text in typed_lines(out):
         if text == "/state":
             out.write(_describe(bot, thread))
             continue

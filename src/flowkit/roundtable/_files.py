@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from .._untrusted import read_regular_file
+from .._yaml_lines import Lines, line_of, lines_of
 from ..errors import UntrustedInputError
 
 __all__ = ["MAX_BYTES", "Lines", "line_of", "read_config_file"]
 
 #: A configuration is a few kilobytes of personas and rules.
 MAX_BYTES = 1024 * 1024
-Lines = dict[tuple[str, ...], int]
 
 
 def read_config_file(path: Path) -> tuple[Any, Lines]:
@@ -44,9 +44,9 @@ def read_config_file(path: Path) -> tuple[Any, Lines]:
                 node = compose_yaml(text, what=what, max_bytes=MAX_BYTES)
             except (yaml.YAMLError, UntrustedInputError):
                 return data, {}
-            return data, _lines_of(node)
+            return data, lines_of(node)
         node = compose_yaml(text, what=what, max_bytes=MAX_BYTES, allow_aliases=False)
-        return construct_yaml(node), _lines_of(node)
+        return construct_yaml(node), lines_of(node)
     except json.JSONDecodeError as exc:
         raise ValueError(f"line {exc.lineno}: invalid JSON: {exc.msg}; fix the syntax") from exc
     except yaml.YAMLError as exc:
@@ -56,32 +56,3 @@ def read_config_file(path: Path) -> tuple[Any, Lines]:
         raise ValueError(f"{where}invalid YAML: {reason}; fix the syntax") from exc
     except UntrustedInputError as exc:
         raise ValueError(str(exc)) from exc
-
-
-def _lines_of(root: Any) -> Lines:
-    import yaml
-
-    lines: Lines = {}
-    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                child = (*path, str(key.value))
-                lines.setdefault(child, key.start_mark.line + 1)
-                stack.append((value, child))
-        elif isinstance(node, yaml.SequenceNode):
-            for index, value in enumerate(node.value):
-                child = (*path, str(index))
-                lines.setdefault(child, value.start_mark.line + 1)
-                stack.append((value, child))
-    return lines
-
-
-def line_of(lines: Lines, parts: tuple[str, ...]) -> int | None:
-    """The line of ``parts``, or of the nearest enclosing key the file has."""
-    while parts:
-        if parts in lines:
-            return lines[parts]
-        parts = parts[:-1]
-    return None

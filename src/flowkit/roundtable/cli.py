@@ -126,22 +126,9 @@ def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
         if interactive and state.round_index:
             for entry in state.round_log():
                 out.write(f"{entry.speaker}> {entry.text}\n")
-        while True:
-            if interactive:
-                out.write("you> ")
-                out.flush()
-            try:
-                line = sys.stdin.readline()
-            except UnicodeDecodeError:
-                print("flowkit: error: the input is not UTF-8 text; skipped it", file=sys.stderr)
-                continue
-            if not line:
-                break
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/quit", "/exit"):
-                break
+        from ..cli._typed import typed_lines
+
+        for text in typed_lines(out):
             if text == "/log":
                 for entry in bot.transcript(thread):
                     out.write(entry.line() + "\n")
