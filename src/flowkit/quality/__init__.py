@@ -41,6 +41,7 @@ __all__ = [
     "enforce",
     "error_envelope",
     "qc_code_for",
+    "session_access",
     "verdict",
 ]
 
@@ -59,6 +60,7 @@ _LAZY = {
     "enforce": ".lifecycle",
     "error_envelope": ".errors",
     "qc_code_for": ".errors",
+    "session_access": ".access",
     "verdict": ".lifecycle",
 }
 
