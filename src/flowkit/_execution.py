@@ -353,12 +353,11 @@ def run_steps(  # noqa: PLR0915
         record = (
             None
             if store is None
-            else _step_record(
-                runner, thread_id, run_id, name, after, update, attempt, calls, latency
+            else step_record(
+                runner, thread_id, run_id, name, after, update, attempt, calls, latency,
+                cached=outcome.cached,
             )
-        )
-        if outcome.cached and record is not None:
-            record = record.model_copy(update={"cached": True})
+        )  # fmt: skip
         runner._threads.commit(thread_id, cursor.version, after, record)
         if runner._subscribers:
             runner._emit(
@@ -369,8 +368,8 @@ def run_steps(  # noqa: PLR0915
     return cursor
 
 
-def _step_record(
-    runner: Runner[Any],
+def step_record(
+    runner: Any,
     thread_id: str,
     run_id: str,
     name: str,
@@ -379,8 +378,11 @@ def _step_record(
     attempt: int,
     calls: list[dict[str, Any]],
     latency: float,
+    *,
+    cached: bool = False,
 ) -> StepRecord:
-    """The journal record of node ``name``'s step to ``after``.
+    """The journal record of node ``name``'s step to ``after`` (a node's, a failed node's, a
+    subflow node's own step); ``runner`` has a store (or is a child runner of one).
 
     Built by validating a dict, not model_construct: pydantic's validator is compiled and
     costs about half of model_construct's Python loop over the fields (and a little less
@@ -399,6 +401,7 @@ def _step_record(
             "latency_s": round(latency, 6),
             "error": error.model_dump() if error else None,
             "llm_calls": calls,
+            "cached": cached,
         }
     )
 
@@ -506,18 +509,12 @@ def _fail(
     after = Cursor(
         cursor.state, cursor.node, "failed", cursor.version + 1, error, entered=cursor.step_version
     )
-    record = StepRecord.model_construct(
-        version=after.version,
-        ts=round(time.time(), 3),
-        run_id=run_id,
-        next=cursor.node,
-        status="failed",
-        node=cursor.node,
-        update={},
-        attempts=error.attempts,
-        latency_s=round(latency, 6),
-        error=error.model_dump(),
-        llm_calls=[],
+    record = (
+        None
+        if runner.store is None
+        else step_record(
+            runner, thread_id, run_id, cursor.node, after, {}, error.attempts, [], latency
+        )
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:

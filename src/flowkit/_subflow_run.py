@@ -30,11 +30,12 @@ from ._execution import (
     move,
     run_steps,
     status_of,
+    step_record,
 )
 from ._jsonform import dump_update
 from ._node import NodeError, check_update
 from ._outside_steps import gate_input_step, validate_gate_input
-from ._records import AnyRecord, StartRecord, Status, StepRecord, SubRecord
+from ._records import AnyRecord, StartRecord, Status, SubRecord
 from ._subflow import Subflow
 from ._subflow_journal import child_error, child_flow_of, dump_child_state
 from .errors import InvalidStateError, NotWaitingError
@@ -282,19 +283,7 @@ def _step(
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
     record = None
     if runner.store is not None:
-        record = StepRecord.model_construct(
-            version=after.version,
-            ts=round(time.time(), 3),
-            run_id=run_id,
-            next=target,
-            status=after.status,
-            node=name,
-            update=runner._threads.dump(update, thread_id=thread_id, who=name),
-            attempts=1,
-            latency_s=round(latency, 6),
-            error=error.model_dump() if error else None,
-            llm_calls=[],
-        )
+        record = step_record(runner, thread_id, run_id, name, after, update, 1, [], latency)
     runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:
         runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))

@@ -144,6 +144,7 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "sub": None,
     "flow_version": None,
     "migration": None,
+    "cached": False,
 }
 
 
