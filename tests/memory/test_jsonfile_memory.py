@@ -82,11 +82,20 @@ def test_a_file_naming_another_item_is_reported_not_returned(tmp_path: Path) -> 
         memory.get(("n",), "k")
 
 
-def test_an_unwritable_folder_is_a_store_error(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root writes anywhere")
+def test_an_unwritable_folder_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     memory = JsonFileMemory(tmp_path / "m", fsync=False)
-    (tmp_path / "m").chmod(0o500)
+    if os.geteuid() == 0:  # root writes anywhere: the file system's refusal, injected
+        import errno
+        import tempfile
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise PermissionError(errno.EACCES, "Permission denied")
+
+        monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    else:
+        (tmp_path / "m").chmod(0o500)
     try:
         with pytest.raises(StoreError) as caught:
             memory.put(("n",), "k", 1)

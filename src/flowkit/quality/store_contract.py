@@ -88,12 +88,18 @@ class WorkflowStateStoreContract:
     """Every clause of the ``WorkflowStateStore`` protocol, as tests."""
 
     @pytest.fixture
-    def store(self) -> WorkflowStateStore:  # pragma: no cover - subclasses provide it
-        raise NotImplementedError("provide a `store` fixture")
+    def store(self) -> WorkflowStateStore:
+        pytest.fail(
+            "Subclass WorkflowStateStoreContract and define a `store` fixture returning a "
+            "fresh store."
+        )
 
     @pytest.fixture
-    def reopen(self) -> Reopen:  # pragma: no cover - subclasses provide it
-        raise NotImplementedError("provide a `reopen` fixture")
+    def reopen(self) -> Reopen:
+        pytest.fail(
+            "Subclass WorkflowStateStoreContract and define a `reopen` fixture returning a "
+            "function that opens a new store over the same data."
+        )
 
     def _begun(self, store: WorkflowStateStore, episode: int = 1) -> str:
         context = store.begin_session(episode, IterationPolicy(count=2), principal=AKI)

@@ -122,7 +122,9 @@ class MemoryContract:
 
     @pytest.fixture
     def memory(self) -> Memory:
-        raise NotImplementedError("provide a `memory` fixture giving a fresh, empty memory")
+        pytest.fail(
+            "Subclass MemoryContract and define a `memory` fixture giving a fresh, empty memory."
+        )
 
     @pytest.fixture
     def reopen(self, memory: Memory) -> Reopen:

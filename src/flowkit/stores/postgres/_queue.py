@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -61,9 +61,8 @@ class WorkQueue:
     _leases: Leases
     _guard: threading.Lock
     _consume: dict[str, int]
-
-    def _conn(self, thread_id: str | None = None) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+    #: The host store's connection for ``thread_id`` (a transaction), as ``PostgresStore._conn``.
+    _conn: Callable[..., AbstractContextManager[Any]]
 
     def _q(self, name: str) -> bytes:
         return _statements(self.schema)[name]
