@@ -16,13 +16,16 @@ from .errors import ConflictError, FlowkitError, RunError, ThreadNotFoundError
 
 if TYPE_CHECKING:
     from ._execution import Cursor
+    from ._threads import Threads
     from .stores import Store
 
 __all__ = [
     "PruneResult",
     "ThreadSummary",
     "check_statuses",
+    "compact_thread",
     "compaction_point",
+    "delete_thread",
     "older_than_seconds",
     "prune_threads",
     "summarise",
@@ -181,3 +184,52 @@ def compaction_point(steps: list[tuple[Any, Cursor]], keep: int) -> int | None:
         if cursor.items is None and cursor.entered is None and cursor.sub is None:
             return index
     return None
+
+
+def delete_thread(threads: Threads, thread_id: str) -> None:
+    """``Runner.delete``: the thread and its history go; ``ConflictError`` while it runs."""
+    try:
+        if threads.store is None:
+            with threads.lock(thread_id):
+                threads.load(thread_id)  # ThreadNotFoundError if unknown
+                threads.forget(thread_id)
+            return
+        threads.store.delete(thread_id)
+    except ConflictError as exc:
+        raise ConflictError(
+            f"Thread `{thread_id}` is being run right now (by this or another process), so "
+            "it was not deleted; delete it once that run has returned.",
+            thread_id=thread_id,
+        ) from exc
+    threads.forget(thread_id)
+
+
+def compact_thread(threads: Threads, thread_id: str, keep: int) -> int:
+    """``Runner.compact``: the oldest checkpoint of the last ``keep`` becomes the start;
+    how many records went."""
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise RunError(
+            f"Cannot compact thread `{thread_id}` keeping {keep!r:.40} checkpoints: keep "
+            "is a whole number >= 1.",
+            thread_id=thread_id,
+        )
+    store = threads.require_store("compact")
+    steps = list(threads.replay(thread_id))
+    index = compaction_point(steps, keep)
+    if index is None:
+        return 0
+    record, cursor = steps[index]
+    first = steps[0][0]
+    start = threads.start_record(
+        thread_id, cursor, ts=record.ts, forked_from=getattr(first, "forked_from", None)
+    )
+    try:
+        dropped = store.compact(thread_id, start)
+    except ConflictError as exc:
+        raise ConflictError(
+            f"Thread `{thread_id}` is being run right now, so it was not compacted; "
+            "compact it once that run has returned.",
+            thread_id=thread_id,
+        ) from exc
+    threads.forget(thread_id)
+    return dropped

@@ -504,17 +504,13 @@ class Runner(Generic[S, D]):
         ``child="review"`` (a path, ``outer/inner`` when nested) patches the state of the
         subflow running there instead, and ``goto`` names a state of that child's flow.
         """
-        if child is not None:
-            return self._patch_child(
-                thread_id, child, values, goto, reason, actor, expected_version
-            )
         if values is not None and not isinstance(values, Mapping):
             raise InvalidStateError(
                 f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
                 "state fields to new values, e.g. {'count': 3}.",
                 thread_id=thread_id,
             )
-        if goto is not None and goto not in self.flow.states:
+        if child is None and goto is not None and goto not in self.flow.states:
             raise InvalidStateError(
                 f"Cannot move thread `{thread_id}` to `{goto}`: not a state of flow "
                 f"`{self.flow.name}` ({', '.join(self.flow.states)}).",
@@ -524,42 +520,14 @@ class Runner(Generic[S, D]):
             cursor = self._threads.load(thread_id, migrate=True)
             if expected_version is not None:
                 self._check_version(thread_id, cursor.version, expected_version)
-            cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
-        return self._result(thread_id, cursor, None)
+            if child is None:
+                cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
+            else:
+                from ._subflow_run import patch_child
 
-    def _patch_child(
-        self,
-        thread_id: str,
-        path: str,
-        values: Mapping[str, Any] | None,
-        goto: str | None,
-        reason: str,
-        actor: str,
-        expected_version: int | None,
-    ) -> RunResult[S]:
-        from ._subflow_run import patch_child
-
-        if values is not None and not isinstance(values, Mapping):
-            raise InvalidStateError(
-                f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
-                "the child's state fields to new values.",
-                thread_id=thread_id,
-            )
-
-        def patch(holder: Any, cursor: core.Cursor) -> core.Cursor:
-            if goto is not None and goto not in holder.flow.states:
-                raise InvalidStateError(
-                    f"Cannot move the child `{path}` of thread `{thread_id}` to `{goto}`: not a "
-                    f"state of flow `{holder.flow.name}` ({', '.join(holder.flow.states)}).",
-                    thread_id=thread_id,
+                cursor = patch_child(
+                    self, thread_id, cursor, child, values or {}, goto, reason, actor
                 )
-            return patch_step(holder, thread_id, cursor, values or {}, goto, reason, actor)
-
-        with self._threads.lock(thread_id):
-            cursor = self._threads.load(thread_id)
-            if expected_version is not None:
-                self._check_version(thread_id, cursor.version, expected_version)
-            cursor = patch_child(self, thread_id, cursor, path, patch)
         return self._result(thread_id, cursor, None)
 
     def submit(
@@ -612,20 +580,9 @@ class Runner(Generic[S, D]):
         ``ThreadNotFoundError`` if there is none; ``ConflictError`` (nothing deleted) while a
         run of it is going on, in this process or another.
         """
-        try:
-            if self.store is None:
-                with self._threads.lock(thread_id):
-                    self._threads.load(thread_id)  # ThreadNotFoundError if unknown
-                    self._threads.forget(thread_id)
-                return
-            self.store.delete(thread_id)
-        except ConflictError as exc:
-            raise ConflictError(
-                f"Thread `{thread_id}` is being run right now (by this or another process), so "
-                "it was not deleted; delete it once that run has returned.",
-                thread_id=thread_id,
-            ) from exc
-        self._threads.forget(thread_id)
+        from ._lifecycle import delete_thread
+
+        delete_thread(self._threads, thread_id)
 
     def prune(
         self,
@@ -659,37 +616,9 @@ class Runner(Generic[S, D]):
         to where the thread stood cleanly at a node (not between a ``Map``'s calls or inside
         a ``Subflow``), so a little more may be kept. ``ConflictError`` while it runs.
         """
-        from ._lifecycle import compaction_point
+        from ._lifecycle import compact_thread
 
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-            raise RunError(
-                f"Cannot compact thread `{thread_id}` keeping {keep!r:.40} checkpoints: keep "
-                "is a whole number >= 1.",
-                thread_id=thread_id,
-            )
-        store = self._threads.require_store("compact")
-        steps = list(self._threads.replay(thread_id))
-        index = compaction_point(steps, keep)
-        if index is None:
-            return 0
-        record, cursor = steps[index]
-        first = steps[0][0]
-        start = self._threads.start_record(
-            thread_id,
-            cursor,
-            ts=record.ts,
-            forked_from=getattr(first, "forked_from", None),
-        )
-        try:
-            dropped = store.compact(thread_id, start)
-        except ConflictError as exc:
-            raise ConflictError(
-                f"Thread `{thread_id}` is being run right now, so it was not compacted; "
-                "compact it once that run has returned.",
-                thread_id=thread_id,
-            ) from exc
-        self._threads.forget(thread_id)
-        return dropped
+        return compact_thread(self._threads, thread_id, keep)
 
     def __repr__(self) -> str:
         return f"Runner({self.flow.name!r}, store={self.store!r})"

@@ -34,7 +34,7 @@ from ._execution import (
 )
 from ._jsonform import dump_update
 from ._node import NodeError, check_update
-from ._outside_steps import gate_input_step, validate_gate_input
+from ._outside_steps import gate_input_step, patch_step, validate_gate_input
 from ._records import AnyRecord, StartRecord, Status, SubRecord
 from ._subflow import Subflow
 from ._subflow_journal import child_error, child_flow_of, dump_child_state
@@ -381,13 +381,18 @@ def patch_child(
     thread_id: str,
     cursor: Cursor,
     path: str,
-    patch: Callable[[Any, Cursor], Cursor],
+    values: Mapping[str, Any],
+    goto: str | None,
+    reason: str,
+    actor: str,
 ) -> Cursor:
-    """Apply ``patch`` (an ``update_state`` step) to the running child at ``path``
-    (``review``, ``outer/inner``); the parent's cursor after.
+    """``update_state`` of the running child at ``path`` (``review``, ``outer/inner``): patch
+    its state with ``values``, moving it to ``goto`` (a state of the child's flow); the
+    parent's cursor after.
 
     The patch is the child's own record, wrapped like the child's steps, so history shows it
-    by path and replay rebuilds it; ``InvalidStateError`` when no child runs at ``path``.
+    by path and replay rebuilds it; ``InvalidStateError`` (nothing written) when no child runs
+    at ``path`` or ``goto`` is not a state of its flow.
     """
     names = path.split("/")
     flow, at = runner.flow, cursor
@@ -404,6 +409,16 @@ def patch_child(
             )
         running.append(name)
         flow, at = child_flow_of(flow, name), at.sub
+    if goto is not None and goto not in flow.states:
+        raise InvalidStateError(
+            f"Cannot move the child `{path}` of thread `{thread_id}` to `{goto}`: not a state "
+            f"of flow `{flow.name}` ({', '.join(flow.states)}).",
+            thread_id=thread_id,
+        )
+
+    def patch(holder: Any, leaf_cursor: Cursor) -> Cursor:
+        return patch_step(holder, thread_id, leaf_cursor, values, goto, reason, actor)
+
     return _down(runner, "", cursor, len(names), patch)
 
 
