@@ -5,7 +5,9 @@ a user allowed to create databases). ``require_postgres()`` skips a test (fails 
 ``FLOWKIT_REQUIRE_EXTERNAL``) when the driver is missing or the server cannot be reached.
 ``session_database()`` is one database for the whole run, dropped at exit; ``fresh_schema``
 gives each test its own migrated schema in it (much faster than a database per test);
-``new_database()`` is a database of its own for tests that need one (workers, docs).
+``new_database()`` is a database of its own for tests that need one (workers, docs), and
+``scratch_database()`` the same for one ``with`` block, its URL optionally carrying a password
+(the test server trusts loopback and never checks it: tests watch that it is never printed).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "fresh_schema",
     "new_database",
     "require_postgres",
+    "scratch_database",
     "server_url",
     "session_database",
 ]
@@ -81,6 +84,25 @@ def drop_database(url: str) -> None:
     assert name.startswith("flowkit_test_"), name
     with psycopg.connect(server_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def scratch_database(*, password: str | None = None, migrated: bool = False) -> Iterator[str]:
+    """A new empty database for the block (``migrated``: with flowkit's schema), dropped after."""
+    url = new_database()
+    try:
+        if migrated:
+            from flowkit.stores.postgres import migrate
+
+            migrate(url)
+        if password is None:
+            yield url
+        else:
+            parts = urlsplit(url)
+            user = parts.username or "postgres"
+            yield parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port}").geturl()
+    finally:
+        drop_database(url)
 
 
 @cache

@@ -23,6 +23,7 @@ from flowkit.llm.replay import load_cassette
 from flowkit.robot.catalog import load_catalog
 from flowkit.robot.cli import load_steps
 from flowkit.robot.text import parse
+from flowkit.roundtable import load_config
 
 pytestmark = pytest.mark.timeout(300)
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -72,10 +73,12 @@ FILE_LOADERS: dict[str, tuple[Callable[[Path], object], str]] = {
     "cassette": (load_cassette, ".json"),
     "steps json": (load_steps, ".json"),
     "steps text": (load_steps, ".txt"),
+    "roundtable yaml": (load_config, ".yaml"),
+    "roundtable json": (load_config, ".json"),
 }
 
 
-@pytest.mark.slow  # a long property run: six loaders, real files
+@pytest.mark.slow  # a long property run: eight loaders, real files
 @pytest.mark.parametrize("loader", sorted(FILE_LOADERS))
 @FUZZ
 @given(text=hostile_text(), junk=st.binary(max_size=64), encode=st.booleans())

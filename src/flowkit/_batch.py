@@ -31,7 +31,7 @@ from ._execution import (
 )
 from ._node import NodeError, check_update
 from ._parallel import Batched, BatchNode, Call
-from ._records import ItemRecord, JoinRecord, PauseRecord, Status
+from ._records import ItemRecord, JoinRecord, PauseRecord, Status, record_time
 from .errors import RunError
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def _pause(
     if runner.store is not None:
         record = PauseRecord.model_construct(
             version=after.version,
-            ts=round(time.time(), 3),
+            ts=record_time(),
             run_id=run_id,
             next=name,
             status="waiting",
@@ -156,7 +156,7 @@ def checkpoint_call(
     if runner.store is not None:
         record = ItemRecord.model_construct(
             version=after.version,
-            ts=round(time.time(), 3),
+            ts=record_time(),
             run_id=run_id,
             next=name,
             status=status,
@@ -289,7 +289,7 @@ def _join(
     if runner.store is not None:
         record = JoinRecord.model_construct(
             version=after.version,
-            ts=round(time.time(), 3),
+            ts=record_time(),
             run_id=run_id,
             next=target,
             status=after.status,
@@ -338,7 +338,7 @@ def _fail(
     )
     record = JoinRecord.model_construct(
         version=after.version,
-        ts=round(time.time(), 3),
+        ts=record_time(),
         run_id=run_id,
         next=name,
         status="failed",

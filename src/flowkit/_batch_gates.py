@@ -15,9 +15,9 @@ from pydantic import BaseModel
 
 from ._batch import checkpoint_call, label_of
 from ._execution import Cursor, check_writes
-from ._outside_steps import dump_input, validate_gate_input
+from ._outside_steps import dump_input, refused_by_gate, validate_gate_input
 from ._parallel import Call, Parallel
-from .errors import InvalidResumeInputError, NotWaitingError
+from .errors import NotWaitingError
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -109,9 +109,7 @@ def _commit_answer(
     try:
         raw = call.gate.to_update(cursor.state, model, thread_id=thread_id)
     except (ValueError, TypeError, LookupError) as exc:
-        raise InvalidResumeInputError(
-            call.label, thread_id=thread_id, errors=[{"msg": str(exc)}], detail=f"  {exc}"
-        ) from exc
+        raise refused_by_gate(call.label, thread_id, exc) from exc
     check_writes(label, call.gate.writes, raw)
     _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
     done = cursor.items or {}

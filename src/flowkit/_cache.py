@@ -5,13 +5,15 @@ Entries live in a ``flowkit.memory.Memory`` (``Runner(cache=...)``; by default a
 ``InProcessMemory`` of the runner), one item per flow, node and key, holding the update's JSON
 form and when it was made. The key is a hash of the flow's name, the node's name, the policy's
 ``version`` and the JSON form of each field the node reads, so it is the same in every process.
-A cache that fails (full, unreadable) only costs a run of the node, never the run.
+A cache that fails (full, unreadable, or holding an entry the flow can no longer use)
+only costs a run of the node, never the run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -92,13 +94,30 @@ def cached_update(
     except StoreError as exc:
         _warn(runner, "node_cache_unreadable", thread_id, name, exc)
         return key, None
-    if item is None or not isinstance(item.value, dict):
+    if item is None:
         return key, None
+    entry = _entry(item.value)
+    if entry is None:
+        _warn_unusable(runner, thread_id, name, "not a cache entry")
+        return key, None
+    at, update = entry
     ttl = node.cache.seconds
-    if ttl is not None and runner.clock().timestamp() - float(item.value.get("at", 0)) > ttl:
+    if ttl is not None and runner.clock().timestamp() - at > ttl:
         return key, None
-    update = item.value.get("update")
-    return key, update if isinstance(update, dict) else None
+    return key, update
+
+
+def _entry(value: Any) -> tuple[float, dict[str, Any]] | None:
+    """When an entry was made and its update, or ``None`` if ``value`` is not an entry (a
+    cache shared with other programs, or damaged)."""
+    if type(value) is not dict or type(value.get("update")) is not dict:
+        return None
+    at = value.get("at")
+    if type(at) is int and abs(at) <= 2**53:  # JSON may write a whole float as an int
+        at = float(at)
+    if type(at) is not float or not math.isfinite(at):
+        return None
+    return at, value["update"]
 
 
 def remember_update(
@@ -125,7 +144,13 @@ def run_cached(
 
     key, hit = cached_update(runner, thread_id, name, node, cursor.state)
     if hit is not None:
-        return Outcome(hit, None, True), 0, []
+        try:  # an entry from before the flow changed may no longer fit it
+            check_writes(name, node.writes, hit)
+            runner.flow.schema.apply(cursor.state, hit, node=name)
+        except FlowkitError as exc:
+            _warn_unusable(runner, thread_id, name, type(exc).__name__)
+        else:
+            return Outcome(hit, None, True), 0, []
     outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
     if outcome.error is None:
         try:
@@ -141,3 +166,8 @@ def run_cached(
 
 def _warn(runner: Runner[Any], event: str, thread_id: str, node: str, exc: Exception) -> None:
     runner._log.warning(event, thread_id=thread_id, node=node, error_type=type(exc).__name__)
+
+
+def _warn_unusable(runner: Runner[Any], thread_id: str, node: str, reason: str) -> None:
+    """An entry under this node's key that it cannot use: the node runs and replaces it."""
+    runner._log.warning("node_cache_unusable", thread_id=thread_id, node=node, reason=reason)

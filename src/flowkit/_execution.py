@@ -27,9 +27,16 @@ from ._events import (
     classify_changes,
 )
 from ._invariants import check_invariants
-from ._node import Context, Node, NodeError, check_update
+from ._node import Context, Node, NodeError, RetryPolicy, check_update
 from ._parallel import Map, Parallel
-from ._records import StartRecord, Status, StepRecord
+from ._records import (
+    FORMAT_VERSION,
+    StartRecord,
+    Status,
+    StepRecord,
+    prebuilt,
+    record_time,
+)
 from ._route_table import END
 from ._subflow import Subflow
 from .errors import (
@@ -86,6 +93,8 @@ class Cursor(NamedTuple):
     the ``Subflow`` node at ``node`` runs (or waits, or failed inside). ``entered`` is the
     version at which the thread arrived at ``node`` when records that keep it there (a failed
     attempt, finished calls, child steps) came since; ``None`` when that is ``version``.
+    ``attempts``, on a child's cursor (a ``sub``), is which attempt of its ``Subflow`` node
+    the child run is (a retry starts the next one afresh).
     """
 
     state: BaseModel
@@ -96,6 +105,7 @@ class Cursor(NamedTuple):
     items: Mapping[int, ItemDone] | None = None
     sub: Cursor | None = None
     entered: int | None = None
+    attempts: int = 1
 
     @property
     def step_version(self) -> int:
@@ -384,26 +394,27 @@ def step_record(
     """The journal record of node ``name``'s step to ``after`` (a node's, a failed node's, a
     subflow node's own step); ``runner`` has a store (or is a child runner of one).
 
-    Built by validating a dict, not model_construct: pydantic's validator is compiled and
-    costs about half of model_construct's Python loop over the fields (and a little less
-    than keyword arguments to the model's __init__)."""
+    Prebuilt, not validated: every value below has its field's type by construction (the
+    update is its checked JSON form), so validating again would only repeat the types."""
     error = after.error
-    return StepRecord.model_validate(
-        {
-            "version": after.version,
-            "ts": round(time.time(), 3),
-            "run_id": run_id,
-            "next": after.node,
-            "status": after.status,
-            "node": name,
-            "update": runner._threads.dump(update, thread_id=thread_id, who=name),
-            "attempts": attempt,
-            "latency_s": round(latency, 6),
-            "error": error.model_dump() if error else None,
-            "llm_calls": calls,
-            "cached": cached,
-        }
-    )
+    values = {
+        "v": FORMAT_VERSION,
+        "version": after.version,
+        "ts": record_time(),
+        "run_id": run_id,
+        "next": after.node,
+        "status": after.status,
+        "kind": "step",
+        "node": name,
+        "update": runner._threads.dump(update, thread_id=thread_id, who=name),
+        "attempts": attempt,
+        # Microseconds, as the float nearest the decimal (like round(x, 6), at a third of it).
+        "latency_s": round(latency * 1_000_000) / 1_000_000,
+        "error": error.model_dump() if error else None,
+        "llm_calls": list(calls),
+        "cached": cached,
+    }
+    return prebuilt(StepRecord, values)
 
 
 def _run_composite(
@@ -467,16 +478,24 @@ def _attempts(
             return outcome, attempt, calls
         if node.retry is None or not node.retry.should_retry(outcome.error, attempt):
             return outcome, attempt, calls
-        delay = node.retry.delay(attempt)
-        runner._log.warning(
-            "node_retry",
-            thread_id=thread_id,
-            node=name,
-            attempt=attempt,
-            delay_s=round(delay, 3),
-            error_type=type(outcome.error).__name__,
-        )
-        yield Sleep(delay)
+        yield from back_off(runner, thread_id, name, node.retry, attempt, type(outcome.error))
+
+
+def back_off(
+    runner: Any, thread_id: str, name: str, policy: RetryPolicy, attempt: int, error: type | str
+) -> Generator[Sleep, Any, None]:
+    """Wait before attempt ``attempt + 1`` of ``name``, as its retry policy says; logged with
+    the type of the error that made it retry (a class, or a ``NodeError.type``)."""
+    delay = policy.delay(attempt)
+    runner._log.warning(
+        "node_retry",
+        thread_id=thread_id,
+        node=name,
+        attempt=attempt,
+        delay_s=round(delay, 3),
+        error_type=error if isinstance(error, str) else error.__name__,
+    )
+    yield Sleep(delay)
 
 
 def _mark(
@@ -487,7 +506,7 @@ def _mark(
 
     assert runner._marks is not None
     marker = AttemptMarker.model_construct(
-        version=version, node=node, attempt=attempt, run_id=run_id, ts=round(time.time(), 3)
+        version=version, node=node, attempt=attempt, run_id=run_id, ts=record_time()
     )
     try:
         runner._marks.mark_attempt(thread_id, marker)

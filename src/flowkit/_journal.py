@@ -228,11 +228,10 @@ def raw_replay(schema: StateSchema, raw: RawCursor, record: Any) -> RawCursor:
             for index in record.merged:
                 state = raw_apply(schema, state, items[index]["update"])
         return _moved(raw, record, raw_apply(schema, state, record.update))
-    if kind == "sub":
-        inner = record.record
-        if inner.kind == "start":
-            return _moved(raw, record, raw.state, sub_records=(inner,))
-        return _moved(raw, record, raw.state, sub=raw.sub, sub_records=(*raw.sub_records, inner))
+    if kind == "sub":  # kept whole: the child's record and the attempt it belongs to
+        if record.record.kind == "start":
+            return _moved(raw, record, raw.state, sub_records=(record,))
+        return _moved(raw, record, raw.state, sub=raw.sub, sub_records=(*raw.sub_records, record))
     state = raw_apply(schema, raw.state, record.update)
     if kind == "patch" and (record.next, record.status) == (raw.node, raw.status):
         # A patch that leaves the thread where it was keeps a running child (as replay does).

@@ -6,6 +6,7 @@ serves ``Runner.prune`` (the threads of its flow) and ``flowkit prune`` (any flo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -82,7 +83,10 @@ def older_than_seconds(older_than: timedelta | float | None) -> float | None:
     if isinstance(older_than, timedelta):
         seconds = older_than.total_seconds()
     elif isinstance(older_than, int | float) and not isinstance(older_than, bool):
-        seconds = float(older_than)
+        try:
+            seconds = float(older_than)
+        except OverflowError:  # an int past any float: older than any thread can be
+            seconds = math.inf if older_than > 0 else -1.0
     else:
         seconds = -1.0
     if not seconds >= 0:  # also NaN
@@ -97,15 +101,18 @@ def older_than_seconds(older_than: timedelta | float | None) -> float | None:
 def check_statuses(status: str | Iterable[str] | None) -> frozenset[str] | None:
     if status is None:
         return None
-    wanted = frozenset([status] if isinstance(status, str) else status)
-    unknown = sorted(str(s) for s in wanted if s not in STATUSES)
+    given: Iterable[Any] = [status] if isinstance(status, str) else status
+    if not isinstance(given, Iterable):
+        given = [given]  # e.g. a number: reported as the unknown status it is
+    wanted = [s for s in given]
+    unknown = sorted({str(s)[:40] for s in wanted if not (isinstance(s, str) and s in STATUSES)})
     if unknown or not wanted:
         raise RunError(
-            f"status={sorted(map(str, wanted))} names no thread status it should: "
+            f"status={sorted({str(s)[:40] for s in wanted})} names no thread status it should: "
             f"{', '.join(unknown) or 'nothing given'}; use {', '.join(STATUSES)}.",
             thread_id="",
         )
-    return wanted
+    return frozenset(wanted)
 
 
 def _matching(

@@ -58,7 +58,9 @@ _ID_KEYS = frozenset(
 # ``run_0312345678``) are part of an identifier, not a number to call.
 _PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s()-]{7,}\d(?![\w-])")
 _PATTERNS = (
-    re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # e-mail
+    # e-mail; tried only where a run of its characters starts, and never giving the run back
+    # (a long run without `@` was otherwise retried from each character: quadratic)
+    re.compile(r"(?<![\w.+-])[\w.+-]++@[\w-]+(?:\.[\w-]+)+"),
     re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}\b"),  # API-key-like tokens
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]+=*"),
 )

@@ -109,7 +109,7 @@ class RawCursor:
 
     ``items`` are finished ``Map``/``Parallel`` calls in their snapshot form; ``sub`` is the
     child's position as a snapshot (a fork or a snapshot taken inside a ``Subflow``) and
-    ``sub_records`` the child's records since.
+    ``sub_records`` the ``sub`` records since (each the child's record with its attempt).
     """
 
     state: dict[str, Any]
@@ -302,7 +302,9 @@ def _with_child(flow: Flow, thread_id: str, cursor: Cursor, raw: RawCursor, stri
     try:
         child = sub_from_snapshot(flow, cursor.node, raw.sub) if raw.sub is not None else None
         for record in raw.sub_records:
-            child = replay_record(node.flow, None if record.kind == "start" else child, record)
+            inner = record.record
+            child = replay_record(node.flow, None if inner.kind == "start" else child, inner)
+            child = child._replace(attempts=record.attempts)
     except (ValidationError, LookupError, ValueError, TypeError) as exc:
         raise IncompatibleThreadError(
             f"Thread `{thread_id}` is inside the subflow at `{cursor.node}` (record "

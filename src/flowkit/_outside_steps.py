@@ -6,7 +6,6 @@ the invariants, journaled with who and why), but no node runs: the caller suppli
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,14 +14,22 @@ from pydantic import BaseModel, ValidationError
 from ._execution import Cursor, check_invariants, check_writes, mirror, move, status_of
 from ._gate import Gate
 from ._jsonform import dump_state
-from ._records import InputRecord, PatchRecord
+from ._known_fields import unknown_keys, unknown_keys_message
+from ._plain import describe_validation_error
+from ._records import InputRecord, PatchRecord, record_time
 from .errors import InvalidResumeInputError
 
 if TYPE_CHECKING:
     from ._flow import Flow
     from ._runner import Runner
 
-__all__ = ["dump_input", "gate_input_step", "patch_step", "validate_gate_input"]
+__all__ = [
+    "dump_input",
+    "gate_input_step",
+    "patch_step",
+    "refused_by_gate",
+    "validate_gate_input",
+]
 
 
 def validate_gate_input(
@@ -33,6 +40,14 @@ def validate_gate_input(
     ``spec`` is the gate when it is not one of the flow's own (a ``Parallel``'s gate branch).
     """
     model = (spec or flow.gates[gate]).input
+    unknown = unknown_keys(model, value)
+    if unknown:  # a typo would otherwise answer with the field's default
+        raise InvalidResumeInputError(
+            gate,
+            thread_id=thread_id,
+            errors=[{"loc": (str(key),), "msg": "unknown field"} for key in unknown],
+            detail=f"  {unknown_keys_message(model, unknown)}",
+        )
     try:
         if isinstance(value, model):
             return value
@@ -48,6 +63,15 @@ def validate_gate_input(
         ) from exc
 
 
+def refused_by_gate(gate: str, thread_id: str, exc: Exception) -> InvalidResumeInputError:
+    """The error for input a gate's own ``apply`` refused, its reason in one plain line (a
+    pydantic error it let through too: never pydantic's multi-line text with its links)."""
+    reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+    return InvalidResumeInputError(
+        gate, thread_id=thread_id, errors=[{"msg": reason}], detail=f"  {reason}"
+    )
+
+
 def gate_input_step(
     runner: Runner[Any], thread_id: str, run_id: str, cursor: Cursor, value: BaseModel
 ) -> Cursor:
@@ -59,10 +83,7 @@ def gate_input_step(
         raw = gate.to_update(cursor.state, value, thread_id=thread_id)
     except (ValueError, TypeError, LookupError) as exc:
         # The gate's own checks refused the input: the thread keeps waiting, nothing saved.
-        detail = f"  {exc}"
-        raise InvalidResumeInputError(
-            gate_name, thread_id=thread_id, errors=[{"msg": str(exc)}], detail=detail
-        ) from exc
+        raise refused_by_gate(gate_name, thread_id, exc) from exc
     check_writes(gate_name, gate.writes, raw)
     state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
     target = flow.next_state(gate_name, state)
@@ -71,7 +92,7 @@ def gate_input_step(
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
     record = InputRecord.model_construct(
         version=after.version,
-        ts=round(time.time(), 3),
+        ts=record_time(),
         run_id=run_id,
         next=target,
         status=after.status,
@@ -115,7 +136,7 @@ def patch_step(
     )
     record = PatchRecord.model_construct(
         version=after.version,
-        ts=round(time.time(), 3),
+        ts=record_time(),
         run_id=None,
         next=target,
         status=status,

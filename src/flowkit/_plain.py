@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-__all__ = ["describe_validation_error", "shorten"]
+__all__ = ["counted", "describe_validation_error", "shorten"]
 
 #: The most characters of a user's value any message repeats.
 ECHO_LIMIT = 200
@@ -23,6 +23,12 @@ def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 fix`` / ``2 fixes``: a count with its noun in the right number (``plural`` for
+    nouns that do not just add an ``s``)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def describe_validation_error(exc: ValidationError, *, most: int = 5) -> str:

@@ -11,12 +11,14 @@ Format v2 (this flowkit) adds a checksum to every stored line and snapshot (see
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import time
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "FORMAT_VERSION",
+    "TS_RANGE",
     "UNSEALED_VERSION",
     "AnyRecord",
     "InputRecord",
@@ -31,6 +33,8 @@ __all__ = [
     "Status",
     "StepRecord",
     "SubRecord",
+    "prebuilt",
+    "record_time",
 ]
 
 FORMAT_VERSION = 2
@@ -43,7 +47,8 @@ Status = Literal["pending", "waiting", "done", "failed"]
 
 #: Seconds since the epoch, within what ``datetime`` can show (years 1 to 9999): a record with
 #: a time outside it is damage, reported as such, never a crash of whoever prints it.
-Timestamp = Annotated[float, Field(ge=-62_135_596_800.0, le=253_402_300_799.0, allow_inf_nan=False)]
+TS_RANGE = (-62_135_596_800.0, 253_402_300_799.0)
+Timestamp = Annotated[float, Field(ge=TS_RANGE[0], le=TS_RANGE[1], allow_inf_nan=False)]
 
 
 class _Record(BaseModel):
@@ -167,6 +172,9 @@ class SubRecord(_Record):
 
     kind: Literal["sub"] = "sub"
     node: str
+    #: The attempts of ``node`` so far: the child run this record belongs to is attempt
+    #: number ``attempts`` (a ``RetryPolicy`` on the ``Subflow`` starts the next one afresh).
+    attempts: int = Field(default=1, ge=1)
     record: Record
 
 
@@ -206,6 +214,45 @@ class Snapshot(BaseModel):
     #: The version at which the thread arrived at ``next``, when earlier than ``version``
     #: (records that keep it there came since): the step's idempotency key needs it.
     entered: int | None = None
+    #: A child's snapshot (in ``sub``): which attempt of its ``Subflow`` node the child run is.
+    attempts: int = Field(default=1, ge=1)
 
 
 SubRecord.model_rebuild()
+
+
+def record_time() -> float:
+    """Now, in whole milliseconds since the epoch, for a journal record's ``ts``.
+
+    Truncated, never rounded up: a record is never stamped later than a clock read taken
+    after it (``prune(older_than=0)`` right after a run sees it as past). An integer divided
+    by 1000 is the float nearest the decimal, so the JSON line shows the short number; and
+    it costs a third of ``round(t, 3)``."""
+    return int(time.time() * 1000) / 1000
+
+
+_R = TypeVar("_R", bound=BaseModel)
+_set = object.__setattr__
+
+
+def prebuilt(kind: type[_R], values: dict[str, Any]) -> _R:
+    """A ``kind`` holding ``values`` as they are, without validation.
+
+    Only for records the engine builds itself on its hot path, from values that have the
+    fields' types by construction: ``values`` names every field of ``kind``, in declaration
+    order (the order of the JSON line), each of its field's type, already in JSON form and
+    owned by the record alone. Validating such a dict again cost a third of a step with
+    ``MemoryStore``; tests/engine/test_prebuilt_records.py holds each builder to the
+    validated record, equal and byte for byte. The one value a caller does not control, the
+    time (a ``Runner(clock=...)``), is still checked: outside ``TS_RANGE`` the values go
+    through validation, whose ``ValidationError`` names the field.
+    """
+    ts = values.get("ts")
+    if ts is not None and not TS_RANGE[0] <= ts <= TS_RANGE[1]:
+        return kind.model_validate(values)
+    record = kind.__new__(kind)
+    _set(record, "__dict__", values)
+    _set(record, "__pydantic_fields_set__", set(values))
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record

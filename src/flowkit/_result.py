@@ -58,7 +58,8 @@ class Checkpoint(Generic[S]):
 
     A record of a child flow (run by a ``Subflow`` node) shows the child's record: its
     ``kind``, ``node`` and ``next`` as paths (``"review/check"``; ``"review"`` for the child's
-    start), the parent's ``state`` and ``status``, and the child's state in ``child_state``.
+    start; ``"review#2/check"`` in the node's second attempt), the parent's ``state`` and
+    ``status``, and the child's state in ``child_state``.
     """
 
     thread_id: str
@@ -77,3 +78,5 @@ class Checkpoint(Generic[S]):
     child_state: BaseModel | None = None
     #: A step whose update came from the node cache: the node did not run.
     cached: bool = False
+    #: How many attempts the step's node took (a retried node's, a ``Subflow``'s; else 1).
+    attempts: int = 1

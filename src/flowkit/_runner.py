@@ -23,6 +23,7 @@ from ._batch_gates import answer_gates, open_gates
 from ._events import Event, Subscriber
 from ._flow import UNSET, Flow
 from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
+from ._known_fields import unknown_keys, unknown_keys_message
 from ._logging import get_logger
 from ._migration import MigrationReport
 from ._outside_steps import gate_input_step, patch_step, validate_gate_input
@@ -206,6 +207,13 @@ class Runner(Generic[S, D]):
             elif isinstance(state, flow.state):
                 model = state
             else:
+                unknown = unknown_keys(flow.state, state)
+                if unknown:
+                    raise InvalidStateError(
+                        f"The start state for thread `{thread_id}` has "
+                        f"{unknown_keys_message(flow.state, unknown)}. Pass only its fields.",
+                        thread_id=thread_id,
+                    )
                 model = flow.state.model_validate(state)
         except ValidationError as exc:
             raise InvalidStateError(
@@ -253,7 +261,9 @@ class Runner(Generic[S, D]):
             branches = (n.gates for n in self.flow.nodes.values() if isinstance(n, Parallel))
             if not any(gate in each for each in branches):
                 raise UnknownGateError(
-                    gate, thread_id=thread_id, gates=[*self.flow.gates, *waiting_at]
+                    gate,
+                    thread_id=thread_id,
+                    gates=list(dict.fromkeys([*self.flow.gates, *waiting_at])),
                 )
         if cursor.status == "waiting" and cursor.node in self.flow.nodes:
             # Gate branches of a Parallel wait: answer them; the join runs once none is open.
@@ -428,11 +438,11 @@ class Runner(Generic[S, D]):
         """Every checkpoint of the thread, oldest first (version 0 is the start)."""
         found: list[Checkpoint[S]] = []
         for record, cursor in self._threads.replay(thread_id):
-            shown, node, next_, child = record, None, record.next, None
+            shown, node, next_, child, error = record, None, record.next, None, cursor.error
             if record.kind == "sub":  # a child flow's step: shown as the child's, by path
                 from ._subflow_journal import unwrap
 
-                shown, node, next_, child = unwrap(record, cursor)
+                shown, node, next_, child, error = unwrap(record, cursor)
             found.append(
                 Checkpoint(
                     thread_id=thread_id,
@@ -445,11 +455,12 @@ class Runner(Generic[S, D]):
                     update=getattr(shown, "update", {}),
                     ts=record.ts,
                     run_id=record.run_id,
-                    error=cursor.error,
+                    error=error,
                     reason=getattr(shown, "reason", ""),
                     actor=getattr(shown, "actor", None),
                     child_state=child,
                     cached=getattr(shown, "cached", False),
+                    attempts=getattr(shown, "attempts", 1),
                 )
             )
         return found

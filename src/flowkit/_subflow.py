@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._node import Node
+from ._node import Node, RetryPolicy
 
 if TYPE_CHECKING:
     from ._flow import Flow
@@ -39,6 +39,11 @@ class Subflow(Node):
     the fields named in ``writes``; nothing when ``writes`` is not declared). A child that
     fails (a node with nowhere to route, or a ``failed`` final state) is this node failing.
 
+    ``retry`` runs a failed child again, afresh from ``input``, as a plain node's policy runs
+    a failed node again; ``timeout`` bounds how long one attempt runs in one ``start`` or
+    ``resume`` call (time waiting at a gate inside the child does not count). See
+    docs/subflows.md for which failures are retried and how a timeout stops a child.
+
     >>> from pydantic import BaseModel
     >>> from flowkit import END, Flow, Subflow
     >>> class Draft(BaseModel):
@@ -60,6 +65,8 @@ class Subflow(Node):
         output: OutputFn | None = None,
         reads: Iterable[str] | None = None,
         writes: Iterable[str] | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
     ) -> None:
         from ._flow import Flow  # _flow imports the node modules
 
@@ -70,11 +77,17 @@ class Subflow(Node):
                 raise TypeError(f"Subflow {name}= is a function, got {type(fn).__name__}")
         if isinstance(reads, str) or isinstance(writes, str):
             raise TypeError("reads/writes are lists of field names, not one string")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"Subflow retry= takes a RetryPolicy, got {type(retry).__name__}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        ):
+            raise ValueError(f"Subflow timeout= is positive seconds, got {timeout!r:.40}")
         object.__setattr__(self, "fn", _not_callable_directly)
         object.__setattr__(self, "reads", None if reads is None else frozenset(reads))
         object.__setattr__(self, "writes", None if writes is None else frozenset(writes))
-        object.__setattr__(self, "timeout", None)
-        object.__setattr__(self, "retry", None)
+        object.__setattr__(self, "timeout", timeout)
+        object.__setattr__(self, "retry", retry)
         object.__setattr__(self, "cache", None)
         object.__setattr__(self, "flow", flow)
         object.__setattr__(self, "input", input)

@@ -38,7 +38,8 @@ SUBFLOW_FAILED = "SubflowFailed"
 
 
 def child_error(name: str, child: Cursor) -> NodeError:
-    """The ``Subflow`` node's error for a child that failed."""
+    """The ``Subflow`` node's error for a child that failed: the child's error, by path, with
+    the node's attempts so far."""
     if child.error is not None:
         error = child.error
         # A nested child's message starts with its own path already.
@@ -48,14 +49,14 @@ def child_error(name: str, child: Cursor) -> NodeError:
             message=f"{name}/{where}{error.message}",
             node=name,
             retryable=error.retryable,
-            attempts=error.attempts,
+            attempts=child.attempts,
         )
     return NodeError(
         type=SUBFLOW_FAILED,
         message=f"`{name}` ended at its failed final state `{child.node}`",
         node=name,
         retryable=False,
-        attempts=1,
+        attempts=child.attempts,
     )
 
 
@@ -74,6 +75,8 @@ def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     inner = record.record
     child_flow = child_flow_of(flow, record.node)
     child = replay_record(child_flow, None if inner.kind == "start" else cursor.sub, inner)
+    if record.attempts != 1:
+        child = child._replace(attempts=record.attempts)
     error = child_error(record.node, child) if record.status == "failed" else None
     return Cursor(
         cursor.state,
@@ -104,7 +107,8 @@ def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[
         items=snapshot_items(sub),
         sub=sub_snapshot(child_flow, sub, thread_id, ts),
         entered=sub.entered,
-    ).model_dump(mode="json")
+        attempts=sub.attempts,
+    ).model_dump(mode="json", exclude={"attempts"} if sub.attempts == 1 else None)
 
 
 def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> Cursor | None:
@@ -121,6 +125,7 @@ def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> 
         items_from_snapshot(snap.items),
         sub_from_snapshot(child_flow, snap.next, snap.sub),
         snap.entered,
+        snap.attempts,
     )
 
 
@@ -130,12 +135,17 @@ def dump_child_state(flow: Flow, thread_id: str, state: BaseModel) -> dict[str, 
     )
 
 
-def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None]:
+def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None, NodeError | None]:
     """A ``sub`` record as history shows it: the child's record, its node and next as paths,
-    and the state of the (innermost) child after it."""
+    the state of the (innermost) child after it, and the node's error when the child failed
+    (an attempt that is retried, too). A path names a subflow node's second and later
+    attempts ``review#2``."""
+    name, child = record.node, cursor.sub
+    assert child is not None, "a sub record leaves a child cursor"
+    error = child_error(name, child) if child.status == "failed" else None
     prefix: list[str] = []
     while record.kind == "sub":
-        prefix.append(record.node)
+        prefix.append(record.node if record.attempts == 1 else f"{record.node}#{record.attempts}")
         record = record.record
         assert cursor.sub is not None, "a sub record leaves a child cursor"
         cursor = cursor.sub
@@ -146,4 +156,5 @@ def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None
         f"{where}/{node}" if node else where,
         f"{where}/{record.next}",
         cursor.state,
+        error,
     )

@@ -14,9 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ._batch_gates import answer_gates, open_gates
 from ._events import Event, Failed, NodeFinished, NodeStarted, StateChanged, Waiting
@@ -24,25 +22,23 @@ from ._execution import (
     Cursor,
     Instruction,
     _fail,
-    check_invariants,
+    back_off,
     check_writes,
-    mirror,
     move,
-    run_steps,
     status_of,
     step_record,
 )
 from ._jsonform import dump_update
 from ._node import NodeError, check_update
 from ._outside_steps import gate_input_step, patch_step, validate_gate_input
-from ._records import AnyRecord, StartRecord, Status, SubRecord
+from ._records import AnyRecord, Status, SubRecord
 from ._subflow import Subflow
-from ._subflow_journal import child_error, child_flow_of, dump_child_state
+from ._subflow_attempts import retries, run_child, start_child, start_state
+from ._subflow_journal import child_error, child_flow_of
 from .errors import InvalidStateError, NotWaitingError
 
 if TYPE_CHECKING:
     from ._flow import Flow
-    from ._runner import Runner
 
 __all__ = [
     "ChildRunner",
@@ -65,6 +61,8 @@ class ChildRunner:
 
     def __init__(self, parent: Any, name: str, node: Subflow, cursor: Cursor, run_id: str) -> None:
         self.parent = parent
+        #: Which attempt of the node the child run is: its commits are journaled as that one.
+        self.attempts = 1 if cursor.sub is None else cursor.sub.attempts
         self.run_id = run_id  # events name the run even without a store (no records then)
         self.name = name
         self.node = node
@@ -123,6 +121,8 @@ class ChildRunner:
         """Commit the child's ``after`` as a checkpoint of the parent (``before`` is the
         child's version; the parent's own version is what the parent's journal checks)."""
         del before
+        if self.attempts != 1:
+            after = after._replace(attempts=self.attempts)
         parent = self.cursor
         status = parent_status(self.parent.flow, self.name, after)
         error = child_error(self.name, after) if status == "failed" else None
@@ -145,6 +145,7 @@ class ChildRunner:
                 next=self.name,
                 status=status,
                 node=self.name,
+                attempts=self.attempts,
                 record=record,
             )
         self.parent._threads.commit(thread_id, parent.version, new, wrapped)
@@ -168,96 +169,95 @@ def parent_status(flow: Flow, name: str, child: Cursor) -> Status:
     if child.status == "waiting":
         return "waiting"
     if child.status == "failed" and (flow.error_field is None or flow.route_table(name) is None):
-        return "failed"
-    return "pending"  # running, or finished: the parent's own step comes next
+        retry = flow.nodes[name].retry
+        if retry is None or not retries(retry, child_error(name, child), child.attempts):
+            return "failed"
+    return "pending"  # running, finished, or failed to be routed or retried: the node goes on
 
 
 def run_subflow(
     runner: Any, thread_id: str, run_id: str, cursor: Cursor, name: str, node: Subflow
 ) -> Generator[Instruction, Any, Cursor]:
-    """Start (or go on with) the child of ``name``, then apply its output and route on."""
+    """Start (or go on with) the child of ``name``, running it again while its retry policy
+    says so, then apply its output and route on."""
     started = time.perf_counter()
-    if runner._subscribers:
-        runner._emit(NodeStarted(thread_id, run_id, name, 1))
     holder = ChildRunner(runner, name, node, cursor, run_id)
+    if runner._subscribers:
+        runner._emit(NodeStarted(thread_id, run_id, name, holder.attempts))
     child = cursor.sub
-    if child is not None and child.status == "failed" and child.node not in node.flow.nodes:
-        child = None  # it ended in a failed final state: resuming runs it again
-    if child is None:
-        try:
-            state = _start_state(node, cursor.state)
-        except Exception as exc:  # the input function or the child's start state is wrong
-            return _failed(runner, thread_id, run_id, cursor, name, exc, started)
-        child = _start_child(holder, thread_id, run_id, state)
-    elif child.status == "failed":
-        child = child._replace(status="pending", error=None)  # resumed after a failure
-    if child.status == "pending":
-        child = yield from run_steps(cast("Runner[Any]", holder), thread_id, run_id, child)
-    holder.flush()
+    if child is not None and child.status == "failed":
+        # The run stopped after this attempt failed. A failure the policy retries starts the
+        # next attempt; a routed one is routed; a thread that stopped failed and is resumed
+        # goes on inside the child where it failed (from its start after a failed final state).
+        if retries(node.retry, child_error(name, child), holder.attempts):
+            yield from _next_attempt(runner, holder, thread_id, run_id, name, child)
+            child = None
+        elif parent_status(runner.flow, name, child) == "failed":
+            resumed = child.node in node.flow.nodes
+            child = child._replace(status="pending", error=None) if resumed else None
+    while child is None or child.status == "pending":
+        if child is None:
+            try:
+                state = start_state(node, holder.cursor.state)
+            except Exception as exc:  # the input function or the child's start state is wrong
+                return _failed(runner, thread_id, run_id, holder, name, exc, started)
+            child = start_child(holder, thread_id, run_id, state)
+        if child.status == "pending":
+            yield from run_child(holder, thread_id, run_id, child, node.timeout)
+        holder.flush()
+        child = holder.cursor.sub
+        assert child is not None, "the child's records are committed"
+        # A failure the policy retries left the parent pending (so does a routed one).
+        retried = child.status == "failed" and holder.cursor.status == "pending"
+        if retried and retries(node.retry, child_error(name, child), holder.attempts):
+            yield from _next_attempt(runner, holder, thread_id, run_id, name, child)
+            child = None
     cursor = holder.cursor
     if cursor.status != "pending":
         return cursor  # the child waits at a gate, or failed with nowhere to route
     latency = time.perf_counter() - started
+    attempts = holder.attempts
     if child.status == "failed":
-        return _step(runner, thread_id, run_id, cursor, name, node, {}, child_error(name, child))
+        error = child_error(name, child)
+        return _step(runner, thread_id, run_id, cursor, name, node, {}, error, attempts, latency)
     try:
         value = node.parent_update(cursor.state, child.state)
     except Exception as exc:
-        return _failed(runner, thread_id, run_id, cursor, name, exc, started)
+        return _failed(runner, thread_id, run_id, holder, name, exc, started)
     raw = check_update(value, name)
     check_writes(name, node.writes, raw)
-    return _step(runner, thread_id, run_id, cursor, name, node, raw, None, latency)
+    return _step(runner, thread_id, run_id, cursor, name, node, raw, None, attempts, latency)
 
 
-def _start_state(node: Subflow, parent: BaseModel) -> BaseModel:
-    flow = node.flow
-    value = node.start_state(parent)
-    try:
-        return value if isinstance(value, flow.state) else flow.state.model_validate(value)
-    except ValidationError as exc:
-        # Only the count: the messages could quote the (possibly private) values.
-        raise ValueError(
-            f"the start state of subflow `{flow.name}` does not fit {flow.state.__name__}: "
-            f"{exc.error_count()} error(s)"
-        ) from None
-
-
-def _start_child(holder: ChildRunner, thread_id: str, run_id: str, state: BaseModel) -> Cursor:
-    flow = holder.flow
-    state = mirror(flow, state, {}, flow.start)
-    if flow.invariants:
-        check_invariants(flow, thread_id, "__start__", state, None)
-    child = Cursor(state, flow.start, status_of(flow, flow.start), 0)
-    record = None
-    if holder.store is not None:
-        record = StartRecord(
-            version=0,
-            ts=round(time.time(), 3),
-            run_id=run_id,
-            next=child.node,
-            status=child.status,
-            flow=flow.name,
-            state=dump_child_state(flow, thread_id, state),
-        )
-    holder.commit(thread_id, -1, child, record)
-    return child
+def _next_attempt(
+    runner: Any, holder: ChildRunner, thread_id: str, run_id: str, name: str, failed: Cursor
+) -> Generator[Instruction, Any, None]:
+    """Back off after the failed attempt; the child's next records are the next attempt's."""
+    assert holder.node.retry is not None
+    error = child_error(name, failed)
+    yield from back_off(runner, thread_id, name, holder.node.retry, holder.attempts, error.type)
+    holder.attempts += 1
+    if runner._subscribers:
+        runner._emit(NodeStarted(thread_id, run_id, name, holder.attempts))
 
 
 def _failed(
     runner: Any,
     thread_id: str,
     run_id: str,
-    cursor: Cursor,
+    holder: ChildRunner,
     name: str,
     exc: Exception,
     started: float,
 ) -> Cursor:
-    """The input or output function raised: the node's error (the child starts over)."""
-    error = NodeError.from_exception(exc, node=name, attempts=1)
+    """The input or output function raised: the node's error, not retried (the function
+    would raise again); resuming starts the child over."""
+    cursor = holder.cursor
+    error = NodeError.from_exception(exc, node=name, attempts=holder.attempts)
     flow = runner.flow
     if flow.error_field is None or flow.route_table(name) is None:
         return _fail(runner, thread_id, run_id, cursor, error, time.perf_counter() - started)
-    return _step(runner, thread_id, run_id, cursor, name, None, {}, error)
+    return _step(runner, thread_id, run_id, cursor, name, None, {}, error, holder.attempts)
 
 
 def _step(
@@ -269,6 +269,7 @@ def _step(
     node: Subflow | None,
     raw: Mapping[str, Any],
     error: NodeError | None,
+    attempts: int,
     latency: float = 0.0,
 ) -> Cursor:
     """The parent's own step for the finished child: apply ``raw`` (or the error), route."""
@@ -283,10 +284,10 @@ def _step(
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
     record = None
     if runner.store is not None:
-        record = step_record(runner, thread_id, run_id, name, after, update, 1, [], latency)
+        record = step_record(runner, thread_id, run_id, name, after, update, attempts, [], latency)
     runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:
-        runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
+        runner._emit(NodeFinished(thread_id, run_id, name, latency, attempts, error))
         runner._announce(thread_id, run_id, name, after, update)
     return after
 

@@ -23,7 +23,7 @@ from ._journal import JournalReader
 from ._jsonform import dump_state, dump_update
 from ._logging import get_logger
 from ._migration import MigrationReport
-from ._records import PatchRecord, Snapshot, StartRecord
+from ._records import FORMAT_VERSION, PatchRecord, Snapshot, StartRecord, prebuilt
 from ._subflow_journal import sub_snapshot
 from .errors import (
     ConflictError,
@@ -229,19 +229,28 @@ class Threads:
         self, thread_id: str, cursor: Cursor, *, ts: float, forked_from: Any = None
     ) -> StartRecord:
         """The start record of a thread standing at ``cursor`` (a new thread, a fork, or the
-        new start of a compacted journal: then at the cursor's version)."""
-        return StartRecord(
-            version=cursor.version,
-            ts=ts,
-            next=cursor.node,
-            status=cursor.status,
-            flow=self.flow.name,
-            state=self.dump_state(thread_id, cursor.state, "start"),
-            forked_from=forked_from,
-            error=cursor.error.model_dump() if cursor.error else None,
-            sub=sub_snapshot(self.flow, cursor, thread_id, ts),
-            flow_version=self._flow_version,
-        )
+        new start of a compacted journal: then at the cursor's version).
+
+        Prebuilt like a step's record (``step_record``) but for a fork, whose origin comes
+        from the caller."""
+        values = {
+            "v": FORMAT_VERSION,
+            "version": cursor.version,
+            "ts": ts,
+            "run_id": None,
+            "next": cursor.node,
+            "status": cursor.status,
+            "kind": "start",
+            "flow": self.flow.name,
+            "state": self.dump_state(thread_id, cursor.state, "start"),
+            "forked_from": forked_from,
+            "error": cursor.error.model_dump() if cursor.error else None,
+            "sub": sub_snapshot(self.flow, cursor, thread_id, ts),
+            "flow_version": self._flow_version,
+        }
+        if forked_from is None:
+            return prebuilt(StartRecord, values)
+        return StartRecord.model_validate(values)
 
     def forget(self, thread_id: str) -> None:
         """Drop the cached cursor of a thread deleted or compacted."""

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._long_numbers import INT_TOO_LONG, long_json_integer, long_yaml_integer
 from .errors import InputTooDeepError, InputTooLargeError, YAMLAliasError
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ MAX_DEPTH = 100
 #: Default limit on YAML nodes once aliases are expanded (alias bombs stop here).
 MAX_YAML_NODES = 200_000
 
+_JSON_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
 # A JSON string (skipped whole, so brackets inside it do not count) or one bracket.
-_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_JSON_TOKENS = re.compile(_JSON_STRING + r"|[\[\]{}]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
@@ -143,7 +145,12 @@ def parse_json(
     if isinstance(text, bytes):
         text = text.decode("utf-8-sig")
     check_json_depth(text, what=what, path=path, max_depth=max_depth)
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError) or INT_TOO_LONG not in str(exc):
+            raise
+        raise long_json_integer(text, what=what, path=path) from exc
 
 
 def compose_yaml(
@@ -208,16 +215,30 @@ def parse_yaml(
         max_nodes=max_nodes,
         allow_aliases=allow_aliases,
     )
-    return construct_yaml(node, loader_class)
+    return construct_yaml(node, loader_class, what=what, path=path)
 
 
-def construct_yaml(node: yaml.Node | None, loader: type[yaml.SafeLoader] | None = None) -> Any:
-    """The data of a node tree ``compose_yaml`` returned."""
+def construct_yaml(
+    node: yaml.Node | None,
+    loader: type[yaml.SafeLoader] | None = None,
+    *,
+    what: str = "YAML document",
+    path: str | None = None,
+) -> Any:
+    """The data of a node tree ``compose_yaml`` returned.
+
+    Raises:
+        NumberTooLongError: an integer has more digits than Python converts.
+    """
     if node is None:
         return None
     instance = (loader or _safe_loader())("")
     try:
         return instance.construct_document(node)
+    except ValueError as exc:
+        if INT_TOO_LONG not in str(exc):
+            raise
+        raise long_yaml_integer(node, what=what, path=path) from exc
     finally:
         instance.dispose()
 

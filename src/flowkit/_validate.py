@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ._known_fields import suggest
 from ._node import NodeError
 from ._parallel import Parallel
 from ._route_table import END, RouteTable, targets_of
@@ -15,11 +15,6 @@ if TYPE_CHECKING:
     from ._flow import Flow
 
 __all__ = ["flow_problems"]
-
-
-def _suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    return f" (did you mean `{close[0]}`?)" if close else ""
 
 
 def flow_problems(flow: Flow) -> list[str]:
@@ -44,7 +39,7 @@ def _name_problems(flow: Flow) -> list[str]:
     if flow.start not in flow.nodes and flow.start not in flow.gates:
         found.append(
             f"Start `{flow.start}` is not a node or gate of this flow"
-            f"{_suggest(flow.start, [*flow.nodes, *flow.gates])}; add it or fix start=."
+            f"{suggest(flow.start, [*flow.nodes, *flow.gates])}; add it or fix start=."
         )
     return found
 
@@ -57,7 +52,7 @@ def _route_problems(flow: Flow) -> list[str]:
         if source not in states:
             found.append(
                 f"Route from `{source}`: `{source}` is not a node or gate of this flow"
-                f"{_suggest(source, states)}; add it or remove the route."
+                f"{suggest(source, states)}; add it or remove the route."
             )
     for name in sorted(states):
         if name in flow.routes:
@@ -75,7 +70,7 @@ def _route_problems(flow: Flow) -> list[str]:
             if target not in targets_known:
                 found.append(
                     f"Route `{source} -> {target}`: `{target}` is not in this flow"
-                    f"{_suggest(target, targets_known)}; add it or fix the route."
+                    f"{suggest(target, targets_known)}; add it or fix the route."
                 )
         if isinstance(route, RouteTable):
             found.extend(route.problems())
@@ -96,7 +91,7 @@ def _field_problems(flow: Flow) -> list[str]:
         for key in sorted(set(keys) - fields):
             found.append(
                 f"{what} `{key}`, which {model_name} has no field for"
-                f"{_suggest(key, fields)}; add the field or fix the name."
+                f"{suggest(key, fields)}; add the field or fix the name."
             )
 
     for name, node in flow.nodes.items():

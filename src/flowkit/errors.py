@@ -12,6 +12,8 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   └── InvalidUpdateError     wrote a value the state model rejects
     ├── NodeTimeoutError           a node ran past its timeout (becomes error state)
     ├── NodeStillRunningError      a timed-out attempt still runs, so the node is not rerun
+    ├── SubflowError               an attempt of a Subflow node failed (.error, its NodeError):
+    │                              what the node's ``RetryPolicy(retry_on=callable)`` is asked
     ├── RunError                   a runner call that cannot proceed
     │   ├── ThreadNotFoundError
     │   ├── ThreadExistsError
@@ -44,7 +46,8 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── ToolError                  a tool call cannot be run; the tool loop tells the model
     │   ├── UnknownToolError       the model named a tool it was not offered (.tool)
     │   ├── ToolArgumentsError     the arguments are not a JSON object
-    │   └── ToolValidationError    the arguments fail the tool's parameters (.errors)
+    │   ├── ToolValidationError    the arguments fail the tool's parameters (.errors)
+    │   └── ToolCallLimitError     one answer asked for more calls than max_calls; not run
     └── ToolLoopLimitError         the model still asks for tools after max_rounds (.rounds)
     RobotProgramError              a robot program (Blockly XML, module steps) is unusable
     ├── UnsafeXMLError             DOCTYPE, entities or external references in the XML
@@ -60,6 +63,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── InputTooDeepError          nested deeper than the limit (refused before parsing)
     ├── YAMLAliasError             YAML anchors/aliases where none are allowed, or expanding
     │                              past the limit (alias bombs)
+    ├── NumberTooLongError         an integer with more digits than Python reads (.line)
     └── UnsafePatternError         a regex pattern that could backtrack without bound
     Loaders with their own error (``DomainError``, ``CatalogError`` ...) raise it ``from`` the
     ``UntrustedInputError``, so ``__cause__`` says which limit was hit.
@@ -70,7 +74,10 @@ Foreign errors are mapped where they enter and raised ``from`` the original.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._node import NodeError
 
 __all__ = [
     "CatalogError",
@@ -100,6 +107,7 @@ __all__ = [
     "NodeStillRunningError",
     "NodeTimeoutError",
     "NotWaitingError",
+    "NumberTooLongError",
     "ParameterTableError",
     "QueueClosedError",
     "RecoveryPolicyError",
@@ -111,10 +119,12 @@ __all__ = [
     "StepLimitError",
     "StepTextError",
     "StoreError",
+    "SubflowError",
     "TaskCycleError",
     "ThreadExistsError",
     "ThreadNotFoundError",
     "ToolArgumentsError",
+    "ToolCallLimitError",
     "ToolError",
     "ToolLoopLimitError",
     "ToolValidationError",
@@ -216,6 +226,23 @@ class NodeStillRunningError(FlowkitError):
             "two attempts of a node never run at once. Make the node return when "
             "`ctx.cancelled` is set, then resume the thread."
         )
+
+
+class SubflowError(FlowkitError):
+    """An attempt of a ``Subflow`` node failed: its child failed (a child node with nowhere to
+    route, or a final state marked ``failed``) or ran past the node's ``timeout``.
+
+    ``error`` is the failure as the parent records it: its ``type`` names the child's
+    exception (``NodeTimeoutError`` for the timeout, ``SubflowFailed`` for a failed final
+    state). The node's ``RetryPolicy(retry_on=callable)`` is called with this error, which is
+    ``retryable`` when ``error`` is; it is never raised.
+    """
+
+    def __init__(self, error: NodeError) -> None:
+        self.error = error
+        self.node = error.node
+        self.retryable = error.retryable
+        super().__init__(f"{error.type}: {error.message}")
 
 
 class RunError(FlowkitError):
@@ -547,6 +574,11 @@ class ToolValidationError(ToolError):
         super().__init__(message, tool=tool, call_id=call_id)
 
 
+class ToolCallLimitError(ToolError):
+    """One model answer asked for more tool calls than the loop's ``max_calls``; the calls
+    beyond it were not run, and each is answered with this error so the model can ask again."""
+
+
 class ToolLoopLimitError(FlowkitError):
     """The model kept asking for tools after the loop's ``max_rounds`` rounds."""
 
@@ -717,6 +749,26 @@ class InputTooDeepError(UntrustedInputError):
 
 class YAMLAliasError(UntrustedInputError):
     """YAML anchors or aliases where none are allowed, or aliases that expand past the limit."""
+
+
+class NumberTooLongError(UntrustedInputError):
+    """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``,
+    4,300 by default); ``line`` is where it is (1-based), when known, and ``digits`` its
+    length."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        what: str,
+        limit: int,
+        line: int | None,
+        digits: int,
+        path: str | None = None,
+    ) -> None:
+        self.line = line
+        self.digits = digits
+        super().__init__(message, what=what, limit=limit, path=path)
 
 
 class UnsafePatternError(UntrustedInputError):

@@ -19,7 +19,14 @@ from types import ModuleType
 from ._flow import Flow
 from .errors import FlowDefinitionError, WorkflowLoadError
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "WorkflowLoadError", "load_flow", "registered"]
+__all__ = [
+    "BUILTIN",
+    "DEMO_ANSWERS",
+    "ENTRY_POINT_GROUP",
+    "WorkflowLoadError",
+    "load_flow",
+    "registered",
+]
 
 ENTRY_POINT_GROUP = "flowkit.workflows"
 
@@ -30,6 +37,13 @@ BUILTIN: Mapping[str, str] = {
     "review": "flowkit.examples.review:flow",
     "roundtable": "flowkit.roundtable.workflow:example_flow",
     "sas": "flowkit.sas.workflow:flow",
+}
+
+#: Workflows whose demo ships recorded LLM answers (``--llm replay:demo``): name ->
+#: "module:attribute" of their ``DemoAnswers``, imported only for a flow of that name.
+DEMO_ANSWERS: Mapping[str, str] = {
+    "quality": "flowkit.quality.demo:ANSWERS",
+    "sas": "flowkit.sas.demo:ANSWERS",
 }
 
 
@@ -126,7 +140,13 @@ def _needs_arguments(fn: object) -> bool:
 def _import(target: str, module_name: str) -> ModuleType:
     try:
         if module_name.endswith(".py"):
-            return _import_file(Path(module_name))
+            return _import_file(target, Path(module_name))
+        if not all(part.isidentifier() for part in module_name.split(".")):
+            raise WorkflowLoadError(
+                target,
+                f"`{module_name}` is neither a `.py` file nor a module name; write "
+                "`path/to/file.py:attribute` or `package.module:attribute`.",
+            )
         # Like `python -m`, a flow module in the current directory should just work.
         if "" not in sys.path and str(Path.cwd()) not in sys.path:
             sys.path.insert(0, str(Path.cwd()))
@@ -149,17 +169,20 @@ def _import(target: str, module_name: str) -> ModuleType:
         ) from exc
 
 
-def _import_file(path: Path) -> ModuleType:
+def _import_file(target: str, path: Path) -> ModuleType:
     path = path.resolve()
+    if path.is_dir():
+        raise WorkflowLoadError(target, f"`{path}` is a directory, not a `.py` file.")
     if not path.is_file():
-        raise WorkflowLoadError(str(path), f"File `{path}` does not exist.")
+        raise WorkflowLoadError(target, f"File `{path}` does not exist.")
     # One module per file path, so loading the same file twice gives the same objects.
     name = f"_flowkit_file_{path.stem}_{sha256(str(path).encode()).hexdigest()[:10]}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise WorkflowLoadError(str(path), f"`{path}` cannot be imported as a Python module.")
+        raise WorkflowLoadError(target, f"`{path}` cannot be imported as a Python module.")
+    _put_first_on_sys_path(path.parent)
     module = importlib.util.module_from_spec(spec)
     # Registered before running it: pydantic and dataclasses look their module up by name.
     sys.modules[name] = module
@@ -169,3 +192,12 @@ def _import_file(path: Path) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def _put_first_on_sys_path(folder: Path) -> None:
+    # As `python path/file.py` does, the file's folder is importable, so the flow can import
+    # the modules beside it. It stays for the process: imports inside node functions run
+    # later. A folder already on the path keeps its place, so the order never flips.
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)

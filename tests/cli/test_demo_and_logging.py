@@ -43,6 +43,24 @@ def test_review_demo_picks_a_free_thread_id(
     assert JsonFileStore(tmp_path).threads() == ["review-1", "review-2"]
 
 
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["quality", "--lang", "ja"], "--lang is for `flowkit demo roundtable` only"),
+        (["review", "--lang", "en"], "--lang is for `flowkit demo roundtable` only"),
+        (["roundtable", "--output-dir", "out"], "--output-dir is for `flowkit demo sas` only"),
+    ],
+)
+def test_a_demo_option_the_chosen_demo_has_no_use_for_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], words: list[str], message: str
+) -> None:
+    assert main(["demo", *words, "--store", str(tmp_path / "store")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"flowkit: error: {message}")
+    assert captured.err.count("\n") == 1
+    assert not (tmp_path / "store").exists(), "nothing ran"
+
+
 def test_logs_go_to_stderr_at_warning_level_by_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

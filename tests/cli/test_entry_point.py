@@ -61,3 +61,20 @@ def test_demo_runs_end_to_end_and_logs_nothing_by_default(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert "Robot program:" in done.stdout and "0 errors" in done.stdout
     assert done.stderr == ""
+
+
+def test_no_help_text_speaks_in_internal_seed_numbers() -> None:
+    import argparse
+
+    from flowkit.cli import build_parser
+
+    def every_parser(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+        found = [parser]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    found += every_parser(child)
+        return found
+
+    for parser in every_parser(build_parser()):
+        assert "seed 0" not in parser.format_help(), parser.prog

@@ -69,6 +69,30 @@ def test_delete_of_an_unknown_or_bad_thread_fails_on_stderr(
     assert threads(store_dir) == ["done-2", "waits-1"]
 
 
+@pytest.mark.parametrize(
+    ("content", "listed_as"),
+    [
+        (b"garbage\n", "journal.jsonl:1"),  # damage: named with its file and line
+        (b'{"v":2,"version":0,"ts":1.5,"ne', "does not exist"),  # a create that crashed
+    ],
+)
+def test_a_thread_that_cannot_be_read_is_listed_as_such_and_delete_cleans_it_up(
+    store_dir: Path, capsys: pytest.CaptureFixture[str], content: bytes, listed_as: str
+) -> None:
+    journal = store_dir / "threads" / "junk" / "journal.jsonl"
+    journal.parent.mkdir()
+    journal.write_bytes(content)
+    assert main(["threads", "--store", str(store_dir)]) == 1
+    captured = capsys.readouterr()
+    assert ["junk", "?", "unreadable"] in [line.split() for line in captured.out.splitlines()]
+    assert "thread `junk`: " in captured.err and listed_as in captured.err
+    assert main(["delete", "junk", "--store", str(store_dir)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "Deleted thread `junk` (?, unreadable, version -1).\n", captured.err
+    assert threads(store_dir) == ["done-1", "done-2", "waits-1"]
+    assert not journal.parent.exists()
+
+
 def test_delete_of_a_thread_being_run_is_refused(
     store_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -76,6 +100,26 @@ def test_delete_of_a_thread_being_run_is_refused(
         assert main(["delete", "waits-1", "--store", str(store_dir)]) == 1
     assert "being run" in capsys.readouterr().err
     assert "waits-1" in threads(store_dir)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["delete", "waits-1"],
+        ["update-state", "waits-1", "--patch", '{"feedback": "x"}'],
+        ["resume", "waits-1", "--input", '{"approved": true}'],
+    ],
+)
+def test_a_command_refused_because_the_thread_is_running_gets_advice_that_fits_it(
+    store_dir: Path, capsys: pytest.CaptureFixture[str], words: list[str]
+) -> None:
+    with JsonFileStore(store_dir) as store, store.lock("waits-1"):
+        assert main([*words, "--store", str(store_dir)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "flowkit: error: Thread `waits-1` is being run by another process or runner right "
+        "now, so nothing was changed; try again once that run has finished.\n"
+    )
 
 
 def test_delete_in_a_missing_store_is_a_usage_error(

@@ -94,6 +94,8 @@ def test_fork_update_state_and_delete(tmp_path: Path, capsys: pytest.CaptureFixt
     [
         (["--input", "{not json"], "--input {not json is not valid JSON"),
         (["--input", "@/no/such/file.json"], "`/no/such/file.json`: No such file"),
+        (["--input", "@"], "--input @: the file name is missing after @; write --input @file.json"),
+        (["--input", "@{tmp}"], "is a directory, not a JSON file"),
         (
             ["--input", '{"topic": 5}'],
             "does not fit Doc: 1 error(s), first: Input should be a valid string at topic",
@@ -103,6 +105,7 @@ def test_fork_update_state_and_delete(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_bad_input_is_a_plain_message(
     argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    argv = [word.replace("{tmp}", str(tmp_path)) for word in argv]
     code, out, err = run(capsys, "start", "review", "t", *argv, "--store", str(tmp_path))
     assert code != 0 and out == ""
     assert message in err
@@ -161,3 +164,33 @@ def test_a_failed_step_is_reported_on_stderr_and_the_state_on_stdout(
     assert "thread f1: failed at `boom`" in out and '"n": 0' in out
     code, out, err = run(capsys, *next_command(out))  # the printed retry, as printed
     assert code == 1 and "error" not in out.lower() and "the axis is not homed" in err
+
+
+@pytest.mark.parametrize("through", ["option", "environment"])
+def test_start_and_resume_give_the_flow_the_llm_and_the_hints_run_as_printed(
+    through: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flowkit.sas.demo import REQUEST
+
+    store = str(tmp_path / "runs")
+    chosen = ["--llm", "replay:demo"] if through == "option" else []
+    if through == "environment":
+        monkeypatch.setenv("FLOWKIT_LLM", "replay:demo")
+    else:
+        monkeypatch.delenv("FLOWKIT_LLM", raising=False)
+    start_input = json.dumps({"user_input": REQUEST})
+    code, out, err = run(capsys, "start", "sas", "s1", "--input", start_input, *chosen,
+                         "--store", store)  # fmt: skip
+    assert code == 0, err
+    assert "waiting at gate `sas_awaiting_task_list_review`" in out
+    assert "No language model" not in out
+    hint = next_command(out)
+    # The sas review gate takes no empty answer: the hint is one it accepts, with the LLM.
+    assert json.loads(hint[hint.index("--input") + 1]) == {"action": "approve"}
+    assert ("--llm" in hint) == (through == "option")
+    code, out, err = run(capsys, *hint)
+    assert code == 0, err
+    assert "waiting at gate `sas_awaiting_module_steps_review`" in out

@@ -69,12 +69,17 @@ def test_threads_on_an_empty_or_missing_store(
     assert "No store at" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [b"{not json\n", b"[" * 100_000 + b"]" * 100_000 + b"\n"],
+    ids=["not json", "nested too deeply"],
+)
 def test_a_corrupt_thread_is_reported_and_the_others_still_listed(
-    store_dir: Path, capsys: pytest.CaptureFixture[str]
+    store_dir: Path, damage: bytes, capsys: pytest.CaptureFixture[str]
 ) -> None:
     journal = store_dir / "threads" / "done-1" / "journal.jsonl"
     lines = journal.read_bytes().splitlines(keepends=True)
-    journal.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[2:]))
+    journal.write_bytes(lines[0] + damage + b"".join(lines[2:]))
     assert main(["threads", "--store", str(store_dir)]) == 1
     captured = capsys.readouterr()
     rows = {line.split()[0]: line.split()[1:] for line in captured.out.splitlines()[1:]}
@@ -97,6 +102,24 @@ def test_a_torn_last_record_is_skipped_with_a_warning(
         line.split()[:3] for line in captured.out.splitlines()
     ]
     assert "torn last record skipped" in captured.err
+
+
+@pytest.mark.parametrize(
+    "command", [["recover"], ["recover", "--dry-run"], ["migrate", "review"], ["stats"]]
+)
+def test_a_torn_record_is_reported_once_per_command_with_its_own_size(
+    store_dir: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    journal = store_dir / "threads" / "waits-1" / "journal.jsonl"
+    with JsonFileStore(store_dir) as store:  # preallocates zeros after the records
+        Runner(review_flow, store=store).resume("waits-1", {"approved": False})
+    data = journal.read_bytes()
+    end = len(data.rstrip(b"\0"))
+    journal.write_bytes(data[:end] + b'{"v":2,"version":9,"ts":1' + data[end + 25 :])
+    main([*command, "--store", str(store_dir)])
+    err = capsys.readouterr().err
+    assert err.count("torn last record skipped") == 1, err
+    assert "torn last record skipped (25 bytes)" in err
 
 
 def test_show_replays_a_registered_flow_exactly(

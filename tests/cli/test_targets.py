@@ -19,6 +19,12 @@ def test_every_builtin_workflow_loads_and_is_valid() -> None:
     assert load_flow("review") is review_flow
 
 
+@pytest.mark.parametrize("name", BUILTIN)
+def test_no_registered_workflow_describes_itself_with_internal_seed_numbers(name: str) -> None:
+    # Descriptions show in `flowkit workflows`, `flowkit graph -f json` and the server's pages.
+    assert "seed" not in load_flow(name).description.lower()
+
+
 def test_module_attribute_and_file_targets_load_the_same_objects(flows_dir: Path) -> None:
     assert load_flow("flowkit.examples.review:flow") is review_flow
     first = load_flow(f"{flows_dir}/good.py:flow")
@@ -89,3 +95,71 @@ def test_a_target_that_cannot_be_loaded_exits_2_with_a_clear_message(
     assert captured.err.startswith("flowkit: error: ")
     assert "Traceback" not in captured.err
     assert captured.out == ""
+
+
+def _flow_beside_a_helper(folder: Path, helper: str) -> Path:
+    """`folder/myflow.py` importing `helper` from the same folder, like a small project."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{helper}.py").write_text("from flowkit.examples.review import flow\n")
+    flow_file = folder / "myflow.py"
+    flow_file.write_text(
+        textwrap.dedent(
+            f"""
+            from {helper} import flow
+
+            def lazy():
+                import {helper}
+                return {helper}.flow
+            """
+        )
+    )
+    return flow_file
+
+
+def test_a_file_target_imports_the_modules_beside_it_like_python_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    helper = "helpers_beside_a_file_target"
+    _flow_beside_a_helper(tmp_path / "pkg", helper)
+    monkeypatch.delitem(__import__("sys").modules, helper, raising=False)
+    monkeypatch.chdir(tmp_path / "pkg")
+    assert main(["check", "myflow.py:flow"]) == 0
+    assert capsys.readouterr().out.startswith("OK review")
+    # The folder stays importable, so imports inside node functions work at run time too.
+    assert load_flow("myflow.py:lazy") is review_flow
+
+
+def test_a_file_targets_folder_goes_first_on_sys_path_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    first = _flow_beside_a_helper(tmp_path / "a", "helpers_in_folder_a")
+    second = _flow_beside_a_helper(tmp_path / "b", "helpers_in_folder_b")
+    for helper in ("helpers_in_folder_a", "helpers_in_folder_b"):
+        monkeypatch.delitem(sys.modules, helper, raising=False)
+    load_flow(f"{first}:flow")
+    load_flow(f"{second}:flow")
+    load_flow(f"{first}:lazy")
+    assert sys.path[:2] == [str(tmp_path / "b"), str(tmp_path / "a")]
+    assert sys.path.count(str(tmp_path / "a")) == 1
+
+
+def test_a_path_that_is_not_a_python_file_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "flow.pyx").write_text("flow = 1\n")
+    (tmp_path / "dir.py").mkdir()
+    monkeypatch.chdir(tmp_path)
+    cases = {
+        "x/flow.pyx:flow": "`x/flow.pyx` is neither a `.py` file nor a module name",
+        "./x/flow.pyx:flow": "`./x/flow.pyx` is neither a `.py` file nor a module name",
+        "dir.py:flow": "is a directory, not a `.py` file",
+        "my-flows:flow": "`my-flows` is neither a `.py` file nor a module name",
+    }
+    for target, message in cases.items():
+        assert main(["check", target]) == 2, target
+        err = capsys.readouterr().err
+        assert message in err, (target, err)
+        assert err.count("\n") == 1 and "Traceback" not in err

@@ -59,3 +59,52 @@ def test_chat_in_japanese_with_a_generated_thread_id(tmp_path: Path) -> None:
     ]
     thread = result.stderr.split("new conversation ")[1].split()[0]
     assert thread.startswith("chat-") and (tmp_path / "threads" / thread).exists()
+
+
+#: A line too long for a message, a line that is not UTF-8, then a line the domain answers.
+REFUSED_THEN_GOOD = (
+    b"x" * 2001 + b"\ncaf\xe9 au lait\nBook maintenance for robot 2 tomorrow at 3 pm\n"
+)
+REFUSALS = [
+    "flowkit: error: that line has 2,001 characters, more than the 2,000 a message may have; "
+    "it was skipped, nothing was sent.",
+    "flowkit: error: that line is not UTF-8 text (its byte 4 is 0xe9); it was skipped, "
+    "nothing was sent.",
+]
+
+
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape"])
+def test_a_line_too_long_or_not_utf8_is_refused_and_the_chat_goes_on(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    errors: str,
+) -> None:
+    import io
+
+    from flowkit.cli import main
+
+    monkeypatch.delenv("FLOWKIT_LLM", raising=False)
+    stdin = io.TextIOWrapper(io.BytesIO(REFUSED_THEN_GOOD), encoding="utf-8", errors=errors)
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code = main(["chat", "robot_cell", "--store", str(tmp_path), "--thread", "c"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out.splitlines() == ["bot> Who is requesting it? Please tell me your name."]
+    assert [line for line in captured.err.splitlines() if "error" in line] == REFUSALS
+
+
+def test_a_line_that_is_not_utf8_is_refused_in_a_real_process_too(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("FLOWKIT_LLM", None)
+    env.pop("PYTHONIOENCODING", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "flowkit", "chat", "robot_cell", "--store", str(tmp_path)],
+        input=REFUSED_THEN_GOOD, capture_output=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines() == [
+        "bot> Who is requesting it? Please tell me your name."
+    ]
+    errors = [line for line in done.stderr.decode().splitlines() if "error" in line]
+    assert errors == REFUSALS

@@ -97,7 +97,7 @@ def test_the_cli_runs_conversation_files(
 
 
 def test_bad_conversation_files_are_domain_errors(tmp_path: Path) -> None:
-    with pytest.raises(DomainError, match="not a conversation file"):
+    with pytest.raises(DomainError, match=r"missing\.yaml` does not exist"):
         load_conversations(tmp_path / "missing.yaml")
     with pytest.raises(DomainError, match=r"conversations\.0\.turns\.0\.user: Field required"):
         load_conversations({"conversations": [{"name": "x", "turns": [{"intent": "OOS"}]}]})

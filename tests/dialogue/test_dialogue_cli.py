@@ -157,6 +157,27 @@ BAD_INPUTS = {
 }
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            "nosuch.yaml",
+            "`nosuch.yaml` does not exist, nor is it a shipped example (robot_cell); pass the "
+            "path of a conversation test file.",
+        ),
+        (".", "`.` is a directory, not a conversation test file; pass the file's path."),
+    ],
+)
+def test_test_names_a_conversation_file_that_is_missing_or_a_folder(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    given: str,
+    message: str,
+) -> None:
+    code, out, err = run(["dialogue", "test", "robot_cell", given], capsys, monkeypatch)
+    assert (code, out, err) == (2, "", f"flowkit: error: {message}\n")
+
+
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))
 @pytest.mark.parametrize("command", ["chat", "check", "test"])
 def test_bad_domain_files_are_plain_errors_and_create_nothing(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -146,6 +147,43 @@ def test_a_cache_that_cannot_keep_the_update_only_costs_a_run() -> None:
         assert runner.start("b").status == "done"
     assert calls == ["why?", "why?"]
     assert [e["event"] for e in logs].count("node_cache_not_written") == 2
+
+
+#: Entries a shared cache may hold that this flow cannot use: damaged, or written by an
+#: older deployment whose node wrote other fields or other types.
+UNUSABLE_ENTRIES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "a time that is text": lambda entry: {**entry, "at": "soon"},
+    "a time that is a list": lambda entry: {**entry, "at": [1]},
+    "a time too large for a float": lambda entry: {**entry, "at": 10**400},
+    "a time that is NaN": lambda entry: {**entry, "at": "nan"},
+    "no update": lambda entry: {"at": entry["at"]},
+    "an update of the wrong type": lambda entry: {**entry, "update": {"answer": 5}},
+    "an update of a field the node does not write": lambda entry: {
+        **entry,
+        "update": {"user": "mallory"},
+    },
+    "an update of an unknown field": lambda entry: {**entry, "update": {"nosuch": 1}},
+}
+
+
+@pytest.mark.parametrize("damage", UNUSABLE_ENTRIES.values(), ids=list(UNUSABLE_ENTRIES))
+def test_an_entry_the_flow_cannot_use_only_costs_a_run(
+    damage: Callable[[dict[str, Any]], dict[str, Any]],
+) -> None:
+    calls: list[str] = []
+    memory = InProcessMemory()
+    Runner(answering(calls, ttl=60), cache=memory).start("a")
+    [entry] = memory.search(("flowkit.cache",))
+    memory.put(entry.namespace, entry.key, damage(entry.value))
+    with capture_logs() as logs:
+        result = Runner(answering(calls, ttl=60), cache=memory).start("b")
+    assert result.status == "done" and result.state.user == "ann"
+    assert result.state.answer is not None and result.state.answer.text == "because why?"
+    assert calls == ["why?", "why?"]
+    assert "node_cache_unusable" in [e["event"] for e in logs]
+    [entry] = memory.search(("flowkit.cache",))  # the run replaced it with a good one
+    assert Runner(answering(calls, ttl=60), cache=memory).start("c").status == "done"
+    assert calls == ["why?", "why?"]
 
 
 def test_async_and_child_flow_nodes_are_cached_too() -> None:

@@ -4,6 +4,7 @@ raise, and resuming a gate branch that was already answered."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -165,3 +166,31 @@ def test_a_map_key_or_branch_that_is_not_a_function_is_refused_when_made() -> No
         Map(lambda s, i: {}, over=lambda s: [], key="x")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="A node is a function"):
         Parallel({"a": 5})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_each_finished_call_is_checkpointed_before_a_later_one_starts_at_concurrency_1(
+    concurrency: int, tmp_path: Path
+) -> None:
+    store = JsonFileStore(tmp_path)
+    seen: list[tuple[int, int, bool]] = []  # item, item records stored, in the driving thread
+    driver = threading.get_ident()
+
+    def record(state: Sheet, item: int) -> dict[str, Any]:
+        kept = [r for r in store.records("t") if r.kind == "item"] if store.threads() else []
+        seen.append((item, len(kept), threading.get_ident() == driver))
+        return {"out": [item]}
+
+    flow = Flow(
+        name="one_by_one",
+        state=Sheet,
+        start="m",
+        nodes={"m": Map(record, over=lambda s: s.items, concurrency=concurrency)},
+        routes={"m": END},
+    )
+    result = Runner(flow, store=store).start("t", {"items": [1, 2, 3, 4]})
+    assert result.state.out == [1, 2, 3, 4]
+    if concurrency == 1:  # one at a time, in this thread, each saved before the next began
+        assert seen == [(1, 0, True), (2, 1, True), (3, 2, True), (4, 3, True)]
+    else:  # side by side in the pool's threads
+        assert not any(here for *_, here in seen)

@@ -530,6 +530,33 @@ def test_a_gate_that_refuses_its_input_keeps_the_thread_waiting(store: Store) ->
     assert runner.resume("t1", {"comment": "shorter"}).status == "done"
 
 
+def test_a_gate_whose_apply_fails_validation_reports_it_in_one_plain_line(store: Store) -> None:
+    class Feedback(BaseModel):
+        comment: str
+
+    class Plan(BaseModel):
+        steps: list[int]
+
+    def apply(state: Doc, value: Feedback) -> dict[str, Any]:
+        Plan.model_validate({"steps": value.comment.split()})  # the gate's own check
+        return {"messages": [value.comment]}
+
+    flow = doc_flow(
+        gates={"review": Gate(Feedback, apply=apply)},
+        routes={"draft": "review", "review": "publish", "publish": END},
+    )
+    runner = Runner(flow, store=store)
+    runner.start("t1")
+    with pytest.raises(InvalidResumeInputError) as raised:
+        runner.resume("t1", {"comment": "one 2"})
+    detail = str(raised.value).split("\n", 1)[1]
+    assert (
+        detail == "  steps.0: Input should be a valid integer, unable to parse string as an integer"
+    )
+    assert raised.value.errors == [{"msg": detail.strip()}]
+    assert runner.get_state("t1").status == "waiting"
+
+
 def test_ephemeral_runner_keeps_every_thread_beyond_the_cache_size() -> None:
     # Without a store the cache is the only copy of a thread: evicting it loses the thread.
     runner = Runner(doc_flow(), store=None, cache_size=2)

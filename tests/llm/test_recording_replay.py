@@ -160,8 +160,22 @@ def test_an_unrecorded_request_names_the_cassette_without_quoting_the_prompt(tmp
     assert "closest, recorded call 0, differs: message 0 (user) differs: from character 7" in (
         message
     )
-    assert "record the cassette again: python -m myproject.record" in message
+    assert (
+        "A cassette answers only the requests recorded in it: send one of those, or record "
+        "the cassette again: python -m myproject.record." in message
+    )
     assert "Alice" not in message and "plan it" not in message
+
+
+def test_a_miss_on_a_cassette_without_a_record_command_says_how_to_record_one(tmp_path):
+    path = tmp_path / "mine.json"
+    save_cassette(path, recorded_session())
+    with pytest.raises(ReplayMismatchError) as caught:
+        ReplayLLM.from_file(path).complete(user("something else"), schema=Tasks)
+    message = str(caught.value)
+    assert "A cassette answers only the requests recorded in it: send one of those, or" in message
+    assert "record a cassette from a real model with save_cassette" in message
+    assert "runner.llm_calls" in message and 'docs/llm.md, "Record and replay"' in message
 
 
 def test_prompt_text_appears_only_when_asked_for(monkeypatch):
@@ -210,13 +224,20 @@ def test_running_out_of_recordings_is_a_mismatch():
         strict.complete(user("plan it"), schema=Tasks)
 
 
-def test_recorded_answer_that_no_longer_fits_the_schema_is_a_mismatch():
+@pytest.mark.parametrize("recorded_as", ["parsed", "text"])
+def test_recorded_answer_that_no_longer_fits_the_schema_is_a_one_line_mismatch(recorded_as):
     class Stricter(BaseModel):
         model_config = ConfigDict(title="Tasks")
         tasks: list[int]
 
-    with pytest.raises(ReplayMismatchError, match="no longer fits schema `Tasks`"):
-        ReplayLLM(recorded_session()).complete(user("plan it"), schema=Stricter)
+    calls = recorded_session()
+    if recorded_as == "text":
+        calls[0]["response"]["parsed"] = None  # the answer's text is parsed again
+    with pytest.raises(ReplayMismatchError, match="no longer fits schema `Tasks`") as caught:
+        ReplayLLM(calls).complete(user("plan it"), schema=Stricter)
+    message = str(caught.value)
+    assert "\n" not in message and "errors.pydantic.dev" not in message
+    assert "tasks.0: Input should be a valid integer" in message
 
 
 def test_cassette_round_trip_and_spec(tmp_path):

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flowkit.errors import CorruptStoreError, MemoryItemError, StoreError
 from flowkit.memory import JsonFileMemory
@@ -69,6 +71,73 @@ def test_a_damaged_item_file_is_reported_with_its_path(tmp_path: Path) -> None:
     memory.put(("user", "42"), "prefs", {"tone": "new"})  # a put repairs it
     fixed = memory.get(("user", "42"), "prefs")
     assert fixed is not None and fixed.value == {"tone": "new"}
+
+
+def _item_file(**changes: object) -> bytes:
+    item = {"v": 1, "namespace": ["n"], "key": "k", "created_at": 1.0, "updated_at": 2.0}
+    return json.dumps({**item, "value": 1, **changes}).encode()
+
+
+DAMAGED_FILES = {
+    "nested past the parser's limit": b"[" * 100_000 + b"]" * 100_000,
+    "a value nested past the parser's limit": _item_file()[:-2]
+    + b"[" * 50_000
+    + b"]" * 50_000
+    + b"}",
+    "a time too large for a float": _item_file(created_at=10**400),
+    "a time that is text": _item_file(updated_at="soon"),
+    "a value JSON cannot hold (NaN)": _item_file()[:-2] + b"NaN}",
+    "a namespace that is one string": _item_file(namespace="n"),
+    "a newer format": _item_file(v=2),
+    "not UTF-8": b"\xff\xfe" + _item_file(),
+}
+
+
+@pytest.mark.parametrize("raw", DAMAGED_FILES.values(), ids=list(DAMAGED_FILES))
+def test_damage_of_any_kind_is_a_corrupt_store_error_and_a_put_repairs_it(
+    tmp_path: Path, raw: bytes
+) -> None:
+    memory = JsonFileMemory(tmp_path, fsync=False)
+    memory.put(("n",), "k", 1)
+    path = tmp_path / "n_n" / "k_k.json"
+    path.write_bytes(raw)
+    with pytest.raises(CorruptStoreError) as caught:
+        memory.get(("n",), "k")
+    assert caught.value.path == str(path)
+    with pytest.raises(CorruptStoreError):
+        memory.search(("n",))
+    memory.put(("n",), "k", {"fixed": True})
+    repaired = memory.get(("n",), "k")
+    assert repaired is not None and repaired.value == {"fixed": True}
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=8,
+)
+_files = st.builds(lambda value: _item_file(value=value), _values)
+_spliced = st.tuples(_files, st.integers(0, 200), st.binary(max_size=8)).map(
+    lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(raw=st.binary(max_size=300) | _files | _spliced)
+def test_whatever_bytes_an_item_file_holds_get_returns_a_storable_item_or_says_it_is_corrupt(
+    tmp_path: Path, raw: bytes
+) -> None:
+    memory = JsonFileMemory(tmp_path, fsync=False)
+    memory.put(("n",), "k", 1)
+    (tmp_path / "n_n" / "k_k.json").write_bytes(raw)
+    try:
+        item = memory.get(("n",), "k")
+    except CorruptStoreError:
+        return
+    assert item is not None and (item.namespace, item.key) == (("n",), "k")
+    memory.put(("n",), "k", item.value)  # what comes back could have been put
 
 
 def test_a_file_naming_another_item_is_reported_not_returned(tmp_path: Path) -> None:

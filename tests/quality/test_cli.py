@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,6 +100,10 @@ def test_flowkit_demo_quality_runs_offline(tmp_path: Path) -> None:
     text = out.getvalue()
     assert text.count("session completed (count_exhausted); 1 open") == 2
     assert "came back as ISSUE-" in text and "QC-012" in text
+    assert "round 2: 1 fix applied, 1 needs a tool that is not available (QC-012)" in text
+    assert "round 2: re-check reported 1 problem\n" in text
+    assert "round 1: 4 fixes applied, 1 needs a tool" in text
+    assert "round 1: re-check reported 2 problems\n" in text
     assert (tmp_path / "quality" / "audit").is_dir()
     again = io.StringIO()
     assert run_quality_demo(str(tmp_path), again) == 0
@@ -119,3 +125,49 @@ def test_the_cassette_is_what_the_scripted_editor_answers(tmp_path: Path) -> Non
     recorded = json.loads(demo_file("cassette.json").read_text(encoding="utf-8"))
     again = json.loads(fresh.read_text(encoding="utf-8"))
     assert sorted(c["key"] for c in again["calls"]) == sorted(c["key"] for c in recorded["calls"])
+
+
+def test_a_policy_value_of_the_wrong_type_is_named_in_one_line(
+    store: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWKIT_LLM", "replay:demo")
+    ep = str(demo_file("episode_ja.txt"))
+    words = ["check", ep, "--episode", "1", "--policy", "count=abc", "--store", store]
+    code, out, err = run("quality", *words, capsys=capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        "flowkit: error: Policy 'count=abc' is not valid: count: Input should be a valid "
+        "integer, unable to parse string as an integer\n"
+    )
+
+
+def test_the_demo_module_has_a_real_argument_parser(tmp_path: Path) -> None:
+    def demo(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "flowkit.quality.demo", *words],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              check=False)  # fmt: skip
+
+    helped = demo("--help")
+    assert helped.returncode == 0
+    assert helped.stdout.startswith("usage: python -m flowkit.quality.demo")
+    assert "--record" in helped.stdout and "--store" in helped.stdout
+    assert "--output-dir" not in helped.stdout  # the quality demo writes no program
+    assert "flowkit demo quality:" not in helped.stdout  # the demo did not run
+    wrong = demo("--nope")
+    assert wrong.returncode == 2 and "unrecognized arguments: --nope" in wrong.stderr
+    ran = demo("--store", "st")
+    assert ran.returncode == 0, ran.stderr
+    assert "flowkit demo quality:" in ran.stdout and (tmp_path / "st" / "quality").is_dir()
+
+
+def test_a_check_the_demo_cassette_cannot_answer_gives_the_demos_advice(
+    store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "mine.txt"
+    mine.write_text("Hello wrold. This is my own manuscrpt.\n", encoding="utf-8")
+    code, _, err = run("quality", "check", str(mine), "--episode", "3", "--llm", "replay:demo",
+                       "--store", store, capsys=capsys)  # fmt: skip
+    assert code == 1
+    assert "answer only the checks of the demo's own manuscripts" in err
+    assert "flowkit demo quality" in err and "--llm openai:MODEL" in err
+    assert "--record" not in err  # re-recording the shipped cassette helps nobody

@@ -3,8 +3,11 @@ they are private; a damaged document is a QC-009 error that says what to do."""
 
 from __future__ import annotations
 
+import json
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,15 +32,49 @@ def test_files_hold_hashes_never_text_and_are_private(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_a_damaged_document_is_qc_009(tmp_path: Path) -> None:
+def _edited(change: Callable[[dict[str, Any]], None]) -> Callable[[bytes], bytes]:
+    def edit(raw: bytes) -> bytes:
+        document = json.loads(raw)
+        change(document)
+        return json.dumps(document).encode()
+
+    return edit
+
+
+DAMAGE: dict[str, Callable[[bytes], bytes]] = {
+    "cut short": lambda raw: raw[: len(raw) // 2],
+    "not UTF-8": lambda raw: b"\xff\xfe" + raw,
+    "nested too deeply": lambda _: b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "a JSON list": lambda _: b"[]",
+    "no session": _edited(lambda d: d.pop("session")),
+    "a session of the wrong shape": _edited(lambda d: d.update(session={"x": 1})),
+    "issues as a list": _edited(lambda d: d.update(issues=[1, 2])),
+    "an issue of the wrong shape": _edited(lambda d: d.update(issues={"ISSUE-1": {"x": 1}})),
+    "steps as a dict": _edited(lambda d: d.update(steps={"a": 1})),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=list(DAMAGE))
+def test_a_damaged_document_is_qc_009(tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
     with JsonWorkflowStateStore(tmp_path, fsync=False) as store:
         session_id = store.begin_session(1, IterationPolicy(), principal=AKI).session_id
         store.commit()
-    (tmp_path / "sessions" / f"{session_id}.json").write_text("{half a docu")
+        store.record_issue(make_issue(session_id))
+        store.commit()
+        other = store.begin_session(2, IterationPolicy(), principal=AKI).session_id
+        store.commit()
+    path = tmp_path / "sessions" / f"{session_id}.json"
+    path.write_bytes(damage(path.read_bytes()))
     with JsonWorkflowStateStore(tmp_path, fsync=False) as store:
-        with pytest.raises(StatePersistenceError, match="restore the file") as caught:
-            store.get_session(session_id, principal=AKI)
-        assert qc_code_for(caught.value) == "QC-009"
+        for read in (
+            lambda: store.get_session(session_id, principal=AKI),
+            lambda: store.issues(session_id, principal=AKI),
+            lambda: store.sessions(None, principal=AKI),
+        ):
+            with pytest.raises(StatePersistenceError, match="restore the file") as caught:
+                read()
+            assert qc_code_for(caught.value) == "QC-009"
+        assert store.get_session(other, principal=AKI) is not None  # only that session
 
 
 def test_an_unwritable_folder_is_qc_009(tmp_path: Path) -> None:

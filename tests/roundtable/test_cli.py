@@ -189,3 +189,77 @@ def test_the_command_resumes_across_processes(tmp_path: Path, replies: str) -> N
     assert second.returncode == 0, second.stderr
     assert "continuing session p" in second.stderr
     assert second.stdout.count("USER: ") == 2
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_a_table_with_no_model_reachable_says_so_per_character_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .conftest import table
+
+    url = f"http://127.0.0.1:{_closed_port()}"
+    data = table(language="en", memory={"enabled": False})
+    for character in data["characters"]:
+        character.update(llm=f"ollama:model-{character['id'].lower()}", base_url=url)
+    config = tmp_path / "table.json"
+    config.write_text(json.dumps(data), encoding="utf-8")
+    args = ["roundtable", str(config), "--store", str(tmp_path / "store"), "--thread", "t"]
+    code, out, err = run(monkeypatch, capsys, "hello\n", *args)
+    assert (code, out) == (1, "")
+    failed = [line for line in err.splitlines() if line.startswith("flowkit: error: ")]
+    assert [line.split(" could not answer: ")[0] for line in failed] == [
+        "flowkit: error: ルミナ",
+        "flowkit: error: クラリス",
+        "flowkit: error: ノクス",
+    ]
+    assert all("LLMUnavailableError" in line for line in failed)
+
+
+def test_a_character_that_fails_is_named_but_the_others_answers_keep_exit_0(
+    tmp_path: Path,
+    replies: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from .conftest import table
+
+    data = table(language="en", memory={"enabled": False})
+    lumina = data["characters"][0]
+    lumina.update(provider="openai", model="m", base_url="http://127.0.0.1:9/v1",
+                  api_key_env="RT_UNSET_KEY")  # fmt: skip
+    for character in data["characters"][1:]:
+        character["llm"] = replies
+    config = tmp_path / "table.json"
+    config.write_text(json.dumps(data), encoding="utf-8")
+    args = ["roundtable", str(config), "--store", str(tmp_path / "store"), "--thread", "t"]
+    code, out, err = run(monkeypatch, capsys, "hello\n", *args)
+    assert code == 0, err
+    assert [line.split(">")[0] for line in out.splitlines()] == ["クラリス", "ノクス"]
+    (failed,) = [line for line in err.splitlines() if line.startswith("flowkit: error: ")]
+    assert failed.startswith("flowkit: error: ルミナ could not answer: LLMConfigError: ")
+    assert "RT_UNSET_KEY" in failed
+
+
+def test_a_line_too_long_for_the_table_is_refused_and_the_talk_goes_on(
+    tmp_path: Path,
+    replies: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["roundtable", "trio-en", "--store", str(tmp_path), "--llm", replies, "--thread", "t"]
+    code, out, err = run(monkeypatch, capsys, "x" * 4001 + "\nWill it rain?\n", *args)
+    assert code == 0, err
+    assert out.splitlines()[0] == "Lumina> Take an umbrella. Really."
+    assert (
+        "flowkit: error: that line has 4,001 characters, more than the 4,000 a message may "
+        "have; it was skipped, nothing was sent.\n" in err
+    )

@@ -89,9 +89,16 @@ def test_tags_fuzzy_names_missing_tags_errors_and_timeouts_take_their_routes() -
         ("NOX", "none"),
     ]
     assert second.state.refusal == "self"
+    assert [(f.internal_id, f.character, f.error.type, f.error.node) for f in second.failures] == [
+        ("LUMINA", "ルミナ", "LLMUnavailableError", "call_llm"),
+        ("CLARIS", "クラリス", "LLMTimeoutError", "call_llm"),
+    ]
+    assert second.failures[0].line() == "ルミナ could not answer: LLMUnavailableError: server down"
+    assert first.failures == []
 
     third = bot.send("s", "ありがとう")
     assert [speaker for speaker, _ in third.texts] == ["ルミナ", "クラリス", "ノクス"]
+    assert third.failures == []  # each round has its own
     state = bot.state("s")
     assert state.round_index == 3 and state.turn_index == 9
     assert [e.speaker for e in state.conversation_log].count("USER") == 3
@@ -131,6 +138,12 @@ def test_max_turns_bounds_auto_loops_even_when_every_call_fails() -> None:
     result = bot.send("s", "こんにちは")
     assert result.texts == []
     assert result.state.round_turns == 4
+    assert [(f.internal_id, f.error.type) for f in result.failures] == [
+        ("LUMINA", "RuntimeError"),
+        ("CLARIS", "RuntimeError"),
+        ("NOX", "RuntimeError"),
+        ("LUMINA", "RuntimeError"),
+    ]
     assert bot.runner.get_state("s").status == "waiting"
 
 

@@ -94,6 +94,9 @@ def test_a_missing_key_variable_fails_that_characters_turn_only(server: Any) -> 
     assert [s for s, _ in result.texts] == ["クラリス", "ノクス"]
     failure = next(c.update["error"] for c in bot.runner.history("s") if c.update.get("error"))
     assert failure["type"] == "LLMConfigError" and "RT_TEST_KEY" in failure["message"]
+    (only,) = result.failures
+    assert (only.internal_id, only.error.type) == ("LUMINA", "LLMConfigError")
+    assert "RT_TEST_KEY" in only.line()
 
 
 def test_no_api_key_and_no_persons_text_in_any_log_line(

@@ -162,3 +162,30 @@ def test_any_text_gets_another_registered_speaker(text: str, speaker: str) -> No
     decision = resolve_next_speaker(text, speaker, REGISTRY)
     assert decision.internal_id in {"LUMINA", "CLARIS", "NOX"} - {speaker}
     assert decision.reason in ("tag", "fuzzy", "round_robin")
+
+
+#: Replies that made the nomination patterns backtrack without bound (cubic in the run of
+#: spaces after an unclosed tag, quadratic in an unclosed object or a long name); each is
+#: read in linear time now, bounded by the test's timeout.
+HOSTILE_REPLIES = [
+    ("[Next:" + " " * 50_000, []),
+    ("[Next:" + " " * 50_000 + "NOX ]", ["NOX"]),
+    ("[Next:\n" + "\t" * 50_000 + "\n", []),
+    ("{" + '"next": "NOX", ' * 5_000, []),
+    ("{" + '"next": "NOX", ' * 5_000 + "}", ["NOX"]),
+    ("{" + '"next":' * 10_000, []),
+]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(("text", "expected"), HOSTILE_REPLIES)
+def test_hostile_replies_are_read_in_linear_time(text: str, expected: list[str]) -> None:
+    assert [name.strip() for name in extract_nominations(text)] == expected
+    registry = [Member(internal_id="NOX", display_name="Nox")]
+    match_nomination(text, None, registry)
+
+
+@pytest.mark.timeout(30)
+def test_a_long_nominated_name_is_normalised_in_linear_time() -> None:
+    assert normalize_name("Nox" + " -" * 50_000 + "x") == "NOXX"
+    assert normalize_name("Nox" + " -" * 50_000 + "-san") == "NOX"

@@ -98,3 +98,17 @@ def test_any_reply_is_short_and_free_of_directives(raw: str) -> None:
     text = postprocess(raw)
     assert len(text) <= 160
     assert "[Next" not in text and "<think>" not in text.lower()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Sure." + "{" + '"next": "NOX", ' * 5_000, "Sure." + "{" + '"next": "NOX", ' * 5_000),
+        ("Sure. {" + '"next": "NOX", ' * 5_000 + "}", "Sure."),
+        ("Sure. [Next:" + " " * 50_000 + "]", "Sure."),
+    ],
+    ids=["unclosed object", "closed object", "tag with a long run of spaces"],
+)
+def test_directives_in_hostile_replies_are_removed_in_linear_time(raw: str, expected: str) -> None:
+    assert remove_directives(raw) == expected.strip()

@@ -182,11 +182,16 @@ def test_demo_files_gives_a_runnable_start(
     assert "Task list to review:" in capsys.readouterr().out
 
 
-def test_an_unrecorded_request_is_a_plain_error_naming_the_cassette(tmp_path: Path) -> None:
+def test_an_unrecorded_request_on_the_demo_cassette_shows_the_demos_own_request(
+    tmp_path: Path,
+) -> None:
     done = flowkit("sas", "start", "Weld two plates, forever.", "--llm", "replay:demo",
                    "--thread", "w", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 1
-    assert "cassette.json" in done.stderr and "python -m flowkit.sas.demo --record" in done.stderr
+    assert "answer only the demo's own request" in done.stderr
+    assert '"An automated cell assembles a bearing (BRG)' in done.stderr
+    assert "flowkit sas demo-files DIR" in done.stderr and "--llm openai:MODEL" in done.stderr
+    assert "--record" not in done.stderr  # re-recording the shipped cassette helps nobody
     assert "Weld" not in done.stderr and "Traceback" not in done.stderr
     status = flowkit("sas", "status", "w", "--json", cwd=tmp_path)
     state = json.loads(status.stdout)
@@ -364,3 +369,85 @@ def test_outputs_honour_the_umask_and_store_files_stay_private(tmp_path: Path) -
     with pytest.raises(OSError) as caught:
         write_atomically(tmp_path / "no" / "such" / "flow.xml", "x")
     assert caught.value.filename == str(tmp_path / "no" / "such" / "flow.xml")
+
+
+@pytest.mark.parametrize(
+    ("stage", "content", "expected"),
+    [
+        ("tasks", '{"tasks": []}', "tasks: List should have at least 1 item"),
+        ("tasks", '[{"name": 5}]', "tasks.0.name: Input should be a valid string"),
+        ("steps", '{"Pick_Part": [{"nope": 1}]}', "the edited steps are not valid JSON steps: "),
+    ],
+)
+def test_an_edit_that_does_not_validate_is_one_plain_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stage: str, content: str, expected: str
+) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    common = ["--llm", llm, "--store", str(tmp_path / "store")]
+    assert main(["sas", "start", "Pick and place", "--thread", "c", *common,
+                 "--teaching", str(teaching_file(tmp_path)),
+                 "--output-dir", str(tmp_path / "out")]) == 0  # fmt: skip
+    if stage == "steps":
+        assert main(["sas", "approve", "c", *common]) == 0
+    capsys.readouterr()
+    edited = tmp_path / "edit.json"
+    edited.write_text(content, encoding="utf-8")
+    assert main(["sas", "edit", "c", str(edited), *common]) == 1  # refused; the thread waits
+    err = capsys.readouterr().err
+    assert expected in err, err
+    assert "errors.pydantic.dev" not in err and "validation error for" not in err
+    assert "[type=" not in err and "input_value" not in err
+
+
+def test_an_unrecorded_request_on_a_copied_cassette_says_how_to_record_ones_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sas", "demo-files", str(tmp_path / "mine")]) == 0
+    cassette = tmp_path / "mine" / "cassette.json"
+    assert "record_with" not in json.loads(cassette.read_text(encoding="utf-8"))
+    capsys.readouterr()
+    assert main(["sas", "start", "Weld two plates, forever.", "--llm", f"replay:{cassette}",
+                 "--store", str(tmp_path / "store"), "--thread", "w"]) == 1  # fmt: skip
+    printed = capsys.readouterr()
+    text = printed.out + printed.err
+    assert f"no recording in cassette {cassette.resolve()}" in text
+    assert "A cassette answers only the requests recorded in it" in text
+    assert "record a cassette from a real model with save_cassette" in text
+    assert "flowkit.sas.demo" not in text
+
+
+def test_the_demo_module_has_a_real_argument_parser(tmp_path: Path) -> None:
+    helped = subprocess.run([sys.executable, "-m", "flowkit.sas.demo", "--help"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: python -m flowkit.sas.demo")
+    assert "--record" in helped.stdout and "--store" in helped.stdout
+    assert "flowkit demo sas:" not in helped.stdout  # the demo did not run
+    wrong = subprocess.run([sys.executable, "-m", "flowkit.sas.demo", "--nope"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert wrong.returncode == 2 and "unrecognized arguments: --nope" in wrong.stderr
+    ran = subprocess.run([sys.executable, "-m", "flowkit.sas.demo", "--store", "st"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         check=False)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "flowkit demo sas:" in ran.stdout and (tmp_path / "st" / "output" / "flow.xml").is_file()
+
+
+def test_compile_help_says_what_else_is_written_beside_the_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["sas", "compile", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "teaching.yaml, parameter_mapping.md and parameter_mapping.json" in text
+    assert "beside -o" in text
+
+
+def test_the_generic_start_with_the_demo_cassette_gives_the_demos_advice_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request = '{"user_input": "Weld two plates, forever."}'
+    words = ["start", "sas", "w", "--llm", "replay:demo", "--input", request, "--json"]
+    assert main([*words, "--store", str(tmp_path)]) == 0
+    state = json.loads(capsys.readouterr().out)["state"]
+    assert "answer only the demo's own request" in state["error_message"]
+    assert "--record" not in state["error_message"]

@@ -28,6 +28,45 @@ def free_port() -> int:
         return port
 
 
+def serve_command(
+    store: str, port: int, token: str, *options: str
+) -> tuple[subprocess.Popen[str], str]:
+    """``flowkit serve review --store STORE`` on ``port`` in a process, up; and its base URL.
+
+    Its stdout and stderr are pipes (read them with ``communicate`` after ``terminate``)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowkit", "serve", "review", "--store", store,
+         "--port", str(port), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FLOWKIT_SERVER_TOKEN": token},
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(base, process)
+    except BaseException:
+        process.kill()
+        process.communicate(timeout=30)
+        raise
+    return process, base
+
+
+def wait_until_up(base: str, process: subprocess.Popen[str]) -> None:
+    """Return once the server ``process`` started answers at ``base``."""
+    for _ in range(300):
+        if process.poll() is not None:
+            raise AssertionError(
+                f"the server exited: {process.stderr.read() if process.stderr else ''}"
+            )
+        try:
+            httpx.get(base + "/openapi.json", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("the server did not come up in 30 s")
+
+
 class ThreadServer:
     """``app`` served by uvicorn on a loopback port, in a thread of this process."""
 

@@ -6,6 +6,8 @@ folder has, so it is never imported by name).
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 # serve_common, serve_flows and _live, importable from every module here
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _external import require
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from serve_common import FLOWS, TOKEN
@@ -54,3 +57,20 @@ def make_client(store: Store) -> Iterator[Callable[..., TestClient]]:
 @pytest.fixture
 def client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
+
+
+CHROMIUM = os.environ.get("FLOWKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium under Playwright (the review page's tests)."""
+    require(Path(CHROMIUM).is_file(), f"Chromium at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -1,8 +1,10 @@
 """Small flows the server tests serve: a counter that runs long, a chat in the roundtable
-origin's shapes, a flow whose state holds a secret and personal data, and one with an owner."""
+origin's shapes, a flow whose state holds a secret and personal data, one with an owner, and
+one whose run never ends (for the shutdown tests)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
@@ -101,4 +103,24 @@ owned = Flow(
     nodes={},
     gates={"check": Approve},
     routes={"check": END},
+)
+
+# -- a run that outlasts any shutdown: its node waits for an event nobody sets ---------------
+
+
+class Stuck(BaseModel):
+    done: bool = False
+
+
+def _wait_for_good(state: Stuck) -> dict[str, Any]:
+    threading.Event().wait()
+    return {"done": True}
+
+
+stuck = Flow(
+    name="stuck",
+    state=Stuck,
+    start="wait",
+    nodes={"wait": node(_wait_for_good, reads=[], writes=["done"])},
+    routes={"wait": END},
 )

@@ -86,6 +86,62 @@ def test_start_refuses_an_existing_id_and_a_body_that_is_not_json(client: TestCl
     problem(broken, 422, "invalid_request")
 
 
+#: Each operation that takes a JSON body, with a body it accepts.
+BODIES = [
+    ("POST", "/flows/review/threads", b'{"thread_id": "new"}'),
+    ("POST", "/threads/doc/resume", b'{"input": {"approved": true}}'),
+    ("POST", "/threads/doc/fork", b"{}"),
+    ("PATCH", "/threads/doc/state", b'{"values": {"revision": 2}, "reason": "why"}'),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), BODIES)
+@pytest.mark.parametrize(
+    ("content_type", "sent"),
+    [
+        (None, "had no Content-Type"),
+        ("text/plain", "had another Content-Type"),
+        ("application/x-www-form-urlencoded", "had another Content-Type"),
+    ],
+)
+def test_a_body_not_sent_as_json_is_415_saying_how_to_send_it(
+    client: TestClient,
+    method: str,
+    path: str,
+    body: bytes,
+    content_type: str | None,
+    sent: str,
+) -> None:
+    start(client)
+    headers = {**AUTH, **({"Content-Type": content_type} if content_type else {})}
+    refused = problem(client.request(method, path, content=body, headers=headers), 415,
+                      "unsupported_media_type")  # fmt: skip
+    assert refused["detail"] == (
+        f"The body must be JSON sent with `Content-Type: application/json`; this request {sent}."
+    )
+    as_json = client.request(
+        method, path, content=body, headers={**AUTH, "Content-Type": "application/json"}
+    )
+    assert as_json.status_code < 300, as_json.text
+
+
+def test_json_of_the_wrong_shape_is_still_422(client: TestClient) -> None:
+    start(client)
+    wrong = client.post("/threads/doc/resume", json="approve", headers=AUTH)
+    assert "valid dictionary" in problem(wrong, 422, "invalid_request")["detail"]
+
+
+def test_the_document_promises_415_exactly_where_a_body_is_taken(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    operations = [op for methods in paths.values() for op in methods.values()]
+    assert sum("requestBody" in op for op in operations) == len(BODIES)
+    for operation in operations:
+        assert ("415" in operation["responses"]) == ("requestBody" in operation), operation
+        if "requestBody" in operation:
+            media = operation["responses"]["415"]["content"]
+            assert list(media) == ["application/problem+json"]
+
+
 # -- get and list ------------------------------------------------------------------------------
 
 

@@ -7,11 +7,13 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from serve_flows import counter
 
 from flowkit import Runner
 from flowkit._events import NodeFinished, NodeStarted, TokenStreamed
-from flowkit.server._hub import Hub
+from flowkit.server._hub import SHUTTING_DOWN, Hub
+from flowkit.server._problems import Problem
 from flowkit.server._tap import tap
 from flowkit.stores import MemoryStore
 
@@ -107,6 +109,31 @@ def test_subscribers_past_the_limit_get_503() -> None:
             assert (problem.status, problem.code) == (503, "too_many_subscribers")
         else:
             raise AssertionError("a third subscriber was let in")
+        await hub.stop()
+
+    asyncio.run(main())
+
+
+def test_closing_the_streams_ends_every_subscription_and_refuses_new_ones() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        hub = Hub(store)
+        Runner(counter, store=tap(store, hub)).start("c", {"steps": 3})
+        sse = await hub.subscribe("c", counter.change_classes, after=None, private=True)
+        socket = await hub.subscribe("c", counter.change_classes, after=None, private=True)
+        waiting = asyncio.ensure_future(hub.next_frames(sse))
+        await asyncio.sleep(0)  # the stream waits for its next event
+        hub.close_streams()
+        assert await waiting == []  # the event stream ends
+        assert await hub.next_live(socket) is None  # the WebSocket's sender stops
+        assert sse.closed == socket.closed == SHUTTING_DOWN
+        with pytest.raises(Problem) as refused:
+            await hub.subscribe("c", counter.change_classes, after=None, private=True)
+        assert (refused.value.status, refused.value.code) == (503, "shutting_down")
+        hub.unsubscribe(sse)
+        assert not await hub.streams_closed(timeout_s=0.01)  # one handler has not said goodbye
+        hub.unsubscribe(socket)
+        assert await hub.streams_closed(timeout_s=0.01)
         await hub.stop()
 
     asyncio.run(main())

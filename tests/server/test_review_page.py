@@ -9,14 +9,12 @@ list arrive live, approves twice, and downloads the validated program. Screensho
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from _external import require
 from _live import ThreadServer
 from serve_common import AUTH, TOKEN
 from serve_flows import chat
@@ -32,7 +30,6 @@ from flowkit.stores import JsonFileStore
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("FLOWKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture
@@ -40,19 +37,6 @@ def artifacts(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("FLOWKIT_TEST_ARTIFACTS") or tmp_path / "artifacts")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    require(Path(CHROMIUM).is_file(), f"Chromium at {CHROMIUM} (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture

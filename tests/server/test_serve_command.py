@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
 import sys
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from _live import free_port, serve_command
+
+from flowkit.cli import main
 
 EXTRA = "pip install 'flowkit[server]'"
 TOKEN = "serve-token-0123456789abcdef"
@@ -75,41 +79,10 @@ def test_serve_wants_a_token_unless_read_only(tmp_path: Path) -> None:
     assert short.returncode == 2 and "shorter than 16" in short.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_until_up(base: str, process: subprocess.Popen[str]) -> None:
-    for _ in range(300):
-        if process.poll() is not None:
-            raise AssertionError(
-                f"the server exited: {process.stderr.read() if process.stderr else ''}"
-            )
-        try:
-            httpx.get(base + "/openapi.json", timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("the server did not come up in 30 s")
-
-
 @pytest.mark.slow
 def test_serve_runs_the_api_on_loopback(tmp_path: Path) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flowkit", "serve", "review", "--store", str(tmp_path),
-         "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "FLOWKIT_SERVER_TOKEN": TOKEN},
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    process, base = serve_command(str(tmp_path), free_port(), TOKEN)
     try:
-        wait_until_up(base, process)
         auth = {"Authorization": f"Bearer {TOKEN}"}
         made = httpx.post(f"{base}/flows/review/threads", json={"thread_id": "t"}, headers=auth)
         assert made.status_code == 201 and made.json()["status"] == "waiting"
@@ -117,6 +90,59 @@ def test_serve_runs_the_api_on_loopback(tmp_path: Path) -> None:
     finally:
         process.terminate()
         out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err  # SIGTERM: a clean stop
     assert f"serving review from store {tmp_path} on {base}/" in out
     assert TOKEN not in out + err
     assert (tmp_path / "threads" / "t").is_dir()
+
+
+@pytest.fixture
+def held_port() -> Iterator[int]:
+    """A port another process (here: this one) listens on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port: int = holder.getsockname()[1]
+        yield port
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("held", "Port {port} on 127.0.0.1 is in use; pick another with --port."),
+        ("192.0.2.1", "192.0.2.1 is not an address of this machine; pick another with --host."),
+        ("nosuch.invalid", "Cannot find the address 'nosuch.invalid'; give one with --host."),
+    ],
+    ids=["port in use", "not this machine's", "no such host"],
+)
+def test_where_it_cannot_listen_is_one_line_and_exit_2_before_it_says_it_serves(
+    where: str,
+    message: str,
+    held_port: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FLOWKIT_SERVER_TOKEN", TOKEN)
+    host = ["--host", where] if where != "held" else []
+    code = main(["serve", "review", "--store", str(tmp_path), "--port", str(held_port), *host])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err == f"flowkit: error: {message.format(port=held_port)}\n"
+
+
+@pytest.mark.parametrize(
+    ("number", "says"),
+    [
+        (errno.EADDRINUSE, "Port 80 on 0.0.0.0 is in use; pick another with --port."),
+        (errno.EACCES, "Port 80 on 0.0.0.0 needs privileges this user lacks; pick one above"),
+        (errno.EADDRNOTAVAIL, "0.0.0.0 is not an address of this machine; pick another"),
+        (errno.EMFILE, "Cannot listen on port 80 on 0.0.0.0: Too many open files."),
+    ],
+)
+def test_each_reason_it_cannot_listen_says_what_to_change(number: int, says: str) -> None:
+    from flowkit.cli.serve import _cannot_listen
+
+    error = OSError(number, os.strerror(number))
+    assert _cannot_listen(error, "Port 80 on 0.0.0.0", "0.0.0.0").startswith(says)

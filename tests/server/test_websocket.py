@@ -65,6 +65,41 @@ def test_without_a_valid_token_the_socket_says_why_and_closes(
         assert closed.value.code == 4401
 
 
+def test_a_binary_first_frame_is_refused_like_a_wrong_token(client: TestClient) -> None:
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws") as socket:
+        socket.send_bytes(b"\xff\x00 not text")
+        assert socket.receive_json()["code"] == "unauthorized"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+        assert closed.value.code == 4401
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (b"\xff\xfe not text", "bad_request"),
+        (b"hello in bytes", "bad_request"),
+        # Too deep to read as JSON: taken as typed text, longer than the gate takes.
+        ('{"text": ' * 50_000 + '"hi"' + "}" * 50_000, "invalid_gate_input"),
+    ],
+    ids=["binary, not UTF-8", "binary", "JSON nested past the parser's limit"],
+)
+def test_a_frame_the_socket_cannot_read_is_answered_and_the_socket_stays_open(
+    client: TestClient, frame: str | bytes, code: str
+) -> None:
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws", headers=AUTH) as socket:
+        if isinstance(frame, bytes):
+            socket.send_bytes(frame)
+        else:
+            socket.send_text(frame)
+        reply = frames_until_message(socket)[-1]
+        assert (reply["type"], reply["code"]) == ("error", code)
+        socket.send_text("still here?")
+        assert frames_until_message(socket)[-1]["text"] == "you said: still here?"
+
+
 def test_a_wrong_header_is_refused_before_the_socket_opens(client: TestClient) -> None:
     with (
         pytest.raises((WebSocketDisconnect, WebSocketDenialResponse)),

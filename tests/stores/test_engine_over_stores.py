@@ -86,3 +86,16 @@ def test_history_says_who_patched_the_thread(store: Store) -> None:
     patch = runner.history("t")[-1]
     assert (patch.kind, patch.reason) == ("patch", "fix the count")
     assert patch.actor == "alice"
+
+
+def test_a_held_lock_refuses_in_words_that_fit_any_operation(store: Store) -> None:
+    from flowkit.errors import ConflictError
+
+    runner = Runner(FAILING, store=store)
+    runner.start("t")
+    with store.lock("t"), pytest.raises(ConflictError) as caught, store.lock("t"):
+        pass
+    assert str(caught.value) == (
+        "Thread `t` is being run by another process or runner right now, so nothing was "
+        "changed; try again once that run has finished."
+    )

@@ -127,6 +127,66 @@ def test_a_create_that_crashed_before_its_first_record_leaves_no_thread(
     assert open_store().threads() == ["t"]
 
 
+#: A last line no crash can leave: appends write whole JSON lines, so a tear is the start of one
+#: without its newline, or holds the zeros of blocks a power loss never wrote.
+NOT_A_TEAR = {
+    "text with a newline": b"garbage\n",
+    "text without a newline": b"garbage",
+    "half a record, then a newline": b'{"v":1,"version":5,"ts\n',
+}
+
+
+@pytest.mark.parametrize("tail", NOT_A_TEAR.values(), ids=list(NOT_A_TEAR))
+def test_a_last_line_that_no_crash_can_leave_is_damage_naming_file_and_line(
+    tally: TallyRunner, files: Any, open_store: Callable[..., JsonFileStore], tail: bytes
+) -> None:
+    tally_thread(tally)
+    append_bytes(tail)(files.journal("t"))
+    with pytest.raises(CorruptStoreError) as info:
+        open_store().load("t")
+    assert (info.value.path, info.value.line) == (str(files.journal("t")), 6)
+
+
+@pytest.mark.parametrize("content", NOT_A_TEAR.values(), ids=list(NOT_A_TEAR))
+def test_a_journal_holding_only_garbage_is_a_damaged_thread_not_a_missing_one(
+    tally: TallyRunner, files: Any, open_store: Callable[..., JsonFileStore], content: bytes
+) -> None:
+    files.journal("t").parent.mkdir(parents=True)
+    files.journal("t").write_bytes(content)
+    with pytest.raises(CorruptStoreError) as info:
+        open_store().load("t")
+    assert (info.value.path, info.value.line) == (str(files.journal("t")), 1)
+    assert f"{files.journal('t')}:1" in str(info.value)
+    with pytest.raises(CorruptStoreError):
+        tally().start("t")  # never written over
+    assert files.journal("t").read_bytes() == content
+
+
+def test_a_torn_record_is_counted_without_the_free_space_after_it(
+    tally: TallyRunner, files: Any, open_store: Callable[..., JsonFileStore]
+) -> None:
+    tally_thread(tally)
+    journal = files.journal("t")
+    append_bytes(b'{"v":2,"version":5,"ts":17')(journal)
+    assert len(journal.read_bytes()) > 60_000  # the tear sits in the preallocated zeros
+    with capture_logs():
+        (warning,) = open_store().load("t").warnings
+    assert warning.endswith("torn last record skipped (26 bytes)")
+
+
+def test_a_torn_record_is_logged_once_per_store_however_often_it_is_read(
+    tally: TallyRunner, files: Any, open_store: Callable[..., JsonFileStore]
+) -> None:
+    tally_thread(tally)
+    append_bytes(b'{"v":2,"version":5,"ts":17')(files.journal("t"))
+    store = open_store()
+    with capture_logs() as logs:
+        for _ in range(3):
+            assert store.load("t").warnings  # each load still says so
+        Runner(tally().flow, store=store).get_state("t")
+    assert [e["event"] for e in logs].count("journal_torn_record_skipped") == 1
+
+
 # -- damage in the middle ----------------------------------------------------------------------
 
 
@@ -144,8 +204,11 @@ CORRUPT_LINES: dict[str, tuple[int, Callable[[dict[str, Any]], bytes]]] = {
     "duplicate version": (3, line_2_as()),
     "no start record": (1, line_2_as(version=0)),
     "cut in half": (3, lambda line2: json.dumps(line2).encode()[:20] + b"\n"),
+    # Nesting past the JSON parser's recursion limit must be reported, never raise it.
+    "nested too deeply": (2, lambda _: b"[" * 100_000 + b"]" * 100_000 + b"\n"),
     # A complete JSON line cannot come from a torn write: even last, it is damage, not a tail.
     "last line json but not a record": (5, lambda _: b'{"v": 1, "version": 4}\n'),
+    "last line nested too deeply": (5, lambda _: b'{"a":' * 99_999 + b"1" + b"}" * 99_999 + b"\n"),
 }
 
 

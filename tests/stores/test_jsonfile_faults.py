@@ -355,3 +355,22 @@ def test_a_store_dropped_without_close_releases_its_file_descriptors(
     del runner
     gc.collect()
     assert open_fds() == before
+
+
+@pytest.mark.parametrize(
+    ("thread_id", "reason"),
+    [
+        (".", "it starts with '.'"),
+        (".hidden", "it starts with '.'"),
+        ("..", "it could name a path outside the store"),
+        ("a b", "it has characters outside the allowed set"),
+        ("", "it is empty"),
+    ],
+)
+def test_a_refused_thread_id_names_the_rule_it_breaks(thread_id: str, reason: str) -> None:
+    from flowkit.errors import InvalidThreadIdError
+    from flowkit.stores._ids import check_thread_id
+
+    with pytest.raises(InvalidThreadIdError) as caught:
+        check_thread_id(thread_id)
+    assert f"is not allowed: {reason}." in str(caught.value)

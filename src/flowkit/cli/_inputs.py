@@ -1,4 +1,4 @@
-"""What commands read from their arguments: flow TARGETs, JSON values and checked numbers."""
+"""What commands read from their arguments: flow TARGETs, the LLM, JSON values and numbers."""
 
 from __future__ import annotations
 
@@ -12,14 +12,30 @@ from ..errors import UntrustedInputError
 from ._errors import CommandError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .._flow import Flow
 
-__all__ = ["TARGET_HELP", "load_target", "non_negative", "positive_int", "rate", "read_json"]
+__all__ = [
+    "DEMO_LLM",
+    "TARGET_HELP",
+    "add_llm_option",
+    "chosen_llm",
+    "load_target",
+    "non_negative",
+    "positive_int",
+    "rate",
+    "read_json",
+    "whole_number",
+]
 
 TARGET_HELP = (
     "a registered workflow name (see `flowkit workflows`), `module:attribute` or "
     "`path/to/file.py:attribute` naming a Flow or a zero-argument function returning one"
 )
+
+#: The LLM spec naming the recorded answers shipped with the demo of the flow being run.
+DEMO_LLM = "replay:demo"
 
 #: A JSON argument bigger than this is refused before parsing (state is not a bulk format).
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -35,14 +51,46 @@ def load_target(target: str) -> Flow:
         raise CommandError(str(exc), code=2) from exc
 
 
+def add_llm_option(parser: argparse.ArgumentParser, *, used_by: str) -> None:
+    """Add ``--llm SPEC``: the LLM the nodes of the flows a command runs call."""
+    parser.add_argument(
+        "--llm",
+        metavar="SPEC",
+        help=f"the LLM {used_by} (openai:MODEL, ollama:MODEL, replay:PATH, replay:demo ...; "
+        "default: $FLOWKIT_LLM)",
+    )
+
+
+def chosen_llm(args: argparse.Namespace, flows: Sequence[Flow]) -> Any:
+    """The LLM ``--llm`` names, else the one ``$FLOWKIT_LLM`` names, else None (no LLM).
+
+    ``replay:demo`` is the recorded answers of the demo of the flows run (see ``_demo_llm``).
+    """
+    import os
+
+    spec = args.llm or os.environ.get("FLOWKIT_LLM")
+    if not spec:
+        return None
+    from ._demo_llm import llm_for
+
+    return llm_for(spec, [flow.name for flow in flows])
+
+
 def read_json(text: str, option: str) -> Any:
     """The value of a JSON option: JSON text, or ``@path`` to read it from a file."""
     from pathlib import Path
 
     where = f"{option} {shorten(text, 60)}"
     if text.startswith("@"):
+        if not text[1:].strip():
+            raise CommandError(
+                f"{option} @: the file name is missing after @; write {option} @file.json.",
+                code=2,
+            )
         path = Path(text[1:])
         where = f"`{shorten(text[1:])}`"
+        if path.is_dir():
+            raise CommandError(f"{where} is a directory, not a JSON file.", code=2)
         try:
             if path.stat().st_size > MAX_JSON_BYTES:
                 raise CommandError(f"{where} is larger than {MAX_JSON_BYTES >> 20} MB.", code=2)
@@ -84,14 +132,23 @@ def non_negative(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+def whole_number(text: str) -> int:
     """argparse type: a whole number >= 0."""
+    return _whole_number(text, least=0)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (a count of workers, say)."""
+    return _whole_number(text, least=1)
+
+
+def _whole_number(text: str, *, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{shorten(text, 40)!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative; give 0 or more")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{text} is too small; give {least} or more")
     return value
 
 

@@ -41,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flowkit",
         description="Durable, human-in-the-loop workflows as explicit state machines.",
         epilog="Exit codes: 0 success, 1 the command failed (reason on stderr), 2 bad usage. "
-        "Every command that reads or writes threads takes --store DIR "
-        "(default: $FLOWKIT_STORE, else ./.flowkit).",
+        "Every command that reads or writes threads takes --store DIR|URL, a folder or a "
+        "PostgreSQL URL (default: $FLOWKIT_STORE, else ./.flowkit).",
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"flowkit {__version__}")
@@ -78,10 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         import contextlib
 
         from ._output import terminal_safe
+        from ._store import closing_stores
 
         # The one place command output, and what commands print on stderr, is made safe
-        # for a terminal (see _output).
-        with contextlib.redirect_stderr(terminal_safe(sys.stderr)):
+        # for a terminal (see _output); the stores a command opened are closed when it ends.
+        with contextlib.redirect_stderr(terminal_safe(sys.stderr)), closing_stores():
             code: int = args.run(args, terminal_safe(sys.stdout))
         sys.stdout.flush()
     except KeyboardInterrupt:

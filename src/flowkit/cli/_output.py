@@ -88,17 +88,19 @@ def write_json(data: Any, out: TextIO) -> None:
 def command_hint(*words: str, store: str | None = None, **options: str | None) -> str:
     """A ``flowkit`` command line a person can paste: quoted, with ``--store`` when not default.
 
-    ``store`` is the folder the current command used; it is added unless it is the default
-    the next command would pick by itself. ``options`` become ``--name value`` (``_`` -> ``-``).
+    ``store`` is the folder or database URL the current command used; it is added unless it
+    is the default the next command would pick by itself, and a URL's password is shown as
+    ``***`` (keep it in ``$FLOWKIT_STORE`` or ``~/.pgpass`` for hints that paste as they are).
+    ``options`` become ``--name value`` (``_`` -> ``-``).
     """
     import shlex
 
-    from ._store import default_store
+    from ._store import default_store, shown
 
     parts = ["flowkit", *words]
     for name, value in options.items():
         if value is not None:
             parts += [f"--{name.replace('_', '-')}", value]
     if store is not None and store != default_store():
-        parts += ["--store", store]
+        parts += ["--store", shown(store)]
     return " ".join(shlex.quote(part) for part in parts)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .._events import Event
     from ..stores.jsonfile import JsonFileStore
 
-__all__ = ["register", "run_demo"]
+__all__ = ["demo_module_parser", "register", "run_demo"]
 
 _DEMOS = {
     "sas": "robot task -> reviewed plan -> Blockly robot program, offline (recorded LLM answers)",
@@ -46,13 +46,46 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="sas: where flow.xml is written (default: a new temporary folder)",
     )  # fmt: skip
     demo.add_argument(
-        "--lang", choices=["en", "ja"], default="en",
+        "--lang", choices=["en", "ja"],
         help="roundtable: the table's language (default: en)",
     )  # fmt: skip
     demo.set_defaults(run=_cmd_demo)
 
 
+def demo_module_parser(workflow: str, *, records_from: str) -> argparse.ArgumentParser:
+    """The parser of ``python -m flowkit.<workflow>.demo``: ``--store``, and ``--record`` for
+    flowkit's maintainers (the demo module adds its own options)."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m flowkit.{workflow}.demo",
+        description=f"Run the {workflow} demo offline from its recorded LLM answers (the same "
+        f"as `flowkit demo {workflow}`).",
+    )
+    parser.add_argument(
+        "--store", metavar="DIR", help="the JSON-file store (default: a new temporary folder)"
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help=f"instead, record the shipped cassette again from {records_from} (for flowkit's "
+        "maintainers, after changing the prompts; it overwrites the installed file)",
+    )
+    return parser
+
+
+#: Options only some demos use: option -> (its dest, the demos that use it).
+_ONLY_FOR = {"--output-dir": ("output_dir", "sas"), "--lang": ("lang", "roundtable")}
+
+
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from ._errors import CommandError
+
+    for option, (dest, demo) in _ONLY_FOR.items():
+        if getattr(args, dest) is not None and args.name != demo:
+            raise CommandError(
+                f"{option} is for `flowkit demo {demo}` only; the {args.name} demo has no "
+                "such choice, so leave it out.",
+                code=2,
+            )
     if args.name == "sas":
         from ..sas.demo import run_sas_demo
 
@@ -60,7 +93,7 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.name == "roundtable":
         from ..roundtable.demo import run_roundtable_demo
 
-        return run_roundtable_demo(args.store, out, language=args.lang)
+        return run_roundtable_demo(args.store, out, language=args.lang or "en")
     if args.name == "quality":
         from ..quality.demo import run_quality_demo
 

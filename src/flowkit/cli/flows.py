@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .._plain import counted
 from ._errors import CommandError
 from ._inputs import TARGET_HELP, load_target
 
@@ -105,21 +106,17 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         results.append({"target": target, "ok": True, "flow": flow.name, **counts})
         if not args.json:
             out.write(
-                f"OK {flow.name}: {_count(counts['nodes'], 'node')}, "
-                f"{_count(counts['gates'], 'gate')}, "
-                f"{_count(counts['final_states'], 'final state')}, "
-                f"{_count(counts['route_tables'], 'route table')} "
-                f"({_count(counts['rules'], 'rule')})\n"
+                f"OK {flow.name}: {counted(counts['nodes'], 'node')}, "
+                f"{counted(counts['gates'], 'gate')}, "
+                f"{counted(counts['final_states'], 'final state')}, "
+                f"{counted(counts['route_tables'], 'route table')} "
+                f"({counted(counts['rules'], 'rule')})\n"
             )
     if args.json:
         from ._output import write_json
 
         write_json(results, out)
     return code
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _cmd_workflows(args: argparse.Namespace, out: TextIO) -> int:

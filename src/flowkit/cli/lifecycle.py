@@ -15,12 +15,16 @@ from typing import Any, TextIO
 
 from ._errors import CommandError
 from ._output import table, when, write_json
-from ._store import add_store_option, open_for_reading, store_path
+from ._store import add_store_option, open_for_reading, store_location
 
 __all__ = ["parse_age", "register"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+#: The whole argument, checked before it is split into parts: anchored at both ends, a run of
+#: digits without a unit fails once, in one pass (``findall`` alone retried from every digit,
+#: quadratic: 12,000 digits took 0.8 s).
+_AGES = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -58,12 +62,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def parse_age(text: str) -> float:
     """Seconds in an age like ``30d`` or ``1h30m``; ``CommandError`` (exit 2) otherwise."""
-    found = _AGE.findall(text.strip())
-    if not found or "".join(n + u for n, u in found) != text.strip():
+    age = text.strip()
+    if _AGES.fullmatch(age) is None:
+        shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
         raise CommandError(
-            f"--older-than {text!r}: give an age like 45s, 90m, 12h, 30d or 2w.", code=2
+            f"--older-than {shown}: give an age like 45s, 90m, 12h, 30d or 2w.", code=2
         )
-    return sum(float(number) * _UNITS[unit] for number, unit in found)
+    return sum(float(number) * _UNITS[unit] for number, unit in _AGE.findall(age))
 
 
 def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
@@ -71,8 +76,7 @@ def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     from ..errors import CorruptStoreError, FlowkitError, ThreadNotFoundError
     from ..stores._ids import check_thread_id
 
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    store = open_for_reading(store_location(args))
     done: list[dict[str, Any]] = []
     failed = 0
     for thread_id in args.threads:
@@ -82,7 +86,11 @@ def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
                 raise ThreadNotFoundError(thread_id)
             try:
                 summary = summarise(store, thread_id)
-            except CorruptStoreError:  # deleting a damaged thread is how one gets rid of it
+            except (CorruptStoreError, ThreadNotFoundError) as exc:
+                # Deleting a damaged thread is how one gets rid of it; so is deleting what a
+                # create that crashed before its first record left (listed, but no thread).
+                if isinstance(exc, ThreadNotFoundError) and thread_id not in store.threads():
+                    raise
                 summary = ThreadSummary(thread_id, "?", "unreadable", "?", -1, 0.0)  # type: ignore[arg-type]
             if not args.dry_run:
                 store.delete(thread_id)
@@ -123,8 +131,7 @@ def _cmd_prune(args: argparse.Namespace, out: TextIO) -> int:
             "separated by commas.",
             code=2,
         )
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    store = open_for_reading(store_location(args))
     result = PruneResult(dry_run=args.dry_run)
     if store is not None:
         result = prune_threads(

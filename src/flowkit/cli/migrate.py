@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ._inputs import TARGET_HELP, load_target
 from ._output import table, write_json
-from ._store import add_store_option, open_for_reading, store_path
+from ._store import add_store_option, open_for_reading, store_location
 
 if TYPE_CHECKING:
     from .._migration import MigrationReport
@@ -46,8 +46,7 @@ def _cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from ._resolve import flow_name_of
 
     flow = load_target(args.target)
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    store = open_for_reading(store_location(args))
     reports: list[MigrationReport] = []
     failed: dict[str, str] = {}
     if store is not None:

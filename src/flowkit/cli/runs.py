@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import TARGET_HELP, load_target, read_json
+from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target, read_json
 from ._output import command_hint, write_json
-from ._store import add_store_option, open_for_reading, open_for_writing, store_path
+from ._store import add_store_option, open_for_reading, open_for_writing, store_location
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .._flow import Flow
     from .._result import RunResult
     from .._runner import Runner
-    from ..stores.jsonfile import JsonFileStore
+    from ..stores import Store
 
 __all__ = ["register"]
 
@@ -36,6 +36,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     start.add_argument("thread", metavar="THREAD", help="the new thread's id")
     start.add_argument("--input", metavar="JSON", help=f"the initial state; {_JSON_HELP}")
     _common_options(start, flow=False)
+    add_llm_option(start, used_by="the flow's nodes call")
     start.set_defaults(run=_cmd_start)
 
     resume = commands.add_parser(
@@ -48,6 +49,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     resume.add_argument("--gate", metavar="GATE", help="refuse unless it waits at this gate")
     _common_options(resume)
+    add_llm_option(resume, used_by="the flow's nodes call")
     resume.set_defaults(run=_cmd_resume)
 
     fork = commands.add_parser(
@@ -92,22 +94,24 @@ def _common_options(parser: argparse.ArgumentParser, *, flow: bool = True) -> No
 # -- commands ------------------------------------------------------------------------------------
 
 
-def _existing(args: argparse.Namespace) -> JsonFileStore:
+def _existing(args: argparse.Namespace) -> Store:
     """The store holding ``args.thread``; never creates one for a mistyped path."""
     from ..errors import ThreadNotFoundError
     from ..stores._ids import check_thread_id
 
-    store = open_for_reading(store_path(args))
+    store = open_for_reading(store_location(args))
     if store is None:
         raise ThreadNotFoundError(check_thread_id(args.thread))
     return store
 
 
-def _runner(args: argparse.Namespace, store: JsonFileStore, thread: str) -> Runner[Any]:
+def _runner(args: argparse.Namespace, store: Store, thread: str) -> Runner[Any]:
     from .._runner import Runner
     from ._resolve import flow_of_thread
 
-    return Runner(flow_of_thread(store, thread, args.flow), store=store)
+    flow = flow_of_thread(store, thread, args.flow)
+    llm = chosen_llm(args, [flow]) if hasattr(args, "llm") else None  # fork, update-state: no node
+    return Runner(flow, store=store, llm=llm)
 
 
 def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
@@ -117,7 +121,8 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     flow = load_target(args.target)
     value = read_json(args.input, "--input") if args.input is not None else None
     check_thread_id(args.thread)  # before the store folder is created
-    runner: Runner[Any] = Runner(flow, store=open_for_writing(store_path(args)))
+    store = open_for_writing(store_location(args))
+    runner: Runner[Any] = Runner(flow, store=store, llm=chosen_llm(args, [flow]))
     return _report(runner.start(args.thread, value), flow, args, out)
 
 
@@ -150,7 +155,7 @@ def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
     return _report(result, runner.flow, args, out)
 
 
-def _free_id(store: JsonFileStore, prefix: str) -> str:
+def _free_id(store: Store, prefix: str) -> str:
     from ..stores._ids import MAX_THREAD_ID
 
     taken = set(store.threads())
@@ -210,26 +215,37 @@ def _report(
 def _next_command(result: RunResult[Any], flow: Flow, args: argparse.Namespace) -> str:
     from ..workflows import registered
 
-    store = store_path(args)
+    store = store_location(args)
     target: str | None = None
     if flow.name not in registered():
         target = getattr(args, "flow", None) or getattr(args, "target", None)
     thread = result.thread_id
+    llm: str | None = getattr(args, "llm", None)
     if result.status == "waiting":
         gate = flow.gates.get(result.node)
         example = _example_input(gate.input) if gate is not None else "{}"
-        return command_hint("resume", thread, input=example, flow=target, store=store)
+        return command_hint("resume", thread, input=example, flow=target, llm=llm, store=store)
     if result.status in ("failed", "pending"):
-        return command_hint("resume", thread, flow=target, store=store)
+        return command_hint("resume", thread, flow=target, llm=llm, store=store)
     return command_hint("history", thread, store=store)
 
 
 def _example_input(model: type[BaseModel]) -> str:
-    """The smallest JSON the gate accepts: its required fields with placeholder values."""
+    """JSON the gate accepts: the first of the model's own ``examples`` that validates (a
+    model whose validators need more than its required fields says what it takes there),
+    else its required fields with placeholder values."""
     import json
 
     from pydantic import ValidationError
 
+    extra = model.model_config.get("json_schema_extra")
+    examples = extra.get("examples") if isinstance(extra, dict) else None
+    for given in examples if isinstance(examples, list) else []:
+        try:
+            model.model_validate(given)
+        except ValidationError:
+            continue
+        return json.dumps(given, ensure_ascii=False)
     placeholders: dict[Any, Any] = {bool: False, int: 0, float: 0.0, str: "", list: [], dict: {}}
     example = {
         name: placeholders.get(info.annotation, placeholders.get(_origin(info.annotation)))

@@ -12,15 +12,15 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import non_negative, positive_int, rate
+from ._inputs import non_negative, rate, whole_number
 from ._output import command_hint, table, write_json
-from ._store import add_store_option, open_for_reading, store_path
+from ._store import add_store_option, open_for_reading, shown, store_location
 
 if TYPE_CHECKING:
     from ..runtime.monitor import Evaluation
     from ..runtime.recovery import RecoveryReport
     from ..runtime.strategies import Strategy
-    from ..stores.jsonfile import JsonFileStore
+    from ..stores import Store
 
 __all__ = ["register"]
 
@@ -35,14 +35,23 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     stats.add_argument(
         "--flow", metavar="TARGET", help="for exact sizes of threads of an unregistered flow"
     )
-    limits = stats.add_argument_group("thresholds (defaults: seed 000 §5.1)")
-    limits.add_argument("--max-checkpoint-mb", type=non_negative, metavar="MB", default=10.0)
-    limits.add_argument("--max-avg-seconds", type=non_negative, metavar="S", default=300.0)
+    limits = stats.add_argument_group("thresholds (a thread past one is flagged)")
+    limits.add_argument(
+        "--max-checkpoint-mb", type=non_negative, metavar="MB", default=10.0,
+        help="largest checkpoint (default: 10)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-avg-seconds", type=non_negative, metavar="S", default=300.0,
+        help="slowest average node time (default: 300)",
+    )  # fmt: skip
     limits.add_argument(
         "--max-error-rate", type=rate, metavar="RATE", default=0.1,
         help="a fraction from 0 to 1 (default: 0.1)",
     )  # fmt: skip
-    limits.add_argument("--max-recoveries-per-hour", type=positive_int, metavar="N", default=3)
+    limits.add_argument(
+        "--max-recoveries-per-hour", type=whole_number, metavar="N", default=3,
+        help="most recoveries in the last hour (default: 3)",
+    )  # fmt: skip
     stats.set_defaults(run=_cmd_stats)
 
     recover = commands.add_parser(
@@ -63,7 +72,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     recover.set_defaults(run=_cmd_recover)
 
 
-def _thread_ids(store: JsonFileStore | None, thread: str | None) -> list[str]:
+def _thread_ids(store: Store | None, thread: str | None) -> list[str]:
     if thread is not None:
         from ..errors import ThreadNotFoundError
         from ..stores._ids import check_thread_id
@@ -107,8 +116,8 @@ def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
         max_error_rate=args.max_error_rate,
         max_recoveries_per_hour=args.max_recoveries_per_hour,
     )
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    location = store_location(args)
+    store = open_for_reading(location)
     flows = FlowsByName(args.flow)
     evaluations: list[Evaluation] = []
     broken: dict[str, str] = {}
@@ -122,19 +131,19 @@ def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         data = [e.to_dict() for e in evaluations]
         for item in data:
-            item["recommendations"] = [_runnable(a, directory) for a in item["recommendations"]]
+            item["recommendations"] = [_runnable(a, location) for a in item["recommendations"]]
         data += [{"thread_id": t, "health": "unreadable", "error": e} for t, e in broken.items()]
         write_json(data, out)
     elif not evaluations and not broken:
-        out.write(f"No threads in {directory}\n")
+        out.write(f"No threads in {shown(location)}\n")
     else:
-        _stats_table(evaluations, broken, directory, out)
+        _stats_table(evaluations, broken, location, out)
     _report_broken(broken)
     return 1 if broken else 0
 
 
 def _stats_table(
-    evaluations: list[Evaluation], broken: dict[str, str], directory: str, out: TextIO
+    evaluations: list[Evaluation], broken: dict[str, str], location: str, out: TextIO
 ) -> None:
     from ..runtime.monitor import format_bytes
 
@@ -167,7 +176,7 @@ def _stats_table(
         for issue in e.warnings:
             out.write(f"  warning   {issue}\n")
         for advice in e.recommendations:
-            out.write(f"  -> {_runnable(advice, directory)}\n")
+            out.write(f"  -> {_runnable(advice, location)}\n")
     if any(not e.metrics.checkpoint_exact for e in evaluations):
         out.write("\n~ size folded from the journal without the flow (pass --flow)\n")
 
@@ -202,7 +211,7 @@ def _print_report(report: RecoveryReport, flow: str, args: argparse.Namespace, o
         return
     if report.outcome == "healthy" and report.status == "failed":
         # Not stuck (resume retries the failed step), but calling it healthy would be a lie.
-        retry = command_hint("resume", report.thread_id, flow=args.flow, store=store_path(args))
+        retry = command_hint("resume", report.thread_id, flow=args.flow, store=store_location(args))
         out.write(
             f"{report.thread_id}  not stuck: {where}; its step failed, `{retry}` retries it\n"
         )
@@ -220,7 +229,7 @@ def _print_report(report: RecoveryReport, flow: str, args: argparse.Namespace, o
         out.write(f"  patch     goto {patch.goto}; {values or 'no values'}\n")
     for note in report.notes:
         out.write(f"  note      {note}\n")
-    store = store_path(args)
+    store = store_location(args)
     if report.outcome == "recovered":
         resume = command_hint("resume", report.thread_id, flow=args.flow, store=store)
         out.write(f"  next      {resume}\n")
@@ -245,8 +254,7 @@ def _cmd_recover(args: argparse.Namespace, out: TextIO) -> int:
     from ..runtime.recovery import Recovery, flow_of
     from ._resolve import FlowsByName
 
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    store = open_for_reading(store_location(args))
     flows = FlowsByName(args.flow)
     chosen = _strategy(args.strategy)
     reports: list[tuple[RecoveryReport, str]] = []
@@ -272,7 +280,7 @@ def _cmd_recover(args: argparse.Namespace, out: TextIO) -> int:
         data += [{"thread_id": t, "outcome": "unreadable", "error": e} for t, e in broken.items()]
         write_json(data, out)
     elif not reports and not broken:
-        out.write(f"No threads in {directory}\n")
+        out.write(f"No threads in {shown(store_location(args))}\n")
     for report, name in [] if args.json else reports:
         _print_report(report, name, args, out)
     _report_broken(broken)

@@ -2,9 +2,11 @@
 
 - ``store init URL``: create or upgrade the flowkit schema (the only thing that does).
 - ``store copy SRC DST``: copy threads between a JSON-file store folder and a Postgres URL.
-- ``worker TARGET --store URL``: claim and run queued threads of a flow until SIGTERM.
+- ``worker TARGET --store URL [--llm SPEC]``: claim and run queued threads of a flow until
+  SIGTERM.
 
-These need the ``flowkit[postgres]`` extra; a missing driver is an error that says so.
+These need the ``flowkit[postgres]`` extra; a missing driver, a server that cannot be reached
+or a database without the schema is an error (exit 2) that says what to do.
 """
 
 from __future__ import annotations
@@ -12,7 +14,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import TARGET_HELP, load_target, positive_int
+from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target, positive_int
+from ._store import (
+    is_database_url,
+    open_database,
+    open_for_reading,
+    open_for_writing,
+    shown,
+    store_location,
+)
 
 if TYPE_CHECKING:
     from ..stores import Store
@@ -49,7 +59,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "worker", parents=[common], help="run queued threads of a flow from PostgreSQL"
     )
     worker.add_argument("target", metavar="TARGET", help=TARGET_HELP)
-    worker.add_argument("--store", metavar="URL", required=True, help=f"the database ({_URL})")
+    worker.add_argument(
+        "--store", metavar="URL", help=f"the database ({_URL}; default: $FLOWKIT_STORE)"
+    )
+    add_llm_option(worker, used_by="the flow's nodes call")
     worker.add_argument(
         "--concurrency", metavar="N", type=positive_int, default=1,
         help="threads run at once by this process (default: 1)",
@@ -73,16 +86,11 @@ def _schema_option(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _is_url(text: str) -> bool:
-    return text.startswith(("postgresql://", "postgres://"))
-
-
 def _cmd_init(args: argparse.Namespace, out: TextIO) -> int:
     from ..stores.postgres import migrate
-    from ..stores.postgres._driver import redact
 
     before, after = migrate(args.url, schema=args.schema)
-    where = f"schema `{args.schema}` at {redact(args.url)}"
+    where = f"schema `{args.schema}` at {shown(args.url)}"
     if before == after:
         print(f"{where} is at version {after} already; nothing to do.", file=out)
     else:
@@ -93,18 +101,12 @@ def _cmd_init(args: argparse.Namespace, out: TextIO) -> int:
 def _open(text: str, schema: str, *, create: bool) -> Store:
     from ._errors import CommandError
 
-    if _is_url(text):
-        from ..stores.postgres import PostgresStore
-
-        return PostgresStore(text, schema=schema, pool_size=2)
-    from pathlib import Path
-
-    from ..stores.jsonfile import JsonFileStore
-
-    root = Path(text)
-    if not create and not (root / "threads").is_dir():
+    if create:
+        return open_for_writing(text, schema=schema)
+    found = open_for_reading(text, schema=schema)
+    if found is None:
         raise CommandError(f"No store at `{text}`: it has no threads folder.", code=2)
-    return JsonFileStore(root)
+    return found
 
 
 def _cmd_copy(args: argparse.Namespace, out: TextIO) -> int:
@@ -114,15 +116,10 @@ def _cmd_copy(args: argparse.Namespace, out: TextIO) -> int:
     from ..stores.postgres import copy_threads
 
     threads = [check_thread_id(t) for t in args.thread] if args.thread else None
+    # Both stores are closed when the command ends (``closing_stores``).
     source = _open(args.source, args.schema, create=False)
-    try:
-        target = _open(args.target, args.schema, create=True)
-        try:
-            report = copy_threads(source, target, threads)
-        finally:
-            _close(target)
-    finally:
-        _close(source)
+    target = _open(args.target, args.schema, create=True)
+    report = copy_threads(source, target, threads)
     for thread_id, count in report.copied.items():
         print(f"copied {thread_id} ({count} records)", file=out)
     for thread_id, reason in report.failed.items():
@@ -131,25 +128,27 @@ def _cmd_copy(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if report.failed else 0
 
 
-def _close(store: object) -> None:
-    close = getattr(store, "close", None)
-    if close is not None:
-        close()
-
-
 def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
-    from ..stores.postgres import PostgresStore
     from ..workers import Worker, serve_forever
     from ._errors import CommandError
 
     if not args.lease > 0 or not args.grace >= 0:
         raise CommandError("--lease must be above 0 and --grace at least 0 seconds.", code=2)
+    location = store_location(args)
+    if not is_database_url(location):
+        raise CommandError(
+            f"`flowkit worker` runs threads from PostgreSQL; --store `{location}` is not a "
+            f"database URL ({_URL}).",
+            code=2,
+        )
     flow = load_target(args.target)
-    with PostgresStore(
-        args.store, schema=args.schema, pool_size=args.concurrency + 2, lease_s=args.lease
-    ) as store:
-        worker = Worker(flow, store=store, concurrency=args.concurrency)
-        stats = serve_forever(worker, grace_s=args.grace)
+    llm = chosen_llm(args, [flow])
+    # A connection per run in hand, one for the heartbeat and one to claim with.
+    store = open_database(
+        location, schema=args.schema, connections=args.concurrency + 2, lease_s=args.lease
+    )
+    worker = Worker(flow, store=store, concurrency=args.concurrency, llm=llm)
+    stats = serve_forever(worker, grace_s=args.grace)
     print(
         f"worker stopped: {stats.claims} claims, {stats.runs} runs, {stats.rejected} inputs "
         f"rejected, {stats.errors} failed runs",

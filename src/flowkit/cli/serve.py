@@ -1,22 +1,38 @@
-"""``flowkit serve``: the HTTP API, events and review page for flows, over a JSON-file store.
+"""``flowkit serve``: the HTTP API, events and review page for flows, over a store folder or
+a PostgreSQL database.
 
 Needs the ``server`` extra. Changes need the bearer token in ``$FLOWKIT_SERVER_TOKEN`` (never
 on the command line, where other users of the machine could read it); ``--read-only`` serves
-without one. See docs/server.md.
+without one. From PostgreSQL, the steps other processes (``flowkit worker``) commit reach the
+event streams as they commit: an ``EventFeed`` tells the server's hub which thread changed.
+See docs/server.md and docs/scale-out.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
-from typing import Any, TextIO
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import TARGET_HELP, load_target
-from ._store import add_store_option, open_for_writing, store_path
+from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target
+from ._store import add_store_option, is_database_url, open_for_writing, shown, store_location
+
+if TYPE_CHECKING:
+    from ..stores.postgres import EventFeed
 
 __all__ = ["register"]
 
 _EXTRA = "pip install 'flowkit[server]'"
+#: Seconds a stopping server waits for running requests, then for runs still going.
+_GRACE_S = 5
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -29,11 +45,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_store_option(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8000, help="port to listen on (8000)")
-    serve.add_argument(
-        "--llm", metavar="SPEC",
-        help="the LLM every served flow's nodes use (openai:MODEL, ollama:MODEL, replay:PATH, "
-        "replay:demo ...; default: $FLOWKIT_LLM)",
-    )  # fmt: skip
+    add_llm_option(serve, used_by="every served flow's nodes use")
     serve.add_argument(
         "--open-reads", action="store_true",
         help="let requests without the token read threads (personal data masked for them)",
@@ -63,8 +75,6 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     from ._errors import CommandError
 
     try:
-        import uvicorn
-
         from ..server import TOKEN_ENV, create_app
     except ImportError as exc:
         raise CommandError(f"`flowkit serve` needs the server extra: {_EXTRA}", code=1) from exc
@@ -79,32 +89,145 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if token is not None and len(token) < 16:
         raise CommandError(f"{TOKEN_ENV} is shorter than 16 characters; use a long random one.", 2)
     flows = [load_target(target) for target in args.targets]
-    llm = None
-    if args.llm or os.environ.get("FLOWKIT_LLM"):
-        from ..llm import from_spec
-        from ..sas.cli import resolve_llm_spec
-
-        llm = from_spec(resolve_llm_spec(args.llm) if args.llm else None)
-    directory = store_path(args)
+    llm = chosen_llm(args, flows)
+    location = store_location(args)
     app = create_app(
         flows,
-        store=open_for_writing(directory),
+        # Requests and background runs each hold a connection while they touch the store.
+        store=open_for_writing(location, connections=10),
         llm=llm,
         token=None if args.read_only else token,
         open_reads=args.open_reads,
         cors_origins=args.cors_origin,
     )
     names = ", ".join(f.name for f in flows)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    out.write(f"serving {names} from store {directory} on http://{shown}:{args.port}/\n")
-    out.flush()
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        access_log=False,  # the app logs each request itself, without query strings
-        log_level="warning",
-        server_header=False,
-    )
-    uvicorn.Server(config).run()
+    sock = _listen(args.host, args.port)
+    port = sock.getsockname()[1]  # --port 0: the one the system chose
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    from ..server._uvicorn import run
+
+    hurry = threading.Event()
+    with _following(location, app.state.flowkit.hub.changed):
+        # Ours before uvicorn's: it takes both signals while it serves and puts these back
+        # when it stops, so a signal from then on is heard here (never a KeyboardInterrupt).
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: hurry.set())
+        out.write(f"serving {names} from store {shown(location)} on http://{host}:{port}/\n")
+        out.flush()
+        if run(app, sock, grace_s=_GRACE_S):
+            hurry.set()
+    _let_runs_finish(hurry, _GRACE_S)
     return 0
+
+
+@contextmanager
+def _following(location: str, changed: Callable[[str], None]) -> Iterator[None]:
+    """While serving from PostgreSQL, call ``changed(thread_id)`` for each commit to a thread
+    from now on, whichever process made it (the hub reads the thread then, not at its poll)."""
+    if not is_database_url(location):
+        yield
+        return
+    from ..stores.postgres import EventFeed
+
+    feed = EventFeed(location)
+    try:
+        feed.skip_ahead()  # what is committed already, the hub reads from the store itself
+    except BaseException:
+        feed.close()
+        raise
+    stop = threading.Event()
+    reader = threading.Thread(
+        target=_follow, args=(feed, changed, stop), name="flowkit-feed", daemon=True
+    )
+    reader.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        reader.join()
+
+
+def _follow(feed: EventFeed, changed: Callable[[str], None], stop: threading.Event) -> None:
+    """Deliver ``feed`` until ``stop``; a lost connection is opened again after a pause (the
+    hub's poll finds the commits meanwhile), continuing after the last event delivered."""
+    from .._logging import get_logger
+    from ..errors import StoreError
+    from ..stores.postgres import EventFeed
+
+    current: EventFeed | None = feed
+    cursor = feed.cursor
+    while not stop.is_set():
+        try:
+            if current is None:
+                current = EventFeed(feed.url, schema=feed.schema, after=cursor)
+            current.subscribe(lambda event: changed(event.thread_id))
+            current.run(stop)
+        except StoreError as exc:
+            get_logger().warning("server_feed_failed", error=str(exc))
+            stop.wait(5.0)
+        finally:
+            if current is not None:
+                cursor = current.cursor
+                current.close()
+                current = None
+
+
+def _let_runs_finish(hurry: threading.Event, grace_s: float) -> None:
+    """Give runs still going in worker threads ``grace_s`` to finish (another Ctrl-C: none),
+    then leave them.
+
+    Python waits for such threads before it exits, which could be minutes of LLM calls. The
+    journal holds every finished step, so a run cut here resumes from its last checkpoint.
+    """
+
+    def busy() -> list[threading.Thread]:
+        here = threading.current_thread()
+        return [t for t in threading.enumerate() if not t.daemon and t is not here]
+
+    deadline = time.monotonic() + grace_s
+    running = busy()
+    while running and not hurry.is_set() and time.monotonic() < deadline:
+        running[0].join(0.1)
+        running = busy()
+    if running:
+        print(
+            # Threads, not runs, are what can be counted here (a run may hold several).
+            "flowkit: stopped with runs still going; `flowkit recover` resumes their threads "
+            "from the last checkpoint.",
+            file=sys.stderr,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # skip waiting for those threads: nothing else is left to do
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, bound before anything says the server is up."""
+    from ._errors import CommandError
+
+    where = f"Port {port} on {host}"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError):
+        raise CommandError(f"Cannot find the address {host!r}; give one with --host.", 2) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restart at once
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise CommandError(_cannot_listen(exc, where, host), code=2) from None
+    return sock
+
+
+def _cannot_listen(exc: OSError, where: str, host: str) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where} is in use; pick another with --port."
+    if exc.errno == errno.EACCES:
+        return f"{where} needs privileges this user lacks; pick one above 1023 with --port."
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{host} is not an address of this machine; pick another with --host."
+    return f"Cannot listen on {where.lower()}: {exc.strerror or exc}."

@@ -14,13 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ._output import iso, table, when, write_json
-from ._store import add_store_option, open_for_reading, store_path
+from ._store import add_store_option, open_for_reading, shown, store_location
 
 if TYPE_CHECKING:
     from .._flow import Flow
     from ..stores import Store
     from ..stores._protocol import AnyRecord
-    from ..stores.jsonfile import JsonFileStore
 
 __all__ = ["register"]
 
@@ -90,8 +89,7 @@ def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
     """One line per thread; a thread that cannot be read is reported, the rest listed."""
     from ..errors import FlowkitError
 
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    store = open_for_reading(store_location(args))
     summaries: list[_Summary] = []
     broken: dict[str, str] = {}
     for thread_id in store.threads() if store is not None else []:
@@ -105,7 +103,7 @@ def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
         data += [{"thread_id": t, "status": "unreadable", "error": e} for t, e in broken.items()]
         write_json(sorted(data, key=lambda d: d["thread_id"]), out)
     elif not summaries and not broken:
-        out.write(f"No threads in {directory}\n")
+        out.write(f"No threads in {shown(store_location(args))}\n")
     else:
         rows = [["THREAD", "FLOW", "STATUS", "NEXT", "VERSION", "UPDATED"]]
         rows += [
@@ -226,7 +224,7 @@ def _naive_state(store: Store, thread_id: str) -> tuple[dict[str, Any], list[str
 
 
 def _state_of(
-    store: JsonFileStore, thread_id: str, flow_name: str, explicit: str | None
+    store: Store, thread_id: str, flow_name: str, explicit: str | None
 ) -> tuple[dict[str, Any], bool, str]:
     """The thread's latest state, whether it is exact, and a note on how it was made."""
     from .._result import RunResult
@@ -263,10 +261,10 @@ def _masked_history(flow_name: str, history: Any, state: dict[str, Any]) -> Any:
     return mask_like(history, state)
 
 
-def _records(args: argparse.Namespace) -> tuple[JsonFileStore, list[AnyRecord]]:
+def _records(args: argparse.Namespace) -> tuple[Store, list[AnyRecord]]:
     from ..errors import ThreadNotFoundError
 
-    store = open_for_reading(store_path(args))
+    store = open_for_reading(store_location(args))
     if store is None:
         from ..stores._ids import check_thread_id
 

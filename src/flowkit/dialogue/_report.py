@@ -104,7 +104,8 @@ def read_file(path: Path, what: str = "domain file") -> tuple[Any, Lines]:
     try:
         return _parse(text, json_file=path.suffix.lower() == ".json", what=what)
     except UntrustedInputError as exc:
-        raise UnreadableFileError(Problem("(file)", str(exc))) from exc
+        at = getattr(exc, "line", None)  # a NumberTooLongError knows where it is
+        raise UnreadableFileError(Problem("(file)", str(exc), at)) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +160,7 @@ def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, Lines]:
             return data, {}
     try:
         node = compose_yaml(text, what=what, max_bytes=MAX_BYTES)
-        data = construct_yaml(node)
+        data = construct_yaml(node, what=what)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -36,7 +36,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="openai:MODEL, ollama:MODEL, replay:PATH or scripted:PATH (default: offline)",
     )
-    add_store_option(chat)
+    add_store_option(chat, folder_only=True)  # the booking ledger is a folder beside it
     chat.add_argument("--thread", metavar="ID", help="continue (or name) this conversation")
     chat.set_defaults(run=_cmd_chat)
 
@@ -77,9 +77,9 @@ def _llm(spec: str | None) -> Any:
 
 def _chat_command(args: argparse.Namespace, thread: str | None) -> str:
     """The command line that opens this chat again, runnable as printed."""
-    words = ["flowkit", "chat", args.domain]
-    if args.store:
-        words += ["--store", args.store]
+    from ..cli._store import store_words
+
+    words = ["flowkit", "chat", args.domain, *store_words(args)]
     if args.llm:
         words += ["--llm", args.llm]
     if thread:
@@ -127,8 +127,9 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
     if resumed and state.state.last_ai_message:
         out.write(f"bot> {state.state.last_ai_message}\n")
     from ..cli._typed import typed_lines
+    from ..nodes.dialogue.start_gate import MAX_CHARS
 
-    for text in typed_lines(out):
+    for text in typed_lines(out, max_chars=MAX_CHARS):
         if text == "/state":
             out.write(_describe(bot, thread))
             continue
@@ -159,7 +160,13 @@ def _describe(bot: Any, thread: str) -> str:
 
 def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
     from ..cli import CommandError
-    from .conversations import format_results, load_conversations, run_conversations
+    from ..errors import DomainError
+    from .conversations import (
+        format_results,
+        load_conversations,
+        resolve_conversations_path,
+        run_conversations,
+    )
 
     if args.junit is not None:
         folder = Path(args.junit).parent
@@ -171,6 +178,10 @@ def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
                 code=2,
             )
     domain = _domain(args.domain)
+    try:
+        resolve_conversations_path(args.conversations)
+    except DomainError as exc:  # neither a file nor a shipped example: a usage error
+        raise CommandError("; ".join(exc.problems), code=2) from exc
     tests = load_conversations(args.conversations)
     results = run_conversations(domain, tests, llm=_llm(args.llm))
     if args.junit is not None:

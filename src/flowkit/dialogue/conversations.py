@@ -23,7 +23,7 @@ from .._runner import Runner
 from ..errors import DomainError, FlowkitError
 from ..routing.dialogue import SG
 from .actions import Handler
-from .domain import Domain, example_path, load_domain, read_data
+from .domain import Domain, example_names, example_path, load_domain, read_data
 from .ledger import MemoryLedger
 from .services import parse_timezone
 from .state import DialogueState
@@ -35,6 +35,7 @@ __all__ = [
     "Turn",
     "format_results",
     "load_conversations",
+    "resolve_conversations_path",
     "run_conversations",
 ]
 
@@ -126,6 +127,33 @@ class ConversationResult:
         return self.inputs[turn - 1] if 0 < turn <= len(self.inputs) else None
 
 
+def resolve_conversations_path(source: str | Path) -> Path:
+    """The conversation test file ``source`` names: a path, else a shipped example's name.
+
+    Raises:
+        DomainError: it is a directory, or neither a file nor a shipped example.
+    """
+    file = Path(source)
+    if file.is_file():
+        return file
+    shipped = example_path(str(source), ".conversations.yaml")
+    if shipped is not None:
+        return shipped
+    if file.is_dir():
+        problem = f"`{source}` is a directory, not a conversation test file; pass the file's path."
+    else:
+        known = ", ".join(_shipped_conversations()) or "none"
+        problem = (
+            f"`{source}` does not exist, nor is it a shipped example ({known}); pass the path "
+            "of a conversation test file."
+        )
+    raise DomainError([problem], path=str(source))
+
+
+def _shipped_conversations() -> list[str]:
+    return [name for name in example_names() if example_path(name, ".conversations.yaml")]
+
+
 def load_conversations(source: str | Path | Mapping[str, Any]) -> ConversationFile:
     """A conversation test file (YAML or JSON), plain data, or a shipped example's name.
 
@@ -136,13 +164,7 @@ def load_conversations(source: str | Path | Mapping[str, Any]) -> ConversationFi
     if isinstance(source, Mapping):
         data: Any = source
     else:
-        file = Path(source)
-        if not file.is_file():
-            file = example_path(str(source), ".conversations.yaml") or file
-        if not file.is_file():
-            raise DomainError(
-                [f"`{source}` is not a conversation file; pass a path"], path=str(source)
-            )
+        file = resolve_conversations_path(source)
         path, data = str(file), read_data(file, "conversation test file")
     try:
         return ConversationFile.model_validate(data)

@@ -68,7 +68,7 @@ def build_flow(
     )
     return Flow(
         name="dialogue",
-        description=f"Task-oriented dialogue (seed 001) for domain `{domain.name}`",
+        description=f"Task-oriented dialogue for domain `{domain.name}`",
         state=DialogueState,
         start=r.SG,
         gates={r.SG: make_start_gate(services)},

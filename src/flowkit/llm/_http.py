@@ -1,7 +1,8 @@
 """The httpx drivers: carry out the steps the sans-I/O core decides, sync or async.
 
-Only this module (and the backends built on it) imports httpx; its exceptions are mapped
-here to ``TransportFailure`` values, then to flowkit errors by the core.
+Only this module, ``_http_body`` (reading a live body within its budget) and the backends
+built on them import httpx; its exceptions are mapped here to ``TransportFailure`` values,
+then to flowkit errors by the core.
 """
 
 from __future__ import annotations
@@ -9,25 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import socket
 import ssl
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar, cast
+from typing import Any, Generic, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, SecretStr
 
 from flowkit.errors import LLMConfigError
-from flowkit.llm._body import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    BodyLimitError,
-    Budget,
-    LineSplitter,
-)
+from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget
 from flowkit.llm._exchange import (
     ChatExchange,
     Exchange,
@@ -38,6 +33,7 @@ from flowkit.llm._exchange import (
     Step,
     TransportFailure,
 )
+from flowkit.llm._http_body import OpenBody, Watchdog
 from flowkit.llm._retry import Backoff
 from flowkit.llm._secrets import check_api_key, redact
 from flowkit.llm._stream import StreamDecoder
@@ -128,7 +124,7 @@ class HTTPChatLLM(ChatExchange):
         """Yield the answer as it arrives; the last chunk has ``done=True``."""
         request, decoder = self._stream_start(messages, timeout, tools)
         opened = self._run(self._sync_client(), self._send(request))
-        body: _OpenBody = opened.handle
+        body: OpenBody = opened.handle
         try:
             for line in body.lines():
                 if chunk := decoder.feed(self._redact(line)):
@@ -191,7 +187,7 @@ class HTTPChatLLM(ChatExchange):
         request, decoder = self._stream_start(messages, timeout, tools)
         async with self._async_session() as client:
             opened = await self._arun(client, self._send(request))
-            body: _OpenBody = opened.handle
+            body: OpenBody = opened.handle
             try:
                 async for line in body.alines():
                     if chunk := decoder.feed(self._redact(line)):
@@ -243,10 +239,10 @@ class HTTPChatLLM(ChatExchange):
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return self._failure(exc)
         if step.stream and response.is_success:
-            opened = _OpenBody(response, budget, _Watchdog(response, budget))
+            opened = OpenBody(response, budget, Watchdog(response, budget))
             return self._received(response, step, opened)
         # The watchdog is cancelled (inner) before the response is closed (outer).
-        with contextlib.closing(response), _Watchdog(response, budget) as watchdog:
+        with contextlib.closing(response), Watchdog(response, budget) as watchdog:
             try:
                 budget.check_length(response.headers)
                 body = bytearray()
@@ -271,7 +267,7 @@ class HTTPChatLLM(ChatExchange):
             async with asyncio.timeout(step.timeout):
                 response = await client.send(self._build(client, step), stream=True)
                 if step.stream and response.is_success:
-                    return self._received(response, step, _OpenBody(response, budget))
+                    return self._received(response, step, OpenBody(response, budget))
                 async with contextlib.aclosing(response):
                     budget.check_length(response.headers)
                     body = bytearray()
@@ -300,9 +296,9 @@ class HTTPChatLLM(ChatExchange):
         )
 
     def _received(
-        self, response: httpx.Response, request: HTTPRequest, body: bytes | _OpenBody
+        self, response: httpx.Response, request: HTTPRequest, body: bytes | OpenBody
     ) -> HTTPResponse:
-        if isinstance(body, _OpenBody):
+        if isinstance(body, OpenBody):
             text, handle = "", body
         else:
             text, handle = body.decode(response.encoding or "utf-8", errors="replace"), None
@@ -360,97 +356,6 @@ class HTTPChatLLM(ChatExchange):
             return
         async with httpx.AsyncClient(verify=_ssl_context()) as client:
             yield client
-
-
-class _Watchdog:
-    """Ends a sync body read at the deadline, however slowly the bytes come.
-
-    httpx bounds each read, so a server sending a byte just within the timeout could stretch
-    a sync call to nearly twice it. At the deadline this shuts the socket down under the
-    blocked read, which then fails at once; ``fired`` tells that failure from a real one.
-    The lock makes ``cancel`` final: after it returns, the socket is never touched, so a
-    connection the pool hands to a later request is safe.
-    """
-
-    def __init__(self, response: httpx.Response, budget: Budget) -> None:
-        self.fired = False
-        self._response = response
-        self._lock = threading.Lock()
-        self._done = False
-        self._timer = threading.Timer(budget.remaining(), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._done:
-                return
-            stream = self._response.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if isinstance(sock, socket.socket):
-                self.fired = True
-                with contextlib.suppress(OSError):
-                    # The plain socket's shutdown, also for TLS: SSLSocket.shutdown would
-                    # tear down its SSL state under the reading thread.
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-    def cancel(self) -> None:
-        with self._lock:
-            self._done = True
-        self._timer.cancel()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.cancel()
-
-
-class _OpenBody:
-    """A 2xx streaming response and the budget its lines are read within."""
-
-    __slots__ = ("budget", "response", "watchdog")
-
-    def __init__(
-        self, response: httpx.Response, budget: Budget, watchdog: _Watchdog | None = None
-    ) -> None:
-        self.response = response
-        self.budget = budget
-        self.watchdog = watchdog
-
-    def lines(self) -> Iterator[str]:
-        splitter = LineSplitter()
-        try:
-            for chunk in self.response.iter_bytes():
-                yield from splitter.feed(self.budget.take(chunk))
-        except httpx.HTTPError:
-            if self.watchdog is not None and self.watchdog.fired:
-                raise self.budget.overdue() from None
-            raise
-        yield from splitter.end()
-
-    def close(self) -> None:
-        if self.watchdog is not None:
-            self.watchdog.cancel()
-        self.response.close()
-
-    async def alines(self) -> AsyncIterator[str]:
-        splitter = LineSplitter()
-        # aiter_bytes is an async generator; closing it when we stop early frees it now.
-        raw = cast(AsyncGenerator[bytes, None], self.response.aiter_bytes())
-        async with contextlib.aclosing(raw) as chunks:
-            while True:
-                try:
-                    async with asyncio.timeout(self.budget.remaining()):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    raise self.budget.overdue() from None
-                for line in splitter.feed(self.budget.take(chunk)):
-                    yield line
-        for line in splitter.end():
-            yield line
 
 
 class _Done(Generic[T]):

@@ -27,6 +27,11 @@ class ToolCallPart:
     name: str = ""
     arguments: str = ""
 
+    def __post_init__(self) -> None:
+        # Built inside a line parser, so a field of the wrong type fails that line as
+        # unreadable (LLMResponseError) instead of surfacing later as a TypeError.
+        _check_text(id=self.id, name=self.name, arguments=self.arguments)
+
 
 @dataclass(frozen=True, slots=True)
 class Delta:
@@ -41,6 +46,15 @@ class Delta:
     finished: bool = False
     done: bool = False
     tool_calls: tuple[ToolCallPart, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_text(text=self.text)
+
+
+def _check_text(**fields: object) -> None:
+    for name, value in fields.items():
+        if type(value) is not str:
+            raise TypeError(f"{name} is a {type(value).__name__}, not text")
 
 
 class ServerStreamError(Exception):

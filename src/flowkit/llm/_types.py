@@ -119,10 +119,25 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
                 f"Message {index} is not a chat message; each must be a dict with string "
                 f'"role" and "content", like {{"role": "user", "content": "..."}}.'
             )
-        problem = _tool_fields_problem(message)
+        problem = _tool_fields_problem(message) or _unicode_problem(message)
         if problem:
             raise LLMConfigError(f"Message {index} ({message['role']}): {problem}.")
     return list(messages)
+
+
+def _unicode_problem(message: Message) -> str | None:
+    """Text with a lone surrogate (e.g. bytes decoded with ``surrogateescape``) cannot be
+    sent: the request body is UTF-8, which has no encoding for it."""
+    texts = [message["role"], message["content"], message.get("name"), message.get("tool_call_id")]
+    for call in message.get("tool_calls") or ():
+        texts += [call["id"], call["name"], call["arguments"]]
+    for text in texts:
+        if isinstance(text, str) and not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return "its text is not valid Unicode (a lone surrogate); decode bytes as UTF-8"
+    return None
 
 
 def _tool_fields_problem(message: Message) -> str | None:

@@ -148,9 +148,10 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 
 def _arguments_object(arguments: str) -> Any:
-    # Ollama wants an object; arguments a model wrote malformed are sent back as text.
+    # Ollama wants an object; arguments a model wrote malformed (or nested past the parser's
+    # limit, which json.loads would meet with RecursionError) are sent back as text.
     try:
-        return json.loads(arguments)
+        return parse_json(arguments, what="tool arguments", max_bytes=None)
     except ValueError:
         return arguments
 

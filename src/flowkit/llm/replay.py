@@ -5,33 +5,42 @@ Records come from a thread's journal or a cassette file (``{"format_version": 2,
 writes. A request finds its answer by content, like VCR's match-on-body: the key is a hash of
 the significant request fields (see :func:`request_key`), so a later process replaying the
 same cassette finds the answers to its own calls, whatever ran before it.
+
+The cassette format lives in ``_cassette`` and the wording of a mismatch in
+``_replay_mismatch``; their public names are re-exported here, where users import them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ValidationError
 
-from flowkit._untrusted import parse_json, read_regular_file
-from flowkit.errors import (
-    LLMConfigError,
-    LLMSchemaError,
-    ReplayMismatchError,
-    UntrustedInputError,
+from flowkit._plain import describe_validation_error
+from flowkit.errors import LLMSchemaError, ReplayMismatchError
+from flowkit.llm._cassette import (
+    CASSETTE_FORMAT_VERSION,
+    checked_call,
+    key_of,
+    load_cassette,
+    read_cassette,
+    request_key,
+    save_cassette,
 )
 from flowkit.llm._protocol import InProcessLLM
+from flowkit.llm._replay_mismatch import (
+    SHOW_PROMPTS_ENV,
+    clip,
+    describe,
+    difference,
+    nearest_recording,
+)
 from flowkit.llm._structured import parse_answer, schema_name
 from flowkit.llm._tools import ToolLike, as_tools
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
-
-from .._atomic import write_atomically
 
 __all__ = [
     "CASSETTE_FORMAT_VERSION",
@@ -42,41 +51,10 @@ __all__ = [
     "save_cassette",
 ]
 
-#: Version 2 adds each call's ``key`` and the optional ``record_with`` command; version 1
-#: files (no keys) are read as well, their keys computed on load.
-CASSETTE_FORMAT_VERSION = 2
-_READABLE = (1, 2)
-#: Set to ``1`` to let replay errors quote prompt text (off by default: prompts hold PII).
-SHOW_PROMPTS_ENV = "FLOWKIT_REPLAY_SHOW_PROMPTS"
 _GENERIC_RERECORD = (
-    "record the calls again through RecordingLLM and save_cassette (docs/llm.md, "
-    '"Record and replay")'
+    "record a cassette from a real model with save_cassette (the calls of a run are "
+    'runner.llm_calls(thread); outside a flow, RecordingLLM; docs/llm.md, "Record and replay")'
 )
-
-
-def request_key(
-    messages: Sequence[Mapping[str, Any]],
-    schema: str | None,
-    tools: Sequence[str] | None = None,
-) -> str:
-    """The content key of a request: a hash of its messages, its schema name and its tools.
-
-    Significant: every message with all its keys (role, content, tool calls ...), in order,
-    the schema name and the names of the tools offered, in order. Not significant: the model
-    name (the replaying LLM stands in for whatever model recorded), the timeout, the tools'
-    descriptions and schemas, and JSON key order (keys are sorted before hashing). A request
-    without tools has the key it had before tool calling existed.
-    """
-    content: dict[str, Any] = {"messages": [dict(m) for m in messages], "schema": schema}
-    if tools:
-        content["tools"] = list(tools)
-    canonical = json.dumps(
-        content,
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 class ReplayLLM(InProcessLLM):
@@ -100,8 +78,8 @@ class ReplayLLM(InProcessLLM):
         record_with: str | None = None,
         show_prompts: bool | None = None,
     ) -> None:
-        self._calls = [_checked(i, call) for i, call in enumerate(calls)]
-        self._keys = [_key_of(request) for request, _ in self._calls]
+        self._calls = [checked_call(i, call) for i, call in enumerate(calls)]
+        self._keys = [key_of(request) for request, _ in self._calls]
         self._used = [False] * len(self._calls)
         self._asked = 0
         self._next = 0
@@ -120,9 +98,9 @@ class ReplayLLM(InProcessLLM):
     @classmethod
     def from_file(
         cls, path: str | os.PathLike[str], *, strict: bool = False, show_prompts: bool | None = None
-    ) -> ReplayLLM:
+    ) -> Self:
         """Replay the calls of a cassette file written by :func:`save_cassette`."""
-        data = _read(path)
+        data = read_cassette(path)
         return cls(
             data["calls"],
             strict=strict,
@@ -159,9 +137,11 @@ class ReplayLLM(InProcessLLM):
             else:
                 parsed = parse_answer(response.text, schema, model=self.model)
         except (ValidationError, LLMSchemaError) as exc:
+            # pydantic's own text spans several lines and links its docs; say it in one line.
+            why = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
             raise ReplayMismatchError(
                 f"Recorded call {index}{self._where()}: the recorded answer no longer fits "
-                f"schema `{schema_name(schema)}` ({_clip(str(exc), 300)}). The schema changed "
+                f"schema `{schema_name(schema)}` ({clip(why, 300)}). The schema changed "
                 f"since recording; {self._rerecord()}.",
                 model=self.model,
             ) from exc
@@ -211,11 +191,11 @@ class ReplayLLM(InProcessLLM):
         if number >= len(self._calls):
             raise ReplayMismatchError(
                 f"LLM call {number} has no recording{self._where()}: only {len(self._calls)} "
-                f"calls were recorded; it asked {_describe(asked, name)}. The flow now calls "
+                f"calls were recorded; it asked {describe(asked, name)}. The flow now calls "
                 f"the LLM more often; {self._rerecord()}.",
                 model=self.model,
             )
-        how = _difference(self._calls[number][0], asked, name, self.show_prompts, offered)
+        how = difference(self._calls[number][0], asked, name, self.show_prompts, offered)
         if how is not None:
             raise ReplayMismatchError(
                 f"LLM call {number} does not match the recording{self._where()}: {how}. If "
@@ -235,32 +215,18 @@ class ReplayLLM(InProcessLLM):
             )
         else:
             why = "no recorded call has this content"
-            nearest = self._nearest(asked, name, offered)
+            nearest = nearest_recording(
+                [request for request, _ in self._calls], asked, name, offered, self.show_prompts
+            )
             if nearest is not None:
                 index, how = nearest
                 why += f"; the closest, recorded call {index}, differs: {how}"
         return ReplayMismatchError(
             f"LLM call {number} has no recording{self._where()}: it asked "
-            f"{_describe(asked, name)}, key {key}; {why}. If the prompt changed on purpose, "
-            f"{self._rerecord()}.",
+            f"{describe(asked, name)}, key {key}; {why}. A cassette answers only the "
+            f"requests recorded in it: send one of those, or {self._rerecord()}.",
             model=self.model,
         )
-
-    def _nearest(
-        self, asked: list[Message], name: str | None, offered: list[str]
-    ) -> tuple[int, str] | None:
-        """The recorded request sharing the longest prefix with ``asked``, and how it differs."""
-        best: tuple[int, int] | None = None
-        for i, (request, _) in enumerate(self._calls):
-            if request.get("schema") != name:
-                continue
-            shared = _shared_prefix(request["messages"], asked)
-            if best is None or shared > best[1]:
-                best = (i, shared)
-        if best is None:
-            return None
-        how = _difference(self._calls[best[0]][0], asked, name, self.show_prompts, offered)
-        return (best[0], how) if how is not None else None
 
     def _where(self) -> str:
         return f" in cassette {self.source}" if self.source else ""
@@ -269,161 +235,3 @@ class ReplayLLM(InProcessLLM):
         if self.record_with:
             return f"record the cassette again: {self.record_with}"
         return _GENERIC_RERECORD
-
-
-def save_cassette(
-    path: str | os.PathLike[str],
-    calls: Sequence[Mapping[str, Any]],
-    *,
-    record_with: str | None = None,
-) -> None:
-    """Write ``calls`` to a cassette file atomically (temp file, fsync, rename).
-
-    Each call gets its content ``key`` (for reading and diffing; replay recomputes it).
-    ``record_with`` is the command that records the cassette again, quoted in replay errors.
-    """
-    target = Path(path)
-    written = []
-    for index, call in enumerate(calls):
-        request, _ = _checked(index, call)
-        written.append({"key": _key_of(request), **{k: v for k, v in call.items() if k != "key"}})
-    data: dict[str, Any] = {"format_version": CASSETTE_FORMAT_VERSION}
-    if record_with:
-        data["record_with"] = record_with
-    data["calls"] = written
-    write_atomically(target, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-#: A cassette larger than this is refused unread (recordings of long sessions stay far below).
-MAX_CASSETTE_BYTES = 64 * 1024 * 1024
-
-
-def load_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read the calls of a cassette file (format version 1 or 2).
-
-    Raises:
-        LLMConfigError: the file is missing, not JSON, or not a cassette of a known version.
-    """
-    calls: list[dict[str, Any]] = _read(path)["calls"]
-    return calls
-
-
-def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        raw = read_regular_file(path, what="cassette", max_bytes=MAX_CASSETTE_BYTES)
-        data = parse_json(raw, what="cassette", max_bytes=None)
-    except OSError as exc:
-        raise LLMConfigError(
-            f"Cannot read cassette {str(path)!r}: {exc.strerror or exc}; check the path."
-        ) from exc
-    except UntrustedInputError as exc:
-        raise LLMConfigError(f"Cassette {str(path)!r} is refused: {exc}.") from exc
-    except ValueError as exc:  # also UnicodeDecodeError
-        raise LLMConfigError(
-            f"Cassette {str(path)!r} is not a JSON file ({_clip(str(exc), 120)})."
-        ) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("calls"), list):
-        raise LLMConfigError(
-            f'Cassette {str(path)!r} must be an object {{"format_version": '
-            f'{CASSETTE_FORMAT_VERSION}, "calls": [...]}}.'
-        )
-    if data.get("format_version") not in _READABLE:
-        raise LLMConfigError(
-            f"Cassette {str(path)!r} has format_version {data.get('format_version')!r}; this "
-            f"flowkit reads versions {', '.join(map(str, _READABLE))}. Record it again."
-        )
-    return data
-
-
-def _checked(index: int, call: Mapping[str, Any]) -> tuple[dict[str, Any], LLMResponse]:
-    try:
-        request = call["request"]
-        messages = request["messages"]
-        if not isinstance(messages, list):
-            raise TypeError("request.messages is not a list")
-        return dict(request), LLMResponse.model_validate(call["response"])
-    except (KeyError, TypeError, ValidationError) as exc:
-        raise LLMConfigError(
-            f"Recorded LLM call {index} is malformed ({_clip(str(exc), 200)}); each call must "
-            'be {"request": {"messages": [...], "schema": ...}, "response": {"text": ..., ...}}.'
-        ) from exc
-
-
-def _key_of(request: Mapping[str, Any]) -> str:
-    schema = request.get("schema")
-    tools = request.get("tools")
-    return request_key(
-        request["messages"],
-        schema if isinstance(schema, str) else None,
-        [str(t) for t in tools] if isinstance(tools, list) else None,
-    )
-
-
-def _describe(messages: Sequence[Message], schema: str | None) -> str:
-    """A request in words without its text: schema, roles and sizes."""
-    roles = ", ".join(
-        f"{m['role']} {len(m['content']):,} chars"
-        + (f" + {len(m['tool_calls'])} tool call(s)" if m.get("tool_calls") else "")
-        for m in messages
-    )
-    return f"schema {schema or 'none (plain text)'} with {len(messages)} message(s) ({roles})"
-
-
-def _shared_prefix(recorded: Sequence[Any], asked: Sequence[Message]) -> int:
-    """How many leading characters two message lists share, counting whole equal messages."""
-    total = 0
-    for want, got in zip(recorded, asked, strict=False):
-        if want == got:
-            total += len(str(got.get("content", ""))) + 1
-            continue
-        if isinstance(want, Mapping) and want.get("role") == got.get("role"):
-            a, b = str(want.get("content", "")), str(got.get("content", ""))
-            total += next(
-                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
-                min(len(a), len(b)),
-            )
-        break
-    return total
-
-
-def _difference(
-    recorded: Mapping[str, Any],
-    messages: list[Message],
-    schema: str | None,
-    show: bool,
-    tools: list[str] | None = None,
-) -> str | None:
-    """How a request differs from a recorded one, in words; ``None`` when it matches."""
-    if recorded.get("schema") != schema:
-        return f"schema is {schema!r}, the recording has {recorded.get('schema')!r}"
-    if (recorded.get("tools") or []) != (tools or []):
-        return f"the tools offered are {tools or []}, the recording has {recorded.get('tools')}"
-    expected: list[Any] = recorded["messages"]
-    for i, (want, got) in enumerate(zip(expected, messages, strict=False)):
-        if want == got:
-            continue
-        if not isinstance(want, Mapping) or want.get("role") != got.get("role"):
-            role = want.get("role") if isinstance(want, Mapping) else want
-            return f"message {i} has role {got.get('role')!r}, the recording has {role!r}"
-        return f"message {i} ({got.get('role')}) differs: {_text_difference(want, got, show)}"
-    if len(expected) != len(messages):
-        return f"{len(messages)} messages were sent, the recording has {len(expected)}"
-    return None
-
-
-def _text_difference(want: Mapping[str, Any], got: Mapping[str, Any], show: bool) -> str:
-    a, b = str(want.get("content", "")), str(got.get("content", ""))
-    if a == b:
-        return "other keys differ"
-    at = next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
-    where = f"from character {at} (sent {len(b):,} chars, recorded {len(a):,})"
-    if not show:
-        return f"{where}; set {SHOW_PROMPTS_ENV}=1 to see the text"
-    start = max(at - 20, 0)
-    return f"{where}, sent {_clip(b[start:])!r}, recorded {_clip(a[start:])!r}"
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -5,7 +5,7 @@ Each model turn and each round of tool calls is its own journaled step, so a cra
 them resumes without calling the model again, and ``runner.llm_calls`` replays the whole
 conversation. Tool calls the model gets wrong (an unknown tool, arguments that are not JSON or
 do not fit) go back to it as the tool's result, so it can correct itself; ``max_rounds``
-bounds the loop.
+bounds the rounds of one agent turn and ``max_calls`` the calls run from one answer.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from flowkit._logging import get_logger
 from flowkit._node import Context, Node, node
 from flowkit._reducers import append
 from flowkit._route_table import Route, RouteTable
-from flowkit.errors import LLMConfigError, ToolError, ToolLoopLimitError
+from flowkit.errors import LLMConfigError, ToolCallLimitError, ToolError, ToolLoopLimitError
 from flowkit.llm._protocol import LLM
 from flowkit.llm._tools import Tool, ToolLike, as_tools, find_tool, tool_message, tool_result_text
 from flowkit.llm._types import LLMResponse, Message, ToolCall
@@ -31,7 +31,7 @@ __all__ = ["ToolLoop", "ToolLoopResult", "ToolLoopState"]
 
 _log = get_logger()
 
-_TURN_WRITES = ("messages", "pending_tools", "answer")
+_TURN_WRITES = ("messages", "pending_tools", "answer", "tool_rounds")
 _TOOLS_WRITES = ("messages", "pending_tools", "tool_rounds")
 
 
@@ -40,7 +40,8 @@ class ToolLoopState(BaseModel):
 
     ``messages`` is the conversation (start a thread with the user's message in it),
     ``pending_tools`` how many tool calls the last answer asked for, ``tool_rounds`` how many
-    rounds of tools have run, and ``answer`` the model's final text.
+    rounds of tools the current agent turn has run (the last turn's, once it answered), and
+    ``answer`` the model's final text.
     """
 
     messages: Annotated[list[dict[str, Any]], append] = []
@@ -68,8 +69,11 @@ class ToolLoop:
     asks for some and to ``then`` once it answers, and the tools back to the model.
     ``system`` is sent first on every turn (not stored in the state). ``stream=True`` streams
     the model's turns, so their tokens reach ``Runner.stream`` subscribers. After
-    ``max_rounds`` rounds of tools, a model still asking for more fails the turn with
-    :class:`flowkit.errors.ToolLoopLimitError`.
+    ``max_rounds`` rounds of tools in one agent turn (from the model being asked to its
+    final answer; a chat flow that comes back to the agent starts a new turn), a model still
+    asking for more fails the turn with :class:`flowkit.errors.ToolLoopLimitError`. Of one
+    answer's tool calls, the first ``max_calls`` run; each one beyond is answered with a
+    :class:`flowkit.errors.ToolCallLimitError` instead of running.
 
     A tool raising :class:`flowkit.errors.ToolError` tells the model ``str(error)``; any
     other exception fails the tools' node like any node error (retry policies and error
@@ -83,6 +87,7 @@ class ToolLoop:
         name: str = "agent",
         system: str | None = None,
         max_rounds: int = 8,
+        max_calls: int = 16,
         stream: bool = False,
     ) -> None:
         self.tools: tuple[Tool, ...] = as_tools(tools)
@@ -94,17 +99,22 @@ class ToolLoop:
                 f"Tool(s) {', '.join(idle)} have nothing to run; a ToolLoop runs the tools the "
                 "model asks for, so build them from functions or with Tool.from_model(run=...)."
             )
-        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-            raise LLMConfigError(f"max_rounds must be an integer >= 1, not {max_rounds!r}.")
+        for option, value in (("max_rounds", max_rounds), ("max_calls", max_calls)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise LLMConfigError(f"{option} must be an integer >= 1, not {value!r}.")
         self.name = name
         self.tools_name = f"{name}_tools"
         self.system = system
         self.max_rounds = max_rounds
+        self.max_calls = max_calls
         self.stream = stream
 
     def __repr__(self) -> str:
         names = ", ".join(t.name for t in self.tools)
-        return f"ToolLoop({self.name!r}, tools=[{names}], max_rounds={self.max_rounds})"
+        return (
+            f"ToolLoop({self.name!r}, tools=[{names}], max_rounds={self.max_rounds}, "
+            f"max_calls={self.max_calls})"
+        )
 
     # -- in a flow -------------------------------------------------------------------------------
 
@@ -135,8 +145,10 @@ class ToolLoop:
                 raise LLMConfigError(
                     f"ToolLoop `{loop.name}` needs an LLM: pass Runner(flow, llm=...)."
                 )
-            response = loop._ask(ctx.llm, list(state.messages))
-            return loop._after_turn(response, state.tool_rounds)
+            messages = list(state.messages)
+            rounds = _rounds_this_turn(messages, state.tool_rounds)
+            response = loop._ask(ctx.llm, messages)
+            return {**loop._after_turn(response, rounds), "tool_rounds": rounds}
 
         turn.__name__ = self.name
         return node(turn, reads=["messages", "tool_rounds"], writes=_TURN_WRITES)
@@ -146,16 +158,18 @@ class ToolLoop:
         if any(t.is_async for t in self.tools):
 
             async def run_async(state: Any) -> dict[str, Any]:
+                allowed, over = loop._split(_pending(state.messages))
                 messages: list[Message] = []
-                for call in _pending(state.messages):
+                for call in allowed:
                     messages.append(await loop._acall(call))
+                messages += loop._over_limit(over, len(allowed) + len(over), None)
                 return loop._after_tools(messages, state.tool_rounds)
 
             run_async.__name__ = self.tools_name
             return node(run_async, reads=["messages", "tool_rounds"], writes=_TOOLS_WRITES)
 
         def run(state: Any) -> dict[str, Any]:
-            messages = [loop._call(call) for call in _pending(state.messages)]
+            messages = loop._run_round(_pending(state.messages), None)
             return loop._after_tools(messages, state.tool_rounds)
 
         run.__name__ = self.tools_name
@@ -183,9 +197,7 @@ class ToolLoop:
             conversation += update["messages"]
             if not response.tool_calls:
                 return ToolLoopResult(response.text, conversation, rounds, response, errors)
-            for call in response.tool_calls:
-                result = self._call(call, errors)
-                conversation.append(result)
+            conversation += self._run_round(response.tool_calls, errors)
             rounds += 1
 
     # -- the steps -------------------------------------------------------------------------------
@@ -223,6 +235,39 @@ class ToolLoop:
     def _after_tools(self, messages: list[Message], rounds: int) -> dict[str, Any]:
         return {"messages": messages, "pending_tools": 0, "tool_rounds": rounds + 1}
 
+    def _split(self, calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall]]:
+        """The calls of one answer that run, and those beyond ``max_calls`` that do not."""
+        return calls[: self.max_calls], calls[self.max_calls :]
+
+    def _run_round(self, calls: list[ToolCall], errors: list[ToolError] | None) -> list[Message]:
+        allowed, over = self._split(calls)
+        messages = [self._call(call, errors) for call in allowed]
+        return messages + self._over_limit(over, len(calls), errors)
+
+    def _over_limit(
+        self, over: list[ToolCall], asked: int, errors: list[ToolError] | None
+    ) -> list[Message]:
+        # Both APIs need an answer to every call id, so each call beyond the limit gets one;
+        # one log line for them all, however many the model asked for.
+        if not over:
+            return []
+        _log.warning(
+            "tool_calls_over_limit", loop=self.name, max_calls=self.max_calls, refused=len(over)
+        )
+        messages = []
+        for call in over:
+            exc = ToolCallLimitError(
+                f"Not run: the tool loop `{self.name}` runs at most {self.max_calls} tool calls "
+                f"from one answer and this answer asked for {asked}; ask again for the ones "
+                "you still need, after reading these results.",
+                tool=call.name,
+                call_id=call.id,
+            )
+            if errors is not None:
+                errors.append(exc)
+            messages.append(tool_message(call, f"Error: {exc}"))
+        return messages
+
     def _call(self, call: ToolCall, errors: list[ToolError] | None = None) -> Message:
         try:
             tool = find_tool(self.tools, call)
@@ -252,6 +297,18 @@ class ToolLoop:
         if errors is not None:
             errors.append(exc)
         return tool_message(call, f"Error: {exc}")
+
+
+def _rounds_this_turn(messages: Sequence[Message], tool_rounds: int) -> int:
+    """The rounds of tools run so far in the turn the model is asked for now.
+
+    A turn goes on while the model is answering tool results (the last message is one);
+    anything else (the user's message, the model's own final answer) starts a new turn at 0.
+    Derived from the journaled conversation, so a resumed or replayed run counts the same.
+    """
+    if messages and messages[-1].get("role") == "tool":
+        return tool_rounds
+    return 0
 
 
 def _pending(messages: Sequence[Message]) -> list[ToolCall]:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import MemoryItemError
+from ..errors import MemoryItemError, StoreError
 from ._protocol import JSONValue, Namespace
 
 __all__ = [
@@ -22,12 +22,14 @@ __all__ = [
     "MAX_VALUE_BYTES",
     "check_filter",
     "check_key",
+    "check_max_value_bytes",
     "check_namespace",
     "check_page",
     "check_prefix",
     "decode_value",
     "encode_value",
     "matches",
+    "value_problem",
 ]
 
 #: Labels in a namespace, characters per label, characters per key.
@@ -38,6 +40,17 @@ MAX_KEY = 256
 MAX_DEPTH = 64
 #: Bytes of a value's JSON form, by default (implementations take ``max_value_bytes``).
 MAX_VALUE_BYTES = 1024 * 1024
+
+
+def check_max_value_bytes(value: Any, *, owner: str) -> int:
+    """A memory's ``max_value_bytes`` option, checked when the memory is built (a string or
+    ``None`` would otherwise fail only at the first ``put``, with a ``TypeError``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise StoreError(
+            f"{owner} max_value_bytes must be an integer >= 1 (bytes of a value's JSON form), "
+            f"not {_shown(value)}; leave it out for the default {MAX_VALUE_BYTES}."
+        )
+    return value
 
 
 def _shown(value: Any) -> str:
@@ -128,7 +141,8 @@ def check_filter(filter: Any) -> None:
         )
 
 
-def _value_problem(value: Any, depth: int) -> str | None:
+def value_problem(value: Any, depth: int = 0) -> str | None:
+    """Why JSON cannot carry ``value`` exactly (nested ``depth`` levels in), or ``None``."""
     kind = type(value)
     if kind is str:
         try:
@@ -147,12 +161,12 @@ def _value_problem(value: Any, depth: int) -> str | None:
             for k, item in value.items():
                 if type(k) is not str:
                     return f"a dict key {_shown(k)} that is not a str (JSON keys are text)"
-                found = _value_problem(k, depth) or _value_problem(item, depth + 1)
+                found = value_problem(k, depth) or value_problem(item, depth + 1)
                 if found is not None:
                     return found
         else:
             for item in value:
-                found = _value_problem(item, depth + 1)
+                found = value_problem(item, depth + 1)
                 if found is not None:
                     return found
         return None
@@ -166,7 +180,7 @@ def encode_value(
 ) -> str:
     """The JSON text of ``value``; ``MemoryItemError`` (nothing written) if JSON cannot carry
     it exactly or it is bigger than ``max_bytes``."""
-    problem = _value_problem(value, 0)
+    problem = value_problem(value, 0)
     text = ""
     if problem is None:
         try:

@@ -11,6 +11,7 @@ from ._checks import (
     MAX_VALUE_BYTES,
     check_filter,
     check_key,
+    check_max_value_bytes,
     check_namespace,
     check_page,
     check_prefix,
@@ -31,7 +32,7 @@ class InProcessMemory:
     """
 
     def __init__(self, *, max_value_bytes: int = MAX_VALUE_BYTES) -> None:
-        self.max_value_bytes = max_value_bytes
+        self.max_value_bytes = check_max_value_bytes(max_value_bytes, owner="InProcessMemory")
         # namespace -> key -> (json text, created_at, updated_at)
         self._items: dict[Namespace, dict[str, tuple[str, float, float]]] = {}
         self._guard = threading.Lock()

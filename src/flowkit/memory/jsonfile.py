@@ -22,16 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import write_atomically
+from .._store_folder import create_store_folder
+from .._untrusted import parse_json
 from ..errors import CorruptStoreError, StoreError
 from ._checks import (
+    MAX_DEPTH,
     MAX_VALUE_BYTES,
     check_filter,
     check_key,
+    check_max_value_bytes,
     check_namespace,
     check_page,
     check_prefix,
     encode_value,
     matches,
+    value_problem,
 )
 from ._protocol import JSONValue, MemoryItem, Namespace
 
@@ -65,17 +70,17 @@ class JsonFileMemory:
         fsync: bool = True,
         max_value_bytes: int = MAX_VALUE_BYTES,
     ) -> None:
+        if not isinstance(root, str | os.PathLike):
+            raise StoreError(
+                f"JsonFileMemory takes the folder to keep items in (a str or Path), not a "
+                f"{type(root).__name__}."
+            )
+        if not isinstance(fsync, bool):
+            raise StoreError(f"JsonFileMemory fsync must be True or False, not {fsync!r}.")
         self.root = Path(root)
         self.fsync = fsync
-        self.max_value_bytes = max_value_bytes
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"Cannot create the memory folder {self.root}: {exc.strerror}; pick a writable "
-                "path.",
-                path=str(self.root),
-            ) from exc
+        self.max_value_bytes = check_max_value_bytes(max_value_bytes, owner="JsonFileMemory")
+        create_store_folder(self.root, what="memory")
         self._guard = threading.Lock()
 
     def __repr__(self) -> str:
@@ -205,24 +210,44 @@ class JsonFileMemory:
         except OSError as exc:
             raise _os_error("read", path, exc) from exc
         try:
-            data: Any = json.loads(raw)
-            item = MemoryItem(
-                tuple(data["namespace"]),
-                data["key"],
-                data["value"],
-                float(data["created_at"]),
-                float(data["updated_at"]),
-            )
-            check_namespace(item.namespace)
-            check_key(item.namespace, item.key)
-        except (ValueError, TypeError, KeyError, StoreError) as exc:
+            # The depth limit keeps json's RecursionError away; a value nests MAX_DEPTH deep.
+            data: Any = parse_json(raw, what="memory item", max_bytes=None, max_depth=MAX_DEPTH + 1)
+            version = data["v"]
+            item = _item_of(data) if version == _FORMAT else None
+        except (ValueError, TypeError, KeyError, ArithmeticError, StoreError) as exc:
             raise CorruptStoreError(
                 f"Memory item file cannot be read ({type(exc).__name__}); other items are "
                 "unaffected, and a put or delete of this item replaces it",
                 thread_id=None,
                 path=str(path),
             ) from exc
+        if item is None:
+            raise CorruptStoreError(
+                f"Memory item file has format {version!r:.20}, not v{_FORMAT}: another flowkit "
+                "version wrote it; upgrade flowkit to read it",
+                thread_id=None,
+                path=str(path),
+            )
         return item
+
+
+def _item_of(data: Any) -> MemoryItem:
+    """The item a file's data holds; ``TypeError``/``ValueError``/``KeyError`` (or a
+    ``MemoryItemError``) when it is not a whole, valid item."""
+    if type(data["namespace"]) is not list:
+        raise TypeError("the namespace is not a list")
+    item = MemoryItem(
+        tuple(data["namespace"]),
+        data["key"],
+        data["value"],
+        float(data["created_at"]),
+        float(data["updated_at"]),
+    )
+    check_namespace(item.namespace)
+    check_key(item.namespace, item.key)
+    if value_problem(item.value) is not None:  # e.g. NaN: never handed out as a value
+        raise ValueError("the value is not one JSON can carry exactly")
+    return item
 
 
 def _os_error(action: str, path: Path, exc: OSError) -> StoreError:

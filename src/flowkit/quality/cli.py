@@ -24,10 +24,8 @@ from typing import Any, TextIO
 
 from ..cli._store import add_store_option, store_path
 
-__all__ = ["DEMO_LLM", "add_commands", "resolve_llm_spec"]
+__all__ = ["add_commands"]
 
-#: ``--llm replay:demo`` names the cassette shipped with ``flowkit demo quality``.
-DEMO_LLM = "replay:demo"
 _ADMINS_ENV = "FLOWKIT_QUALITY_ADMINS"
 _RANGE = re.compile(r"^(\d+):(\d+)$")
 
@@ -35,7 +33,9 @@ _RANGE = re.compile(r"^(\d+):(\d+)$")
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """Register ``quality`` and its sub-commands on the main parser's sub-parsers."""
     quality = commands.add_parser(
-        "quality", parents=[common], help="manuscript check -> fix -> re-check (seed 003)"
+        "quality",
+        parents=[common],
+        help="manuscript check -> fix -> re-check, issues tracked per session",
     )
     sub = quality.add_subparsers(title="quality commands", metavar="COMMAND", required=True)
 
@@ -96,18 +96,6 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def resolve_llm_spec(spec: str) -> str:
-    """``replay:demo`` -> the shipped cassette; relative cassette/rules paths made absolute."""
-    if spec == DEMO_LLM and not Path("demo").is_file():
-        from .demo import demo_file
-
-        return f"replay:{demo_file('cassette.json')}"
-    kind, _, rest = spec.partition(":")
-    if kind in ("replay", "scripted") and rest:
-        return f"{kind}:{Path(rest).expanduser().absolute()}"
-    return spec
-
-
 def _error(message: str, code: int = 1) -> Exception:
     from ..cli import CommandError
 
@@ -141,10 +129,10 @@ def _checker(args: argparse.Namespace, *, llm: bool = False, reads: bool = False
 
     model = None
     if llm:
-        from ..llm import from_spec
+        from ..cli._demo_llm import llm_for
 
         spec = getattr(args, "llm", None) or os.environ.get("FLOWKIT_LLM") or None
-        model = from_spec(resolve_llm_spec(spec)) if spec else None
+        model = llm_for(spec, ["quality"]) if spec else None
     return QualityChecker(Path(store_path(args)) / "quality", principal=_principal(args), llm=model)
 
 

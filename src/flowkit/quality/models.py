@@ -12,7 +12,16 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .._plain import describe_validation_error
 
 __all__ = [
     "ADJUSTMENT_STRATEGIES",
@@ -120,8 +129,9 @@ class IterationPolicy(BaseModel):
                 )
         try:
             return cls.model_validate(values)
-        except ValueError as exc:
-            raise QualityInputError(f"Policy {text!r} is not valid: {exc}") from exc
+        except ValidationError as exc:
+            reason = describe_validation_error(exc)
+            raise QualityInputError(f"Policy {text!r} is not valid: {reason}") from exc
 
 
 class Session(BaseModel):

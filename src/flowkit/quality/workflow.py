@@ -40,7 +40,7 @@ def build_flow(*, concurrency: int = 4) -> Flow:
     """The quality flow; ``concurrency`` bounds the per-issue LLM calls running at once."""
     return Flow(
         name="quality",
-        description="Manuscript check -> fix -> re-check loop with issue lifecycle (seed 003)",
+        description="Manuscript check -> fix -> re-check loop with issue lifecycle",
         state=QualityState,
         start=routes.BEGIN_SESSION,
         nodes={

@@ -8,7 +8,8 @@ import re
 
 from ._markup import gaps, indent, self_closing_elements
 from ._xml import BLOCKLY_NS, Element
-from .steps import EPILOGUE, PROLOG, Document
+from ._xml_text import EPILOGUE, PROLOG
+from .steps import Document
 
 __all__ = ["document_markup", "outside_root"]
 

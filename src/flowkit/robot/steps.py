@@ -4,6 +4,8 @@ nested bodies, a ``Program`` is the ordered top-level stacks of one robot progra
 The model holds everything an editor-saved program contains, so XML -> steps -> XML loses
 nothing; JSON round trips are exact. ``TaskSteps`` and ``build_program`` are the workflow's
 view: one list of steps per task, assembled into the main program and its sub-programs.
+How the file was written (``Markup``, ``Document``) is modelled in ``_file_layout`` and
+re-exported here; the text rules every model checks are in ``_xml_text``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from ._xml import BLOCKLY_NS
+from ._file_layout import Document, Markup
+from ._xml_text import ATTRIBUTE, NAME, xml_text
 
 __all__ = [
     "EDITOR_ATTRIBUTES",
@@ -28,11 +31,7 @@ __all__ = [
     "without_editor_attributes",
 ]
 
-# Characters XML 1.0 cannot hold at all (not even escaped); lxml would refuse them later.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _REASON = re.compile(r"[A-Za-z0-9_]+")
 #: ``<block>`` attributes the model holds in dedicated fields (never in ``attributes``).
 _MODELLED = frozenset(
@@ -52,69 +51,6 @@ EDITOR_ATTRIBUTES = (
     "markup",
 )
 _SPACE = re.compile(r"[ \t\r\n]*")
-#: Text a file may have around its root: the XML declaration first, then space and comments.
-OUTSIDE_COMMENTS = r"(?:[ \t\r\n]|<!--(?:(?!--).)*-->)*"
-PROLOG = re.compile(r"(?:<\?xml[ \t\r\n][^<>?]*\?>)?" + OUTSIDE_COMMENTS, re.DOTALL)
-EPILOGUE = re.compile(OUTSIDE_COMMENTS, re.DOTALL)
-#: Text between elements inside the root: space and comments, as around the root.
-BETWEEN = EPILOGUE
-#: A child element of a block, as ``Markup`` names it: ``mutation``, ``comment``, ``next``,
-#: ``field:NAME``, ``value:NAME``, ``statement:NAME``.
-_CHILD_KEY = re.compile(r"(?:mutation|comment|next|(?:field|value|statement):[A-Za-z_][\w-]*)")
-_SPACE_KEY = re.compile(rf"(?:text|tail|{_CHILD_KEY.pattern}\.(?:text|tail))")
-
-
-class Markup(BaseModel):
-    """How a block was written where that is not the compiler's own way, so a file another
-    tool wrote comes back byte for byte; every part may be deleted (the compiler's way then).
-
-    ``attributes``: the order of the ``<block>`` attributes as found. ``children``: the order
-    of its child elements (``field:NAME``, ``mutation``, ``comment``, ``value:NAME``,
-    ``statement:NAME``, ``next``). ``closed``: children written self-closing
-    (``<mutation/>``) where the compiler writes an end tag. ``space``: the text between
-    elements where it is not the compiler's two-space indentation: ``text`` (inside the
-    block, before its first child), ``tail`` (after the block), ``KEY.text`` and
-    ``KEY.tail`` (inside and after a child); it holds spaces, line breaks and
-    ``<!-- comments -->`` only, so XML comments inside the root keep their place.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    attributes: list[str] = []
-    children: list[str] = []
-    closed: list[str] = []
-    space: dict[str, str] = {}
-
-    @model_validator(mode="after")
-    def _check(self) -> Markup:
-        for name in self.attributes:
-            if not _ATTRIBUTE.fullmatch(name):
-                raise ValueError(f"markup attribute {name!r} must match {_ATTRIBUTE.pattern}")
-        for key in [*self.children, *self.closed]:
-            if not _CHILD_KEY.fullmatch(key):
-                raise ValueError(
-                    f"markup child {key!r} must be mutation, comment, next, field:NAME, "
-                    "value:NAME or statement:NAME"
-                )
-        for key, value in self.space.items():
-            if not _SPACE_KEY.fullmatch(key):
-                raise ValueError(
-                    f"markup space key {key!r} must be text, tail, KEY.text or KEY.tail"
-                )
-            _xml_text(value, f"markup space {key}")
-            if not BETWEEN.fullmatch(value):
-                raise ValueError(f"markup space {key} holds only space and <!-- comments -->")
-        return self
-
-
-def _xml_text(value: str, what: str) -> str:
-    bad = _NOT_XML.search(value)
-    if bad:
-        raise ValueError(
-            f"{what} contains the character U+{ord(bad.group()):04X}, which XML cannot hold; "
-            "remove it"
-        )
-    return value
 
 
 def _names(mapping: dict[str, Any], pattern: re.Pattern[str], what: str) -> None:
@@ -173,37 +109,37 @@ class Step(BaseModel):
 
     @model_validator(mode="after")
     def _check_names_and_text(self) -> Step:
-        _names(self.fields, _NAME, "field")
-        _names(self.inputs, _NAME, "input")
+        _names(self.fields, NAME, "field")
+        _names(self.inputs, NAME, "input")
         for name, value in self.fields.items():
-            _xml_text(value, f"field {name}")
+            xml_text(value, f"field {name}")
         if isinstance(self.mutation, dict):
-            _names(self.mutation, _ATTRIBUTE, "mutation attribute")
+            _names(self.mutation, ATTRIBUTE, "mutation attribute")
             for name, value in self.mutation.items():
-                _xml_text(value, f"mutation attribute {name}")
-        _names(self.attributes, _ATTRIBUTE, "attribute")
+                xml_text(value, f"mutation attribute {name}")
+        _names(self.attributes, ATTRIBUTE, "attribute")
         clash = _MODELLED.intersection(self.attributes)
         if clash:
             raise ValueError(f"attributes must not hold {sorted(clash)}; use the step's fields")
         for name, value in self.attributes.items():
-            _xml_text(value, f"attribute {name}")
+            xml_text(value, f"attribute {name}")
         for reason in self.disabled_reasons:
             if not _REASON.fullmatch(reason):
                 raise ValueError(f"disabled reason {reason!r} must match {_REASON.pattern}")
         if self.disabled_reasons and not self.disabled:
             raise ValueError("a step with disabled_reasons must also have disabled=true")
         if self.source is not None:
-            _xml_text(self.source, "source")
+            xml_text(self.source, "source")
         if self.empty_text is not None and not _SPACE.fullmatch(self.empty_text):
             raise ValueError("empty_text holds spaces and line breaks only")
         if self.comment is not None:
-            _names(self.comment, _ATTRIBUTE, "comment attribute")
+            _names(self.comment, ATTRIBUTE, "comment attribute")
             for name, value in self.comment.items():
-                _xml_text(value, f"comment attribute {name}")
+                xml_text(value, f"comment attribute {name}")
         if self.id is not None:
             if not self.id:
                 raise ValueError("id must not be empty; leave it out to get a generated one")
-            _xml_text(self.id, "id")
+            xml_text(self.id, "id")
         return self
 
     def field(self, name: str) -> str | None:
@@ -246,53 +182,6 @@ class Step(BaseModel):
             for item in step.inputs.values():
                 nested.extend([item] if isinstance(item, Step) else item)
             pending.extend(reversed(nested))
-
-
-class Document(BaseModel):
-    """How a program file looked around its root element, for a byte-exact round trip:
-    ``prolog`` is the text before it (XML declaration, comments), ``epilogue`` the text
-    after it (usually the final newline). The rest says how the root was written where the
-    compiler writes it otherwise: ``prefix`` of the Blockly elements (``blockly`` writes
-    ``<blockly:block>``; "" the default namespace), ``namespaces`` the root's namespace
-    declarations in order (prefix -> URI, "" for ``xmlns=``; empty: just the one the prefix
-    needs), ``self_closing`` how an empty element ends (``"/>"`` or ``" />"``), ``text`` the
-    text inside the root before its first block (spaces and ``<!-- comments -->``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    prolog: str = ""
-    epilogue: str = ""
-    prefix: str = ""
-    namespaces: dict[str, str] = {}
-    self_closing: Literal["/>", " />"] = "/>"
-    text: str | None = None
-
-    @model_validator(mode="after")
-    def _outside_text(self) -> Document:
-        for name, value, pattern in (
-            ("prolog", self.prolog, PROLOG),
-            ("epilogue", self.epilogue, EPILOGUE),
-        ):
-            _xml_text(value, name)
-            if not pattern.fullmatch(value):
-                raise ValueError(
-                    f"{name} holds only space and <!-- comments -->"
-                    + (" after an optional <?xml ...?> declaration" if name == "prolog" else "")
-                )
-        for prefix in [self.prefix, *self.namespaces]:
-            if prefix and not _NAME.fullmatch(prefix):
-                raise ValueError(f"namespace prefix {prefix!r} must match {_NAME.pattern}")
-        if self.namespaces and self.namespaces.get(self.prefix) != BLOCKLY_NS:
-            raise ValueError(f"namespaces must declare the prefix {self.prefix!r} as {BLOCKLY_NS}")
-        for uri in self.namespaces.values():
-            _xml_text(uri, "namespace")
-            if '"' in uri or "<" in uri or "&" in uri:
-                raise ValueError(f'namespace {uri!r} must not hold ", < or &')
-        if self.text is not None:
-            _xml_text(self.text, "text")
-            if not BETWEEN.fullmatch(self.text):
-                raise ValueError("text holds only space and <!-- comments -->")
-        return self
 
 
 class Program(BaseModel):
@@ -370,7 +259,7 @@ class TaskSteps(BaseModel):
     def _task_name(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("task name must not be empty")
-        return _xml_text(value, "task name")
+        return xml_text(value, "task name")
 
 
 def _sub_program(task: TaskSteps) -> Step:

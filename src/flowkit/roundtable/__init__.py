@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .config import RoundtableConfig, config_json_schema, example_names, load_config
     from .errors import RoundtableConfigError
     from .speaker import Member, NextPolicy, NextSpeaker, normalize_name, resolve_next_speaker
-    from .state import LogEntry, PersonInput, RoundtableState
+    from .state import LogEntry, PersonInput, RoundtableState, TurnFailure
     from .text import PostprocessSettings, display_text, postprocess
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "RoundtableConfig",
     "RoundtableConfigError",
     "RoundtableState",
+    "TurnFailure",
     "config_json_schema",
     "display_text",
     "example_names",
@@ -52,6 +53,7 @@ _LAZY = {
     "LogEntry": "state",
     "PersonInput": "state",
     "RoundtableState": "state",
+    "TurnFailure": "state",
     "PostprocessSettings": "text",
     "display_text": "text",
     "postprocess": "text",

@@ -46,7 +46,7 @@ def read_config_file(path: Path) -> tuple[Any, Lines]:
                 return data, {}
             return data, lines_of(node)
         node = compose_yaml(text, what=what, max_bytes=MAX_BYTES, allow_aliases=False)
-        return construct_yaml(node), lines_of(node)
+        return construct_yaml(node, what=what), lines_of(node)
     except json.JSONDecodeError as exc:
         raise ValueError(f"line {exc.lineno}: invalid JSON: {exc.msg}; fix the syntax") from exc
     except yaml.YAMLError as exc:
@@ -55,4 +55,5 @@ def read_config_file(path: Path) -> tuple[Any, Lines]:
         reason = getattr(exc, "problem", None) or type(exc).__name__
         raise ValueError(f"{where}invalid YAML: {reason}; fix the syntax") from exc
     except UntrustedInputError as exc:
-        raise ValueError(str(exc)) from exc
+        line = getattr(exc, "line", None)  # a NumberTooLongError knows where it is
+        raise ValueError(f"line {line}: {exc}" if line else str(exc)) from exc

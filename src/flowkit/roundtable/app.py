@@ -2,7 +2,8 @@
 
 ``Roundtable(config, store=...)`` builds the flow with its characters' LLMs and the log
 folders and runs it with a long-term memory for the round summaries; ``send(session, text)``
-runs one round and returns the characters' messages; ``stream(session, text)`` yields the
+runs one round and returns the characters' messages and the characters who could not answer;
+``stream(session, text)`` yields the
 origin's event payloads as they happen. Sessions live in the store, so any process with the
 same store continues them; with a ``JsonFileStore`` the summaries go to a ``JsonFileMemory``
 in ``<store>/memory`` (shared by every session at the table, across processes).
@@ -31,7 +32,7 @@ from .errors import RoundtableConfigError
 from .events import MessageEvent
 from .logs import RoundLogs
 from .memory import session_records
-from .state import LogEntry, RoundtableState
+from .state import LogEntry, RoundtableState, TurnFailure
 from .workflow import build
 
 __all__ = ["Round", "Roundtable", "memory_folder"]
@@ -44,7 +45,8 @@ def memory_folder(store_root: str | os.PathLike[str]) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Round:
-    """What one message of the person brought: the characters' messages, in order."""
+    """What one message of the person brought: the characters' messages, in order, and the
+    characters whose turn failed (no model reachable, a missing key, a timeout)."""
 
     session: str
     messages: list[MessageEvent]
@@ -54,6 +56,11 @@ class Round:
     def texts(self) -> list[tuple[str, str]]:
         """(speaker, text) of each message."""
         return [(m["speaker"], m["text"]) for m in self.messages]
+
+    @property
+    def failures(self) -> list[TurnFailure]:
+        """Each character who could not answer this round, with its error, in turn order."""
+        return list(self.state.round_failures)
 
 
 class Roundtable:

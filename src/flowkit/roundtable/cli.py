@@ -32,7 +32,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="talk with a table of LLM characters (REPL; stdin may be piped)",
     )
     table.add_argument("config", nargs="?", metavar="CONFIG", help=_CONFIG_HELP)
-    add_store_option(table)
+    add_store_option(table, folder_only=True)  # its long-term memory is a folder beside it
     table.add_argument("--thread", metavar="ID", help="continue (or name) this session")
     table.add_argument(
         "--llm",
@@ -83,9 +83,9 @@ def _config(source: str) -> Any:
 
 def _command(args: argparse.Namespace, thread: str | None) -> str:
     """The command line that opens this session again, runnable as printed."""
-    words = ["flowkit", "roundtable", args.config]
-    if args.store:
-        words += ["--store", args.store]
+    from ..cli._store import store_words
+
+    words = ["flowkit", "roundtable", args.config, *store_words(args)]
     if args.llm:
         words += ["--llm", args.llm]
     if thread:
@@ -94,6 +94,7 @@ def _command(args: argparse.Namespace, thread: str | None) -> str:
 
 
 def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
+    from .._plain import shorten
     from ..cli._store import open_for_writing, store_path
     from ..errors import InvalidResumeInputError
     from .app import Roundtable
@@ -127,18 +128,29 @@ def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
             for entry in state.round_log():
                 out.write(f"{entry.speaker}> {entry.text}\n")
         from ..cli._typed import typed_lines
+        from .state import MAX_INPUT_CHARS
 
-        for text in typed_lines(out):
+        unanswered = 0
+        for text in typed_lines(out, max_chars=MAX_INPUT_CHARS):
             if text == "/log":
                 for entry in bot.transcript(thread):
                     out.write(entry.line() + "\n")
                 continue
             try:
-                for item in bot.stream(thread, text):
+                stream = bot.stream(thread, text)
+                answered = 0
+                for item in stream:
                     if isinstance(item, dict) and item.get("type") == "message":
                         out.write(f"{item['speaker']}> {item['text']}\n")
                         out.flush()
+                        answered += 1
             except InvalidResumeInputError as exc:
                 reason = exc.errors[0]["msg"] if exc.errors else str(exc)
                 print(f"flowkit: error: {reason}", file=sys.stderr)
-    return 0
+                continue
+            assert stream.result is not None  # set once the stream is exhausted
+            for failure in stream.result.state.round_failures:
+                print(f"flowkit: error: {shorten(failure.line(), 300)}", file=sys.stderr)
+            unanswered += answered == 0
+    # A message nobody could answer (no model reachable, say) fails the command.
+    return 1 if unanswered else 0

@@ -48,10 +48,14 @@ Refusal = Literal["missing", "user", "unknown", "self", "spoken"]
 #: Names that mean the person at the table, never a character (normalised form).
 USER_NAMES = frozenset({"USER", "ユーザー", "ユーザ", "HUMAN"})
 _HONORIFICS = ("さん", "様", "さま", "ちゃん", "君", "くん")
-_ASCII_HONORIFICS = re.compile(r"(?i)[-\s]+(san|sama|chan|kun|dono)$")
+# Replies come from models, so the patterns must not backtrack on what a model may write: a
+# possessive run (*+) never gives characters back, an atomic group (?>...) never retries
+# another way once it matched, and a run is only tried from its first character.
+_ASCII_HONORIFICS = re.compile(r"(?i)(?<![-\s])[-\s]++(san|sama|chan|kun|dono)$")
 _THINK = re.compile(r"<(think|thought)>.*?(</\1>|$)", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"\[\s*next\s*:\s*([^\]\n]*?)\s*\]", re.IGNORECASE)
-_JSON_NEXT = re.compile(r'\{[^{}]*?"next"\s*:\s*"([^"\n]*)"[^{}]*\}', re.IGNORECASE)
+# The name keeps its trailing spaces (stripped after): a lazy name before \s* was cubic.
+_TAG = re.compile(r"\[\s*+next\s*+:\s*+([^\]\n]*+)\s*+\]", re.IGNORECASE)
+_JSON_NEXT = re.compile(r'\{(?>[^{}]*?"next"\s*:\s*"([^"\n]*)")[^{}]*+\}', re.IGNORECASE)
 
 
 class Member(BaseModel):
@@ -119,7 +123,7 @@ def extract_nominations(text: str) -> list[str]:
     """Every nomination in ``text`` in order: ``[Next: X]`` tags and ``{"next": "X"}``
     objects, outside ``<think>`` sections (full-width forms count too)."""
     cleaned = unicodedata.normalize("NFKC", strip_think(text))
-    found = [(m.start(), m.group(1)) for m in _TAG.finditer(cleaned)]
+    found = [(m.start(), m.group(1).rstrip()) for m in _TAG.finditer(cleaned)]
     found += [(m.start(), m.group(1)) for m in _JSON_NEXT.finditer(cleaned)]
     return [name for _, name in sorted(found)]
 

@@ -4,7 +4,8 @@ character manager and the log files are the flow's run-time services).
 The conversation log is an ``append`` field of utterances; ``conversation_log_text`` renders
 it as the origin's log lines (``[HH:MM:SS] speaker: text``). ``spoken_set`` holds display
 names, as in the seed, in the order they spoke. ``error`` is the latest failure of a turn as
-a ``NodeError`` (node, type, message): a failed LLM call, or any node that raised.
+a ``NodeError`` (node, type, message): a failed LLM call, or any node that raised;
+``round_failures`` keeps, for the round, each character whose turn brought no reply, and why.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .._node import NodeError
 from .._reducers import append
 from .speaker import Member, Reason
 
-__all__ = ["PERSON", "LogEntry", "PersonInput", "RoundtableState"]
+__all__ = ["PERSON", "LogEntry", "PersonInput", "RoundtableState", "TurnFailure"]
 
 #: The speaker name of the person's lines in the conversation log (the origin's).
 PERSON = "USER"
@@ -37,6 +38,21 @@ class LogEntry(BaseModel):
     def line(self) -> str:
         """The conversation log line: ``[HH:MM:SS] speaker: text``."""
         return f"[{self.time}] {self.speaker}: {self.text}"
+
+
+class TurnFailure(BaseModel):
+    """A character whose turn brought no reply: who, and the failure (its LLM call, say)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    internal_id: str
+    character: str = Field(description="the display name")
+    error: NodeError
+
+    def line(self) -> str:
+        """``Lumina could not answer: LLMUnavailableError: ...`` (one line)."""
+        message = " ".join(self.error.message.split())
+        return f"{self.character} could not answer: {self.error.type}: {message}"
 
 
 class PersonInput(BaseModel):
@@ -81,6 +97,9 @@ class RoundtableState(BaseModel):
     continue_round: bool = False
     memory_context: str = Field("", description="recent summaries of earlier sessions")
     last_summary: str | None = None
+    round_failures: list[TurnFailure] = Field(
+        [], description="characters whose turn this round brought no reply, and why"
+    )
 
     @property
     def conversation_log_text(self) -> str:

@@ -29,9 +29,11 @@ __all__ = [
 #: What is shown when nothing is left of a reply (the origin's text).
 EMPTY_TEXT = "（応答なし）"
 
+# The object's key is found in an atomic group, so an unclosed object is not searched again
+# from every "next" in it (quadratic in a long reply); its close is the same for any of them.
 _DIRECTIVES = (
     re.compile(r"[\[［]\s*next\s*[:：][^\]］\n]*[\]］]", re.IGNORECASE),
-    re.compile(r'[\{｛][^{}｛｝]*?["“”]next["“”]\s*[:：][^{}｛｝]*[\}｝]', re.IGNORECASE),
+    re.compile(r'[\{｛](?>[^{}｛｝]*?["“”]next["“”]\s*[:：])[^{}｛｝]*+[\}｝]', re.IGNORECASE),
 )
 _GREETINGS = (
     "こんにちは",

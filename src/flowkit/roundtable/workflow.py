@@ -87,7 +87,7 @@ def build(
     )
     flow = Flow(
         name="roundtable",
-        description=f"Roundtable (seed 004) `{config.name}`: "
+        description=f"Roundtable `{config.name}`: "
         + ", ".join(c.display_name for c in config.characters),
         state=RoundtableState,
         start=r.PERSON,

@@ -44,7 +44,7 @@ def print_result(
     """Print what the thread needs next; exit code 0 unless it failed or a step failed.
 
     ``again`` is appended to every printed command (``--store``/``--llm`` when needed);
-    ``store`` is the store folder, for commands that always need it.
+    ``store`` is the store folder or URL (password hidden), for commands that always need it.
     """
     from ..routing import sas as states
     from .steps_text import render_module_steps

@@ -19,13 +19,19 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..cli._store import add_store_option, open_for_reading, open_for_writing, store_path
+from ..cli._inputs import DEMO_LLM
+from ..cli._store import (
+    add_store_option,
+    open_for_reading,
+    open_for_writing,
+    shown,
+    store_location,
+    store_words,
+)
 from ._cli_output import print_result, show_progress, status_json
 
-__all__ = ["DEMO_LLM", "add_commands", "print_result", "resolve_llm_spec"]
+__all__ = ["DEMO_LLM", "add_commands", "print_result"]
 
-#: ``--llm replay:demo`` names the cassette shipped with the demo (docs/sas-cli.md).
-DEMO_LLM = "replay:demo"
 #: Largest file ``sas edit`` reads (the review gate accepts up to 1 MB of edited text).
 _MAX_EDIT_BYTES = 1_000_000
 #: Longest feedback the review gate accepts.
@@ -81,11 +87,22 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     files.set_defaults(run=_cmd_demo_files)
 
     compile_ = sub.add_parser(
-        "compile", parents=[common], help="module steps -> flow.xml (offline)"
+        "compile",
+        parents=[common],
+        help="module steps -> flow.xml (offline)",
+        description="Compile module steps into a Blockly flow.xml, offline. With --teaching, "
+        "the updated teaching table and the mapping report (teaching.yaml, "
+        "parameter_mapping.md and parameter_mapping.json) are written beside -o, in its "
+        "folder; the input teaching file is never modified.",
     )
     compile_.add_argument("steps", metavar="STEPS", help="steps as text (.txt/.md) or JSON")
     compile_.add_argument("-o", "--output", metavar="FILE", required=True, help="flow.xml to write")
-    compile_.add_argument("--teaching", metavar="FILE", help="teaching.yaml to map names onto")
+    compile_.add_argument(
+        "--teaching",
+        metavar="FILE",
+        help="teaching table to map point names onto; the updated table and the mapping "
+        "report are written beside -o",
+    )
     compile_.add_argument(
         "--fragment",
         action="store_true",
@@ -147,31 +164,30 @@ def resolve_llm_spec(spec: str) -> str:
 
     The resolved spec is kept with the thread, so later commands (from any folder) find it.
     """
-    if spec == DEMO_LLM and not Path("demo").is_file():
-        from .demo import demo_file
+    from ..cli._demo_llm import resolve_spec
 
-        return f"replay:{demo_file('cassette.json')}"
-    kind, _, rest = spec.partition(":")
-    if kind in ("replay", "scripted") and rest:
-        return f"{kind}:{Path(rest).expanduser().absolute()}"
-    return spec
+    return resolve_spec(spec, "sas")
 
 
 def _llm_for(args: argparse.Namespace, recorded: str | None) -> tuple[Any, str | None]:
     """The LLM a command runs with: ``--llm``, else the thread's, else ``$FLOWKIT_LLM``."""
-    from ..llm import from_spec
-
     spec = args.llm or recorded
     if spec is None:
-        return from_spec(None), os.environ.get("FLOWKIT_LLM") or None
-    return from_spec(resolve_llm_spec(spec)), spec
+        return llm_for_spec(None), os.environ.get("FLOWKIT_LLM") or None
+    return llm_for_spec(resolve_llm_spec(spec)), spec
+
+
+def llm_for_spec(resolved: str | None) -> Any:
+    """The LLM of a resolved spec (``None``: ``$FLOWKIT_LLM``); the shipped cassette gives the
+    demo's own advice on a miss."""
+    from ..cli._demo_llm import llm_for
+
+    return llm_for(resolved, ["sas"])
 
 
 def _again(args: argparse.Namespace, recorded: str | None) -> str:
     """The options a printed hint needs to run as printed (``--store`` / ``--llm``)."""
-    words: list[str] = []
-    if getattr(args, "store", None):
-        words += ["--store", args.store]
+    words = store_words(args)
     llm = getattr(args, "llm", None)
     if llm and llm != recorded and resolve_llm_spec(llm) != recorded:
         words += ["--llm", llm]
@@ -180,13 +196,13 @@ def _again(args: argparse.Namespace, recorded: str | None) -> str:
 
 def _existing_thread(args: argparse.Namespace) -> Any:
     """The store holding ``args.thread``, opened without creating anything; else an error."""
-    directory = store_path(args)
-    store = open_for_reading(directory)
+    store = open_for_reading(store_location(args))
     if store is None or args.thread not in store.threads():
-        where = f" --store {shlex.quote(args.store)}" if getattr(args, "store", None) else ""
+        location = shown(store_location(args))
+        where = f" {shlex.join(store_words(args))}" if store_words(args) else ""
         raise _error(
-            f"No thread `{_clip(args.thread)}` in store `{directory}`. "
-            f"`flowkit threads --store {shlex.quote(directory)}` lists the threads there; "
+            f"No thread `{_clip(args.thread)}` in store `{location}`. "
+            f"`flowkit threads --store {shlex.quote(location)}` lists the threads there; "
             f'`flowkit sas start "..."{where}` starts one.'
         )
     return store
@@ -209,7 +225,6 @@ def _clip(text: str, limit: int = 80) -> str:
 
 
 def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
-    from ..llm import from_spec
     from ..nodes.sas.task_list import MAX_REQUEST
 
     text = args.text.strip()
@@ -227,8 +242,8 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
             raise _error(f"{option} {given}: no such file.", code=2)
     spec = args.llm or os.environ.get("FLOWKIT_LLM") or None
     resolved = resolve_llm_spec(spec) if spec else None
-    llm = from_spec(resolved)
-    store = open_for_writing(store_path(args))
+    llm = llm_for_spec(resolved)
+    store = open_for_writing(store_location(args))
     thread = args.thread or f"sas-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     if thread in store.threads():
         raise _error(
@@ -244,7 +259,9 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     runner = _runner(store, llm)
     show_progress(args.progress, runner, None, sys.stderr)
     result = runner.start(thread, {"user_input": text, "config": config})
-    return print_result(result, out, again=_again(args, config["llm"]), store=store_path(args))
+    return print_result(
+        result, out, again=_again(args, config["llm"]), store=shown(store_location(args))
+    )
 
 
 def _output_dir(given: str | None) -> str | None:
@@ -278,7 +295,7 @@ def _resume(args: argparse.Namespace, out: TextIO, value: Any, *, retry: bool = 
         value = _retry_value(current, again)
     show_progress(args.progress, runner, current.state, sys.stderr)
     result = runner.resume(args.thread, value)
-    return print_result(result, out, again=again, store=store_path(args))
+    return print_result(result, out, again=again, store=shown(store_location(args)))
 
 
 def _retry_value(current: Any, again: str) -> Any:
@@ -342,21 +359,25 @@ def _cmd_status(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         out.write(json.dumps(status_json(result), indent=2, ensure_ascii=False) + "\n")
         return 1 if result.status == "failed" else 0
-    print_result(result, out, again=_again(args, result.state.config.llm), store=store_path(args))
+    print_result(
+        result, out, again=_again(args, result.state.config.llm), store=shown(store_location(args))
+    )
     return 1 if result.status == "failed" else 0
 
 
 def _cmd_demo_files(args: argparse.Namespace, out: TextIO) -> int:
     from .._atomic import write_atomically
+    from ..llm import load_cassette, save_cassette
     from .demo import FEEDBACK, REQUEST, demo_file
 
     folder = Path(args.dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name in ("cassette.json", "teaching.yaml"):
-            write_atomically(folder / name, demo_file(name).read_bytes())
-            written.append(folder / name)
+        # The copy is the user's: without the shipped one's record command, which would
+        # record the package's file, a miss on it says how to record a cassette of one's own.
+        save_cassette(folder / "cassette.json", load_cassette(demo_file("cassette.json")))
+        write_atomically(folder / "teaching.yaml", demo_file("teaching.yaml").read_bytes())
+        written = [folder / "cassette.json", folder / "teaching.yaml"]
         for name, text in (("request.txt", REQUEST), ("feedback.txt", FEEDBACK)):
             write_atomically(folder / name, text + "\n")
             written.append(folder / name)

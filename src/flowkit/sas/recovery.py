@@ -86,7 +86,7 @@ def _retry(step: str, goto: str, **values: Any) -> StrategyRoute:
 
 policy = RecoveryPolicy(
     name="sas",
-    description="Seed 000 §3 for the robot-flow workflow",
+    description="Stuck-thread detection and recovery for the robot-flow workflow",
     rules=(
         *DEFAULT_POLICY.rules,
         DetectionRule(

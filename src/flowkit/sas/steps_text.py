@@ -11,6 +11,9 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from pydantic import ValidationError
+
+from .._plain import describe_validation_error
 from .._untrusted import parse_json
 from ..errors import StepTextError
 from ..robot.steps import Step, TaskSteps
@@ -94,5 +97,8 @@ def _from_json(text: str, plan: TaskList) -> dict[str, TaskSteps]:
             )
             for name, raw in data.items()
         }
-    except (ValueError, AttributeError, TypeError) as exc:  # JSON, limits, ValidationError
+    except ValidationError as exc:
+        reason = describe_validation_error(exc)
+        raise ValueError(f"the edited steps are not valid JSON steps: {reason}") from exc
+    except (ValueError, AttributeError, TypeError) as exc:  # not JSON, limits, not a mapping
         raise ValueError(f"the edited steps are not valid JSON steps: {exc}") from exc

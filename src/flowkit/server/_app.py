@@ -171,6 +171,10 @@ def _problem_documents(app: FastAPI) -> None:
         problem = {"schema": {"$ref": "#/components/schemas/ProblemBody"}}
         for operations in schema.get("paths", {}).values():
             for operation in operations.values():
+                if "requestBody" in operation:
+                    operation["responses"]["415"] = {
+                        "description": "The body is not sent as JSON (Content-Type)"
+                    }
                 for code, response in operation.get("responses", {}).items():
                     if code[:1] in ("4", "5"):
                         response["content"] = {PROBLEM_JSON: problem}
@@ -213,6 +217,15 @@ _HTTP_CODES = {
 }
 
 
+def _not_json(content_type: str | None) -> Problem:
+    sent = "had no Content-Type" if not content_type else "had another Content-Type"
+    return Problem(
+        415,
+        "unsupported_media_type",
+        f"The body must be JSON sent with `Content-Type: application/json`; this request {sent}.",
+    )
+
+
 def _install_handlers(app: FastAPI) -> None:
     async def on_problem(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, Problem)
@@ -231,6 +244,8 @@ def _install_handlers(app: FastAPI) -> None:
 
     async def on_invalid(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        if isinstance(exc.body, bytes) and exc.body:  # bytes: FastAPI did not read it as JSON
+            return problem_response(_not_json(request.headers.get("content-type")))
         errors = field_errors(exc.errors())
         first = errors[0] if errors else {"loc": [], "msg": "invalid"}
         where = ".".join(str(p) for p in first["loc"]) or "(request)"

@@ -9,9 +9,11 @@ coalesced per type, other events evicted first when it fills. Checkpoints are al
 before queued live events (critical first). Memory is bounded by ``ring_size`` per watched
 thread and ``queue_size`` per subscriber; a thread is watched only while someone subscribes.
 
-Writes by other processes to the same store are found by a light poll every ``poll_s``.
-Everything here runs on the server's event loop; ``appended``, ``deleted`` and ``on_event``
-may be called from any thread (they hand over with ``call_soon_threadsafe``).
+Writes by other processes to the same store are found by a light poll every ``poll_s``, or
+at once when something that follows the store's commits (a PostgreSQL ``EventFeed``) calls
+``changed``. Everything here runs on the server's event loop; ``appended``, ``deleted``,
+``changed`` and ``on_event`` may be called from any thread (they hand over with
+``call_soon_threadsafe``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ..stores._protocol import AnyRecord, Store
 from ._journal import checkpoint_data, frame
 from ._problems import Problem
 
-__all__ = ["Hub", "LiveClassifier", "Subscription"]
+__all__ = ["SHUTTING_DOWN", "Hub", "LiveClassifier", "Subscription"]
 
 #: A live event's priority and coalescing type for one subscription; ``None`` skips it.
 LiveClassifier = Callable[[Event], "tuple[Priority, str] | None"]
@@ -41,6 +43,8 @@ _TRANSIENT = (NodeStarted, NodeFinished, TokenStreamed, Emitted)
 #: Most checkpoints sent in one go from the ring, or read from the store at once.
 _RING_BATCH = 64
 _STORE_BATCH = 500
+#: Why every subscription ends when the server stops (a WebSocket then closes "going away").
+SHUTTING_DOWN = "the server is shutting down"
 
 
 @dataclass(eq=False)
@@ -101,6 +105,7 @@ class Hub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._poller: asyncio.Task[None] | None = None
         self._count = 0
+        self._closing = False
         self._log = get_logger()
 
     # -- lifecycle (on the loop) ---------------------------------------------------------------
@@ -114,6 +119,7 @@ class Hub:
         if self._poller is not None:
             self._poller.cancel()
         self._loop = loop
+        self._closing = False
         self._poller = loop.create_task(self._poll())
 
     async def stop(self) -> None:
@@ -122,10 +128,27 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError, RuntimeError):
                 await self._poller
         self._poller = None
+        self.close_streams()
+        self._loop = None
+
+    def close_streams(self) -> None:
+        """End every subscription and refuse new ones (503): the server is stopping.
+
+        An ASGI server waits for open responses before it stops the app, and an event
+        stream never finishes by itself, so whoever runs the server calls this first."""
+        self._closing = True
         for watch in self._watches.values():
             for sub in watch.subscribers:
-                sub.end("the server is shutting down")
-        self._loop = None
+                sub.end(SHUTTING_DOWN)
+
+    async def streams_closed(self, timeout_s: float) -> bool:
+        """Wait until every subscriber has gone (their handlers said goodbye), at most
+        ``timeout_s``; whether they all did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self._count and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        return not self._count
 
     def stats(self) -> dict[str, int]:
         """Sizes of everything the hub holds (memory stays bounded by these)."""
@@ -159,6 +182,13 @@ class Hub:
                 headers={"Retry-After": "5"},
             )
         self.start()
+        if self._closing:
+            raise Problem(
+                503,
+                "shutting_down",
+                "The server is shutting down; reconnect once it is back.",
+                headers={"Retry-After": "5"},
+            )
         watch = self._watches.get(thread_id)
         fresh = watch is None
         if watch is None:
@@ -271,6 +301,13 @@ class Hub:
         if loop is not None and thread_id in self._watches:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._on_deleted, thread_id)
+
+    def changed(self, thread_id: str) -> None:
+        """Another process committed to ``thread_id``: read it now rather than at the next poll."""
+        loop = self._loop
+        if loop is not None and thread_id in self._watches:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._nudge, thread_id)
 
     def on_event(self, event: Event) -> None:
         """A runner subscriber: live (not journaled) events of watched threads."""

@@ -1,5 +1,6 @@
 """ASGI middleware: request size and nesting limits, safe headers, one quiet log line per
-request, and a last line of defence that turns any unexpected error into a problem.
+request, and a last line of defence that turns any unexpected error (or a request cut short
+by the server shutting down) into a problem.
 
 The log line holds the method, the route's template (``/threads/{thread_id}``), the status and
 the time: never a query string, a header, a body or a token.
@@ -7,6 +8,8 @@ the time: never a query string, a header, a body or a token.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -29,6 +32,14 @@ _SAFE_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
 ]
+
+_SHUT_DOWN = Problem(
+    503,
+    "shutting_down",
+    "The server shut down before this request finished; what it started keeps every finished "
+    "step: look again once the server is back.",
+    headers={"Retry-After": "5"},
+)
 
 
 class Guarded:
@@ -74,6 +85,13 @@ class Guarded:
                 return await receive()
 
             await self.app(scope, replay, send_safe)
+        except asyncio.CancelledError:
+            # Only a stopping server cancels a request (a client that leaves is told through
+            # ``receive``): answer what the document promises rather than uvicorn's plain 500.
+            if not started:
+                with contextlib.suppress(Exception):
+                    await _send_problem(send_safe, _SHUT_DOWN)
+            raise
         except Exception as exc:
             self._log.error(
                 "server_unexpected_error",

@@ -11,6 +11,9 @@ protocol.
 statuses coalesce per character), and takes text a person types as the answer to the gate
 the thread waits at. Browsers cannot send headers on a WebSocket: a client without an
 ``Authorization`` header sends ``{"type": "auth", "token": "..."}`` first.
+
+When the server stops (``Hub.close_streams``) an event stream ends and a WebSocket closes with
+1001 (going away), so neither holds the server up.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from .._events import Emitted, Event
+from .._untrusted import parse_json
 from ..errors import FlowkitError
 from ..runtime._queue import Priority
 from ._api import ThreadId, open_thread
 from ._app import Server, server_of
-from ._hub import Subscription
+from ._hub import SHUTTING_DOWN, Subscription
 from ._journal import frame, parse_event_id
 from ._problems import Problem, problem_of
 
@@ -46,7 +50,7 @@ _SSE_DOC: dict[int | str, dict[str, Any]] = {
     400: {"description": "Last-Event-ID is not an id this server sent"},
     403: {"description": "The authorisation hook denied it"},
     404: {"description": "No such thread"},
-    503: {"description": "Too many subscribers"},
+    503: {"description": "Too many subscribers, or the server is shutting down"},
 }
 
 
@@ -109,6 +113,7 @@ async def _watch_disconnect(request: Request, sub: Subscription) -> None:
 
 _AUTH_TIMEOUT_S = 10.0
 _MAX_TEXT = 20_000
+_GOING_AWAY = 1001
 
 
 def roundtable_shape(value: Any) -> dict[str, str] | None:
@@ -171,14 +176,26 @@ async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
         for task in (sender, receiver):
             task.cancel()
         server.hub.unsubscribe(sub)
+        # 1001 "going away" tells the client the server stops, not that it did wrong.
+        code = _GOING_AWAY if sub.closed == SHUTTING_DOWN else 1000
         with contextlib.suppress(Exception):
-            await websocket.close()
+            await websocket.close(code=code)
+
+
+async def _receive_frame(websocket: WebSocket) -> str | None:
+    """The next text frame, or ``None`` for a binary one (the protocol is text; Starlette's
+    ``receive_text`` would raise KeyError on it)."""
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+    text = message.get("text")
+    return text if isinstance(text, str) else None
 
 
 async def _authenticate(server: Server, websocket: WebSocket) -> str:
-    text = await asyncio.wait_for(websocket.receive_text(), _AUTH_TIMEOUT_S)
+    text = await asyncio.wait_for(_receive_frame(websocket), _AUTH_TIMEOUT_S)
     try:
-        message = json.loads(text[:4096])
+        message = json.loads(text[:4096]) if text is not None else None
     except ValueError:
         message = None
     token = message.get("token") if isinstance(message, dict) else None
@@ -213,11 +230,21 @@ async def _receive_text(
     """Each text a person sends answers the gate the thread waits at."""
     while True:
         try:
-            text = await websocket.receive_text()
+            frame = await _receive_frame(websocket)
         except WebSocketDisconnect:
             return
-        with contextlib.suppress(ValueError):
-            data = json.loads(text) if text.startswith("{") else None
+        if frame is None:
+            await websocket.send_json(
+                {
+                    "type": "error",
+                    "code": "bad_request",
+                    "detail": 'Send text frames: what you type, or {"text": "..."}.',
+                }
+            )
+            continue
+        text = frame
+        with contextlib.suppress(ValueError):  # not JSON, or nested too deeply: plain text
+            data = parse_json(text, what="message", max_bytes=None) if text[:1] == "{" else None
             if isinstance(data, dict):
                 if data.get("type") == "auth":
                     continue

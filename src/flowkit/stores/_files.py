@@ -17,7 +17,8 @@ from pydantic import BaseModel, ValidationError
 from .._atomic import write_atomically
 from .._logging import get_logger
 from .._records import FORMAT_VERSION, Snapshot
-from ..errors import ConflictError, StoreError, ThreadNotFoundError
+from ..errors import StoreError, ThreadNotFoundError
+from ._protocol import thread_busy
 
 __all__ = [
     "JournalHandles",
@@ -153,11 +154,7 @@ def exclusive_lock(path: Path, thread_id: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConflictError(
-                f"Thread `{thread_id}` is being run by another process or runner right "
-                "now; wait for that run to finish, then resume.",
-                thread_id=thread_id,
-            ) from None
+            raise thread_busy(thread_id) from None
         try:
             yield
         finally:

@@ -31,6 +31,8 @@ def check_thread_id(thread_id: object) -> str:
         raise InvalidThreadIdError(thread_id, f"it is longer than {MAX_THREAD_ID} characters")
     if ".." in thread_id or "/" in thread_id or "\\" in thread_id:
         raise InvalidThreadIdError(thread_id, "it could name a path outside the store")
+    if thread_id.startswith("."):  # hidden files, and the store's own tombstones
+        raise InvalidThreadIdError(thread_id, "it starts with '.'")
     if not _ALLOWED.fullmatch(thread_id):
         raise InvalidThreadIdError(thread_id, "it has characters outside the allowed set")
     if type(thread_id) is str:  # never a str subclass: its __eq__/__hash__ could lie

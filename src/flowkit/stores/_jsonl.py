@@ -6,13 +6,13 @@ The checksum covers the line without that member, i.e. ``line[:-18] + b"}"``. Li
 format v1 have no checksum and are still read.
 
 Scanning tells a torn tail (a write a crash cut short, or the zero-filled blocks a power loss
-leaves: skipped) from damage (a complete line that fails its checksum or format, anywhere:
-``CorruptStoreError`` naming the file and line) and from records of a newer format.
+leaves: skipped) from damage (a complete line that fails its checksum or format, anywhere, or
+a last line no crash can leave: ``CorruptStoreError`` naming the file and line) and from
+records of a newer format.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import zlib
@@ -23,7 +23,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from .._records import FORMAT_VERSION, UNSEALED_VERSION, RecordAdapter
-from ..errors import CorruptStoreError, StoreError
+from .._untrusted import parse_json
+from ..errors import CorruptStoreError, InputTooDeepError, StoreError
 from ._protocol import AnyRecord
 
 __all__ = [
@@ -91,10 +92,10 @@ def scan_lines(
         end = data.find(b"\n", pos)
         raw = data[pos:] if end == -1 else data[pos:end]
         line += 1
-        if end == -1:
+        if end == -1 and _could_be_torn(raw, ended=False):
             # No line end: a write that never finished. Appends end every record with a
             # newline, so this is the crash's torn tail and nothing follows it.
-            torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
+            torn = _torn(path, line, raw)
             line -= 1
             break
         body, intact = unseal(raw)
@@ -106,11 +107,12 @@ def scan_lines(
                 raise ValueError(f"a format v{record.v} record must carry a checksum")
         except ValueError as exc:
             problem, complete = _diagnose(raw, exc)
-            if not complete and not data[end + 1 :].strip(b"\0"):
-                # Unparseable last line (only zeros, i.e. free space, after it; e.g. zeros
-                # inside it after a power loss): also a torn tail.
+            last = end == -1 or not data[end + 1 :].strip(b"\0")
+            if not complete and last and _could_be_torn(raw, ended=True):
+                # Unparseable last line with zeros inside it (blocks a power loss never
+                # wrote), and only zeros (free space) after it: also a torn tail.
                 # A complete JSON line failing its checksum is damage, never a torn write.
-                torn = f"{path}:{line}: torn last record skipped ({len(raw)} bytes)"
+                torn = _torn(path, line, raw)
                 line -= 1
                 break
             raise CorruptStoreError(problem, thread_id=thread_id, path=path, line=line) from exc
@@ -131,6 +133,22 @@ def scan_lines(
         records.append(record)
         pos = end + 1
     return Scan(records, offset + pos, line, torn)
+
+
+def _could_be_torn(raw: bytes, *, ended: bool) -> bool:
+    """Whether an unreadable last line can be a write a crash cut short.
+
+    Appends write whole JSON lines, so a tear is the start of a record without its newline, or
+    holds the zeros of blocks a power loss never wrote. Anything else (``garbage``, half a
+    record ending in a newline) was put there by something other than flowkit: damage.
+    """
+    written = raw.rstrip(b"\0")  # zeros after it are free space, not part of the line
+    return b"\0" in written or (not ended and written.startswith(b"{"))
+
+
+def _torn(path: str, line: int, raw: bytes) -> str:
+    # Counted without the zeros around it: free space (64 KiB of it) is not the lost record.
+    return f"{path}:{line}: torn last record skipped ({len(raw.strip(bytes(1)))} bytes)"
 
 
 #: Top-level record fields left out of a line while they hold these defaults (a smaller
@@ -184,6 +202,10 @@ def offset_after_line(data: bytes, lines: int) -> int:
     return offset
 
 
+#: How deep the journal's reader (pydantic's JSON parser) goes; values stop at 128 levels.
+_READER_DEPTH = 200
+
+
 def _newer_format(found: int) -> str:
     return (
         f"Record was written by a newer flowkit (format v{found}; this flowkit reads up to "
@@ -199,7 +221,13 @@ def _diagnose(raw: bytes, exc: ValueError) -> tuple[str, bool]:
     """
     try:
         # Zeros around a line are unwritten blocks; complete JSON amid them is still damage.
-        data = json.loads(raw.strip(b"\0"))
+        data = parse_json(
+            raw.strip(b"\0"), what="journal record", max_bytes=None, max_depth=_READER_DEPTH
+        )
+    except InputTooDeepError:
+        # Deeper than the reader goes (json.loads would raise RecursionError): no record
+        # flowkit writes nests this deep, nor does a torn piece of one.
+        return f"Journal record is nested deeper than {_READER_DEPTH} levels", True
     except ValueError as not_json:
         return f"Journal record is unreadable: {_reason(not_json)}", False
     found = data.get("v") if isinstance(data, dict) else None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._records import AnyRecord, Snapshot, StartRecord
-from ..errors import StoreError
+from ..errors import ConflictError, StoreError
 
 if TYPE_CHECKING:
     from .._marker import AttemptMarker
@@ -35,6 +35,7 @@ __all__ = [
     "attempt_marks",
     "check_compaction",
     "check_versions",
+    "thread_busy",
 ]
 
 
@@ -164,3 +165,13 @@ def check_versions(thread_id: str, records: Sequence[AnyRecord], expected_versio
                 f"...; got {got}. Nothing was written.",
                 thread_id=thread_id,
             )
+
+
+def thread_busy(thread_id: str) -> ConflictError:
+    """The error for a lock another run holds. A lock guards every write (a step, a resume, a
+    patch, a delete, a migration), so the words fit whichever one was refused."""
+    return ConflictError(
+        f"Thread `{thread_id}` is being run by another process or runner right now, so "
+        "nothing was changed; try again once that run has finished.",
+        thread_id=thread_id,
+    )

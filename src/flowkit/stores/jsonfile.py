@@ -8,75 +8,41 @@ checksum (format v2). A torn last line left by a crash, or a zero-filled tail le
 loss, is detected, skipped, reported and cut off by the next writer; damage anywhere else fails
 only that thread, naming the file and line. A snapshot is used only if intact and lined up
 with the journal.
+
+Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``); this module adds the writes:
+create, append, snapshots, compaction, deletion, attempt markers and locks.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from pathlib import Path
 
-from .._logging import get_logger
 from .._marker import AttemptMarker
 from .._records import RecordAdapter, Snapshot, StartRecord
-from ..errors import (
-    ConflictError,
-    CorruptStoreError,
-    InvalidThreadIdError,
-    StoreError,
-    ThreadExistsError,
-    ThreadNotFoundError,
-)
+from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._attempts import read_attempt, write_attempt
 from ._files import (
-    JournalHandles,
     SnapshotFile,
     exclusive_lock,
     os_error,
-    read_snapshot_file,
-    sweep_snapshot_temps,
     sync_dir,
     write_file_atomically,
 )
 from ._ids import check_thread_id
-from ._jsonl import Scan, encode, line_crc, offset_after_line, scan_lines, unseal, write_all
-from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
+from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
+from ._jsonl import encode, line_crc, offset_after_line, unseal, write_all
+from ._protocol import AnyRecord, check_compaction, check_versions
 
 __all__ = ["JsonFileStore"]
-
-_JOURNAL = "journal.jsonl"
-_SNAPSHOT = "snapshot.json"
-
 
 #: Journal bytes preallocated at a time (zeros past the data), with fsync on.
 PREALLOCATE_BYTES = 64 * 1024
 
 
-@dataclass(slots=True)
-class _Tail:
-    """What this process knows of a journal's end: last good version, its byte offset, line.
-
-    ``capacity`` is the file's size as this process last saw it (data plus preallocated zeros),
-    ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write.
-    """
-
-    version: int
-    size: int
-    lines: int
-    snapshot_bytes: int
-    since_snapshot: int
-    capacity: int = -1
-    dirty: bool = False
-    #: The journal file's inode: a compaction replaces the file, and offsets into the old
-    #: one mean nothing in the new one (-1: not known, checked by content only).
-    ino: int = -1
-
-
-class JsonFileStore:
+class JsonFileStore(JsonFileReader):
     """Threads as files under ``root`` (created if missing).
 
     ``snapshot_ratio``: a snapshot is taken when the journal has grown by that many times the
@@ -99,46 +65,17 @@ class JsonFileStore:
         max_open_files: int = 64,
         preallocate: int | None = None,
     ) -> None:
-        self.root = Path(root)
+        super().__init__(root, max_open_files=max_open_files)
         self.fsync = fsync
         self.preallocate = (
             (PREALLOCATE_BYTES if fsync else 0) if preallocate is None else preallocate
         )
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
-        self._threads_dir = self.root / "threads"
-        try:
-            self._threads_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"Cannot create the store folder {self._threads_dir}: {exc.strerror}; pick a "
-                "writable path.",
-                path=str(self._threads_dir),
-            ) from exc
-        self._tails: dict[str, _Tail] = {}
-        self._swept: set[str] = set()  # threads whose orphaned temporary files were removed
-        self._handles = JournalHandles(max_open_files)
-        self._guard = threading.RLock()
         self._tombstones_swept = False
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
-
-    # -- paths and file handles ----------------------------------------------------------
-
-    def _dir(self, thread_id: str) -> Path:
-        return self._threads_dir / check_thread_id(thread_id)
-
-    def _journal_path(self, thread_id: str) -> Path:
-        return self._dir(thread_id) / _JOURNAL
-
-    def _fd(self, thread_id: str, *, create: bool = False) -> int:
-        fd, reopened = self._handles.get(
-            thread_id, lambda: self._journal_path(thread_id), create=create
-        )
-        if reopened:
-            self._tails.pop(thread_id, None)  # a new file: what we knew of its end is stale
-        return fd
 
     def close(self) -> None:
         """Close cached file handles (the store stays usable; handles reopen on demand)."""
@@ -155,183 +92,7 @@ class JsonFileStore:
         if self.fsync:
             os.fdatasync(fd)
 
-    # -- reading ---------------------------------------------------------------------------
-
-    def _scan(self, thread_id: str, data: bytes, *, offset: int, line: int, version: int) -> Scan:
-        path = str(self._journal_path(thread_id))
-        return scan_lines(
-            data, path=path, thread_id=thread_id, offset=offset, line=line, version=version
-        )
-
-    def _read_from(self, thread_id: str, offset: int, *, limit: int = -1) -> bytes:
-        path = self._journal_path(thread_id)
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                return handle.read(limit)
-        except FileNotFoundError:
-            raise ThreadNotFoundError(thread_id) from None
-        except OSError as exc:
-            raise os_error("read", path, exc, thread_id=thread_id) from exc
-
-    def _full_scan(self, thread_id: str) -> Scan:
-        scan = self._scan(thread_id, self._read_from(thread_id, 0), offset=0, line=0, version=-1)
-        if not scan.records:
-            raise ThreadNotFoundError(thread_id)
-        if not isinstance(scan.records[0], StartRecord):
-            raise CorruptStoreError(
-                "Journal does not begin with a start record",
-                thread_id=thread_id,
-                path=str(self._journal_path(thread_id)),
-                line=1,
-            )
-        return scan
-
-    def _remember(
-        self, thread_id: str, scan: Scan, *, version: int, snapshot_bytes: int, snapshot_at: int
-    ) -> None:
-        """Record a fresh read's end; snapshot size and position drive ``snapshot_due``."""
-        last = scan.records[-1].version if scan.records else version
-        self._tails[thread_id] = _Tail(
-            last,
-            scan.size,
-            scan.lines,
-            snapshot_bytes,
-            scan.size - snapshot_at,
-            dirty=scan.torn is not None,
-            ino=self._inode(thread_id),
-        )
-
-    def _inode(self, thread_id: str) -> int:
-        try:
-            return os.stat(self._journal_path(thread_id)).st_ino
-        except OSError:
-            return -1
-
-    def _extend(self, tail: _Tail, scan: Scan) -> None:
-        if scan.records:
-            tail.version = scan.records[-1].version
-        tail.since_snapshot += scan.size - tail.size
-        tail.size, tail.lines = scan.size, scan.lines
-        tail.dirty = scan.torn is not None
-
-    def _report(self, thread_id: str, torn: str | None) -> tuple[str, ...]:
-        if torn is None:
-            return ()
-        get_logger().warning("journal_torn_record_skipped", thread_id=thread_id, detail=torn)
-        return (torn,)
-
-    def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
-        with self._guard:
-            tail = self._tails.get(check_thread_id(thread_id))
-            if thread_id not in self._swept:
-                self._swept.add(thread_id)
-                sweep_snapshot_temps(self._dir(thread_id), thread_id)
-            if tail is not None and tail.ino != -1 and tail.ino != self._inode(thread_id):
-                del self._tails[thread_id]  # compacted (or replaced) since we read it
-                tail = None
-            if after is not None and tail is not None and tail.version == after:
-                # Read from the last known newline: if it is gone, the file was rewritten
-                # behind our back (restored, damaged) and only a full read can be trusted.
-                # Nothing or a zero after it: nobody wrote since (writers write at the end).
-                data = self._read_from(thread_id, tail.size - 1, limit=2)
-                if data[:1] == b"\n" and data[1:] in (b"", b"\0") and not tail.dirty:
-                    return ThreadLog(records=(), base=after)
-                if data[:1] == b"\n":
-                    data = self._read_from(thread_id, tail.size - 1)
-                    scan = self._scan(
-                        thread_id, data[1:], offset=tail.size, line=tail.lines, version=after
-                    )
-                    self._extend(tail, scan)
-                    return ThreadLog(
-                        records=scan.records,
-                        base=after,
-                        warnings=self._report(thread_id, scan.torn),
-                    )
-                del self._tails[thread_id]
-            found = self._read_snapshot(thread_id)
-            if found is not None:
-                envelope, snapshot_bytes = found
-                snapshot, offset, line = envelope.snapshot, envelope.offset, envelope.line
-                data = self._read_from(thread_id, offset - envelope.record_bytes)
-                record_line = data[: envelope.record_bytes]
-                if line_crc(record_line) != envelope.record_crc:
-                    # Restored, copied or zero-filled journal: it no longer holds the record
-                    # the snapshot follows, so the snapshot cannot be trusted.
-                    return self._load_ignoring_snapshot(
-                        thread_id, reason=f"the journal does not hold record {snapshot.version}"
-                    )
-                data = data[envelope.record_bytes :]
-                try:
-                    scan = self._scan(
-                        thread_id, data, offset=offset, line=line, version=snapshot.version
-                    )
-                except CorruptStoreError as exc:
-                    # Either the journal is damaged after the snapshot (the full scan below
-                    # raises that again) or the snapshot does not line up with this journal
-                    # (restored or copied files): then the journal alone is the truth.
-                    return self._load_ignoring_snapshot(thread_id, reason=str(exc))
-                self._remember(
-                    thread_id,
-                    scan,
-                    version=snapshot.version,
-                    snapshot_bytes=snapshot_bytes,
-                    snapshot_at=offset,
-                )
-                return ThreadLog(
-                    records=scan.records,
-                    snapshot=snapshot,
-                    warnings=self._report(thread_id, scan.torn),
-                )
-            return self._load_full(thread_id)
-
-    def _load_full(self, thread_id: str) -> ThreadLog:
-        scan = self._full_scan(thread_id)
-        start_bytes = len(RecordAdapter.dump_json(scan.records[0])) + 1
-        self._remember(
-            thread_id, scan, version=0, snapshot_bytes=start_bytes, snapshot_at=start_bytes
-        )
-        return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan.torn))
-
-    def _load_ignoring_snapshot(self, thread_id: str, *, reason: str) -> ThreadLog:
-        log = self._load_full(thread_id)
-        get_logger().warning(
-            "snapshot_ignored",
-            thread_id=thread_id,
-            path=str(self._dir(thread_id) / _SNAPSHOT),
-            reason=f"it does not line up with the journal: {reason.splitlines()[0]}",
-        )
-        return log
-
-    def records(self, thread_id: str) -> list[AnyRecord]:
-        with self._guard:
-            return list(self._full_scan(check_thread_id(thread_id)).records)
-
-    def threads(self) -> list[str]:
-        try:
-            names = os.listdir(self._threads_dir)
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise os_error("list", self._threads_dir, exc, thread_id=None) from exc
-        found = []
-        for name in names:
-            if not _is_thread_id(name):
-                continue  # stray files (editor backups, .DS_Store) are not threads
-            try:
-                size = os.stat(self._threads_dir / name / _JOURNAL).st_size
-            except OSError:
-                continue
-            if size:  # an empty journal is a create that crashed before its first record
-                found.append(name)
-        return sorted(found)
-
     # -- snapshots ---------------------------------------------------------------------------
-
-    def _read_snapshot(self, thread_id: str) -> tuple[SnapshotFile, int] | None:
-        """The latest intact snapshot file and its size in bytes, if there is one."""
-        path = self._dir(thread_id) / _SNAPSHOT
-        return read_snapshot_file(path, self._journal_path(thread_id), thread_id)
 
     def _line_ending_at(self, thread_id: str, offset: int) -> bytes:
         """The journal line that ends at byte ``offset`` (newline included)."""
@@ -385,7 +146,7 @@ class JsonFileStore:
             )
             data = encode(thread_id, body)
             write_file_atomically(
-                directory / _SNAPSHOT, data, fsync=self.fsync, thread_id=thread_id,
+                directory / SNAPSHOT, data, fsync=self.fsync, thread_id=thread_id,
                 what="write the snapshot",
             )  # fmt: skip
             if at_tail:
@@ -426,7 +187,7 @@ class JsonFileStore:
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
-                self._tails[thread_id] = _Tail(
+                self._tails[thread_id] = JournalTail(
                     record.version,
                     len(data),
                     1,
@@ -479,7 +240,7 @@ class JsonFileStore:
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def _current_tail(self, thread_id: str, fd: int) -> _Tail:
+    def _current_tail(self, thread_id: str, fd: int) -> JournalTail:
         """The journal's true end, caught up with other writers; cuts off a torn last line.
 
         The file's size says nothing (zeros may follow the data), so the byte after the last
@@ -550,7 +311,7 @@ class JsonFileStore:
             # The snapshot points into the old file; without it, loading reads the new one
             # from its start record (which is a whole state anyway).
             try:
-                (directory / _SNAPSHOT).unlink(missing_ok=True)
+                (directory / SNAPSHOT).unlink(missing_ok=True)
             except OSError as exc:
                 raise os_error("compact", directory, exc, thread_id=thread_id) from exc
             write_file_atomically(
@@ -577,11 +338,3 @@ class JsonFileStore:
         # Lock files live apart from thread folders, so locking never creates a thread.
         path = self.root / "locks" / f"{check_thread_id(thread_id)}.lock"
         return exclusive_lock(path, thread_id)
-
-
-def _is_thread_id(name: str) -> bool:
-    try:
-        check_thread_id(name)
-    except InvalidThreadIdError:
-        return False
-    return True

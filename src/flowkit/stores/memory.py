@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from .._records import Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
+from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions, thread_busy
 
 if TYPE_CHECKING:
     from .._marker import AttemptMarker
@@ -152,11 +152,7 @@ class _Held:
 
     def __enter__(self) -> None:
         if not self._lock.acquire(blocking=False):
-            raise ConflictError(
-                f"Thread `{self._thread_id}` is being run by someone else right now; wait for "
-                "that run to finish, then resume.",
-                thread_id=self._thread_id,
-            )
+            raise thread_busy(self._thread_id)
 
     def __exit__(self, *exc: object) -> None:
         self._lock.release()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..._node import Context, node
+from ..._plain import counted
 from ...quality.ids import new_issue_id
 from ...quality.judge import locate_findings
 from ...quality.models import Issue, sha256_text
@@ -152,5 +153,7 @@ def recheck(state: QualityState, ctx: Context[QualityServices]) -> dict[str, Any
         "findings": list(report.issues),
         "metrics": report.metrics,
         "steps_done": state.steps_done + 1,
-        "messages": [f"round {state.round}: re-check reported {len(report.issues)} problems"],
+        "messages": [
+            f"round {state.round}: re-check reported {counted(len(report.issues), 'problem')}"
+        ],
     }

@@ -8,6 +8,7 @@ import difflib
 from typing import Any
 
 from ..._node import Context, node
+from ..._plain import counted
 from ...quality.errors import ToolUnavailableError
 from ...quality.fetch import excerpt
 from ...quality.lifecycle import check_transition
@@ -114,8 +115,9 @@ def apply_fixes(state: QualityState, ctx: Context[QualityServices]) -> dict[str,
         "open_before": len(state.open_issue_ids),
         "steps_done": state.steps_done + 1,
         "messages": [
-            f"round {round_}: {len(applied)} fixes applied, {len(unavailable)} need a tool "
-            f"that is not available (QC-012), {len(skipped)} skipped"
+            f"round {round_}: {counted(len(applied), 'fix', 'fixes')} applied, "
+            f"{len(unavailable)} {'needs' if len(unavailable) == 1 else 'need'} a tool that is "
+            f"not available (QC-012), {len(skipped)} skipped"
         ],
     }
 

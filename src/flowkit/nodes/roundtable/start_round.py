@@ -41,6 +41,7 @@ def make_start_round(services: Services) -> Node:
             "decision_reason",
             "continue_round",
             "error",
+            "round_failures",
             "memory_context",
         ],
     )
@@ -81,6 +82,7 @@ def make_start_round(services: Services) -> Node:
             "decision_reason": None,
             "continue_round": False,
             "error": None,
+            "round_failures": [],
             "memory_context": _memory_context(services, ctx),
         }
 

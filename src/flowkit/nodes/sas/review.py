@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..._plain import describe_validation_error
 from ..._untrusted import parse_json
 from ...routing.sas import INITIAL, TASK_LIST_TO_MODULE_STEPS, USER_INPUT_TO_TASK_LIST
 from ...sas.approval import is_approval
@@ -36,7 +37,14 @@ _CLEARED: dict[str, Any] = {"is_error": False, "error_message": None, "failed_st
 class ReviewInput(BaseModel):
     """What a reviewer sends: a command, free text, a target task, or an edited version."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        # The first is what `flowkit start/resume` print as the next command's input.
+        json_schema_extra={
+            "examples": [{"action": "approve"}, {"message": "split the second task in two"}]
+        },
+    )
 
     action: Decision | None = None
     message: str | None = Field(default=None, max_length=20_000)
@@ -111,7 +119,11 @@ def review_task_list(state: SasState, value: ReviewInput) -> dict[str, Any]:
     try:
         data = parse_json(value.edited or "", what="edited task list", max_bytes=None)
         plan = TaskList.model_validate({"tasks": data} if isinstance(data, list) else data)
-    except ValueError as exc:  # not JSON, past a limit, or a ValidationError
+    except ValidationError as exc:
+        raise ValueError(
+            f"the edited task list is not a valid plan: {describe_validation_error(exc)}"
+        ) from exc
+    except ValueError as exc:  # not JSON, or past a limit
         raise ValueError(f"the edited task list is not a valid plan: {exc}") from exc
     return {
         **_CLEARED,

@@ -21,7 +21,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
+from ...cli._demo_llm import USE_A_MODEL, DemoAnswers
+
 __all__ = [
+    "ANSWERS",
     "EPISODES",
     "RECORD_WITH",
     "demo_file",
@@ -41,6 +44,18 @@ _MARKED = re.compile(r"⟦(.*?)⟧", re.S)
 def demo_file(name: str) -> Path:
     """A file shipped with the demo (episode_ja.txt, episode_en.txt, edits.json, cassette.json)."""
     return Path(str(resources.files(__name__).joinpath(name)))
+
+
+#: The shipped cassette (``--llm replay:demo``); it answers only the checks of the demo's own
+#: episodes, so any other manuscript is told which ones those are and how to ask a model.
+ANSWERS = DemoAnswers(
+    cassette=demo_file("cassette.json"),
+    miss="The quality demo's recorded answers (--llm replay:demo) answer only the checks of "
+    "the demo's own manuscripts, and this is not one of them: they are "
+    + ", ".join(f"{name} as episode {n}" for n, name in EPISODES.items())
+    + f" (--policy count=2), in {demo_file('cassette.json').parent}; `flowkit demo quality` "
+    f"runs them. For a manuscript of your own, use a model: {USE_A_MODEL}.",
+)
 
 
 def _edits() -> list[dict[str, Any]]:

@@ -1,11 +1,12 @@
 """What every ``WorkflowStateStore`` backend shares: the unit being staged, the versions this
-handle saw, the episode locks it holds, and the access rule. A backend supplies reads, one
-atomic ``_apply`` of a unit (checking the version) and a cross-process episode lock."""
+handle saw and the episode locks it holds, on top of ``ReadableStore``'s reads and access rule
+(``_reads``). A backend supplies raw reads, one atomic ``_apply`` of a unit (checking the
+version) and a cross-process episode lock."""
 
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,14 +14,13 @@ from typing import Literal
 
 from ..._logging import get_logger
 from ..errors import (
-    AccessDeniedError,
     IssueNotFoundError,
     QualityInputError,
     SessionBusyError,
     SessionNotFoundError,
     StaleStateError,
 )
-from ..ids import ISSUE_ID, SESSION_ID, check_episode, session_id_for
+from ..ids import check_episode, session_id_for
 from ..models import (
     Issue,
     IssueResolution,
@@ -31,6 +31,7 @@ from ..models import (
     SessionContext,
     StepExecution,
 )
+from ._reads import ReadableStore, check_principal, check_session_id
 
 __all__ = ["StagedStore", "Unit", "stale"]
 
@@ -56,8 +57,8 @@ class Unit:
         return self.session_id is None
 
 
-class StagedStore(ABC):
-    """Staging, versions, locks and access rules; see ``WorkflowStateStore``."""
+class StagedStore(ReadableStore):
+    """Staging, versions and locks over access-checked reads; see ``WorkflowStateStore``."""
 
     def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -67,28 +68,7 @@ class StagedStore(ABC):
         self._mutex = threading.RLock()
         self._log = get_logger()
 
-    # -- what a backend provides ---------------------------------------------------------------
-
-    @abstractmethod
-    def _read_session(self, session_id: str) -> Session | None: ...
-
-    @abstractmethod
-    def _session_ids(self, episode_number: int | None) -> list[str]: ...
-
-    @abstractmethod
-    def _read_issues(self, session_id: str) -> list[Issue]: ...
-
-    @abstractmethod
-    def _read_resolutions(self, session_id: str) -> list[IssueResolution]: ...
-
-    @abstractmethod
-    def _read_steps(self, session_id: str) -> list[StepExecution]: ...
-
-    @abstractmethod
-    def _read_fetch(self, session_id: str) -> list[ManuscriptFetchLog]: ...
-
-    @abstractmethod
-    def _issue_session(self, issue_id: str) -> str | None: ...
+    # -- what a backend provides besides its reads ----------------------------------------------
 
     @abstractmethod
     def _apply(self, unit: Unit, session: Session) -> None:
@@ -112,7 +92,7 @@ class StagedStore(ABC):
         manuscript_hash: str | None = None,
     ) -> SessionContext:
         check_episode(episode_number)
-        _check_principal(principal)
+        check_principal(principal)
         if not isinstance(iteration_policy, IterationPolicy):
             raise QualityInputError("iteration_policy must be an IterationPolicy.")
         with self._mutex:
@@ -301,58 +281,6 @@ class StagedStore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- reads ---------------------------------------------------------------------------------
-
-    def get_session(self, session_id: str, *, principal: Principal) -> Session:
-        _check_principal(principal)
-        session = self._read_session(_session_id(session_id))
-        if session is None:
-            raise SessionNotFoundError(
-                f"No session {session_id}; `flowkit quality history` lists the sessions.",
-                session_id=session_id,
-            )
-        _check_access(session, principal)
-        return session
-
-    def sessions(self, episode_number: int | None = None, *, principal: Principal) -> list[Session]:
-        _check_principal(principal)
-        if episode_number is not None:
-            check_episode(episode_number)
-        found = [s for s in map(self._read_session, self._session_ids(episode_number)) if s]
-        readable = [s for s in found if principal.admin or s.initiator == principal.user_id]
-        return sorted(readable, key=lambda s: (s.created_at, s.session_id), reverse=True)
-
-    def latest_session(self, episode_number: int, *, principal: Principal) -> Session | None:
-        found = self.sessions(episode_number, principal=principal)
-        return found[0] if found else None
-
-    def issues(self, session_id: str, *, principal: Principal) -> list[Issue]:
-        self.get_session(session_id, principal=principal)
-        return self._read_issues(session_id)
-
-    def issue(self, issue_id: str, *, principal: Principal) -> Issue:
-        _check_principal(principal)
-        if not isinstance(issue_id, str) or not ISSUE_ID.match(issue_id):
-            raise QualityInputError(f"{issue_id!r} is not an issue id (ISSUE-<ms>-<hex>).")
-        session_id = self._issue_session(issue_id)
-        if session_id is not None:
-            for found in self.issues(session_id, principal=principal):
-                if found.issue_id == issue_id:
-                    return found
-        raise IssueNotFoundError(f"No issue {issue_id}.", issue_id=issue_id)
-
-    def resolutions(self, session_id: str, *, principal: Principal) -> list[IssueResolution]:
-        self.get_session(session_id, principal=principal)
-        return self._read_resolutions(session_id)
-
-    def step_executions(self, session_id: str, *, principal: Principal) -> list[StepExecution]:
-        self.get_session(session_id, principal=principal)
-        return self._read_steps(session_id)
-
-    def fetch_log(self, session_id: str, *, principal: Principal) -> list[ManuscriptFetchLog]:
-        self.get_session(session_id, principal=principal)
-        return self._read_fetch(session_id)
-
     # -- helpers -------------------------------------------------------------------------------
 
     def _fresh_unit(self, what: str) -> None:
@@ -363,7 +291,7 @@ class StagedStore(ABC):
 
     def _touch(self, session_id: str) -> None:
         """Bind the unit to ``session_id`` (reading its version if this handle has none)."""
-        _session_id(session_id)
+        check_session_id(session_id)
         unit = self._unit
         if unit.session_id == session_id:
             return
@@ -401,30 +329,6 @@ def stale(session_id: str, expected: int | None, actual: int | None) -> StaleSta
         expected=-1 if expected is None else expected,
         actual=-1 if actual is None else actual,
     )
-
-
-def _session_id(session_id: object) -> str:
-    if not isinstance(session_id, str) or not SESSION_ID.match(session_id):
-        raise QualityInputError(
-            f"{str(session_id)[:80]!r} is not a session id (QC_EP<episode>_<YYYYMMDD>_<HHMM>)."
-        )
-    return session_id
-
-
-def _check_principal(principal: object) -> None:
-    if not isinstance(principal, Principal):
-        raise AccessDeniedError(
-            "Every read and every new session names its reader: pass principal=Principal(...)."
-        )
-
-
-def _check_access(session: Session, principal: Principal) -> None:
-    if not principal.admin and session.initiator != principal.user_id:
-        raise AccessDeniedError(
-            f"Session {session.session_id} belongs to its initiator; only they and "
-            "administrators may read it.",
-            session_id=session.session_id,
-        )
 
 
 def _check_type(value: object, kind: type, what: str) -> None:

@@ -20,7 +20,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from ..._atomic import write_atomically
+from ..._plain import describe_validation_error, shorten
+from ..._untrusted import parse_json
 from ..errors import StatePersistenceError
 from ..ids import episode_of
 from ..models import (
@@ -34,6 +38,16 @@ from ..models import (
 from ._staged import StagedStore, Unit, stale
 
 __all__ = ["JsonWorkflowStateStore"]
+
+
+class _Document(BaseModel):
+    """What a session document must hold to be read (its records are read from it later)."""
+
+    session: Session
+    issues: dict[str, Issue] = {}
+    resolutions: list[IssueResolution] = []
+    steps: list[StepExecution] = []
+    fetch_log: list[ManuscriptFetchLog] = []
 
 
 class JsonWorkflowStateStore(StagedStore):
@@ -70,20 +84,26 @@ class JsonWorkflowStateStore(StagedStore):
     def _doc(self, session_id: str) -> dict[str, Any] | None:
         path = self._path(session_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise _persist_error("read", path, exc) from exc
         try:
-            doc = json.loads(text)
+            doc = parse_json(raw, what="session document", path=str(path), max_bytes=None)
             if not isinstance(doc, dict) or doc.get("format_version") != FORMAT_VERSION:
                 raise ValueError("not a session document of this version")
-        except ValueError as exc:
+            _Document.model_validate(doc)  # every record readable, or none is trusted
+        except ValueError as exc:  # also not UTF-8, too deep, or a record of the wrong shape
             self._log.error("quality_store_corrupt", session_id=session_id)
+            reason = (
+                describe_validation_error(exc)
+                if isinstance(exc, ValidationError)
+                else shorten(str(exc))
+            )
             raise StatePersistenceError(
-                f"The state of session {session_id} in {path} cannot be read ({exc}); restore "
-                "the file from a backup or remove it to drop the session."
+                f"The state of session {session_id} in {path} cannot be read ({reason}); "
+                "restore the file from a backup or remove it to drop the session."
             ) from exc
         for issue_id in doc.get("issues", {}):
             self._issue_index[issue_id] = session_id

@@ -17,7 +17,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["FEEDBACK", "RECORD_WITH", "REQUEST", "demo_file", "record_cassette", "run_sas_demo"]
+from ...cli._demo_llm import USE_A_MODEL, DemoAnswers
+
+__all__ = [
+    "ANSWERS",
+    "FEEDBACK",
+    "RECORD_WITH",
+    "REQUEST",
+    "demo_file",
+    "record_cassette",
+    "run_sas_demo",
+]
 
 REQUEST = (
     "An automated cell assembles a bearing (BRG) into a bearing housing (BH) and ships it on "
@@ -41,6 +51,17 @@ def demo_file(name: str) -> Path:
     return Path(str(resources.files(__name__).joinpath(name)))
 
 
+#: The shipped cassette (``--llm replay:demo``); it answers only :data:`REQUEST` and
+#: :data:`FEEDBACK`, so any other request is told what the demo asks and how to ask a model.
+ANSWERS = DemoAnswers(
+    cassette=demo_file("cassette.json"),
+    miss="The demo's recorded answers (--llm replay:demo) answer only the demo's own request "
+    f'and feedback, and this is not one of them. The demo\'s request is "{REQUEST[:96]}…" (run '
+    "`flowkit demo sas`, or `flowkit sas demo-files DIR` for its full text and the start "
+    f"command); for a request of your own, use a model: {USE_A_MODEL}.",
+)
+
+
 def _narrate(out: TextIO) -> Any:
     from ..._events import Event, NodeFinished
 
@@ -54,7 +75,6 @@ def _narrate(out: TextIO) -> Any:
 def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> int:
     """Run the demo; the thread stays in the store for ``flowkit sas status``."""
     from ..._runner import Runner
-    from ...llm import ReplayLLM
     from ...robot import decompile, validate_xml
     from ...stores.jsonfile import JsonFileStore
     from ..cli import DEMO_LLM, print_result
@@ -65,7 +85,7 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-sas-demo-"))
     store_root = root if store_dir else root / "store"
     outputs = Path(output_dir) if output_dir else root / "output"
-    llm = ReplayLLM.from_file(demo_file("cassette.json"))
+    llm = ANSWERS.llm()
     with JsonFileStore(store_root) as store:
         runner: Runner[Any] = Runner(flow, store=store, llm=llm)
         runner.subscribe(_narrate(out))

@@ -323,6 +323,10 @@ function follow(id, onChange) {
         if (!response.ok) throw new Problem(await response.json(), response.status);
         liveBadge.textContent = "live";
         liveBadge.className = "live on";
+        // The page was drawn before this stream opened: a step committed in between (a
+        // fast run after a quick answer) sends no event here, so draw once more. A reconnect
+        // replays what it missed from Last-Event-ID instead.
+        if (lastId === null) onChange();
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
         let buffer = "";

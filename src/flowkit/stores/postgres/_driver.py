@@ -31,6 +31,8 @@ __all__ = [
 INSTALL = "pip install 'flowkit[postgres]'"
 
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_USERINFO = re.compile(r"(://[^:/@\s]*:)\S*@")
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&\s]*", re.IGNORECASE)
 
 
 def load_driver() -> tuple[ModuleType, ModuleType]:
@@ -47,8 +49,14 @@ def load_driver() -> tuple[ModuleType, ModuleType]:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (URLs end up in messages and logs)."""
-    return re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
+    """``url`` with any password replaced by ``***`` (URLs end up in messages and logs).
+
+    Hides everything from ``user:`` to the *last* ``@`` (a password with an unencoded ``@``
+    must not half show) and the value of a ``password=`` query parameter; hiding too much is
+    harmless, too little is not. Works on whole messages that contain URLs, too.
+    """
+    hidden = _USERINFO.sub(r"\1***@", url)
+    return _PASSWORD_PARAM.sub(r"\1***", hidden)
 
 
 def valid_schema(name: object) -> str:

@@ -116,6 +116,12 @@ class EventFeed:
             WHERE (e.xid, e.seq) >= (%(xid)s::text::xid8, %(seq)s) {where}
             ORDER BY e.xid, e.seq LIMIT %(limit)s
         """.encode()
+        # Rows below the oldest running transaction are final, so none can come before them.
+        self._last = f"""
+            SELECT xid::text::bigint, seq FROM {s}.events
+            WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY xid DESC, seq DESC LIMIT 1
+        """.encode()
         self._channel = f"flowkit_events_{s}"
 
     def close(self) -> None:
@@ -128,6 +134,17 @@ class EventFeed:
         self.close()
 
     # -- reading ------------------------------------------------------------------------------
+
+    def skip_ahead(self) -> EventCursor:
+        """Move the cursor past every event ready now, so the feed delivers only what comes
+        next (a reader that shows what happens from now on); returns the new cursor."""
+        try:
+            row = self._conn.execute(self._last).fetchone()
+        except self._driver.Error as exc:
+            raise pg_error(exc, self.url, "read events") from exc
+        if row is not None and (int(row[0]), int(row[1])) > self.cursor[:2]:
+            self.cursor = EventCursor(int(row[0]), int(row[1]), _WHOLE_ROW)
+        return self.cursor
 
     def read(self) -> tuple[list[FeedEvent], bool]:
         """The events ready now (at most about ``batch`` rows' worth), oldest first, moving the

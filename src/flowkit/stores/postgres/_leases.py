@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from ..._logging import get_logger
-from ...errors import ConflictError
+from .._protocol import thread_busy
 
 if TYPE_CHECKING:
     import psycopg
@@ -65,12 +65,12 @@ class Leases:
     def _lock(self, thread_id: str) -> Iterator[None]:
         with self._guard:
             if thread_id in self._held:
-                raise _busy(thread_id)
+                raise thread_busy(thread_id)
             self._held.add(thread_id)
             adopted = thread_id in self._adopted
         try:
             if not adopted and not self.take(thread_id):
-                raise _busy(thread_id)
+                raise thread_busy(thread_id)
         except BaseException:
             with self._guard:
                 self._held.discard(thread_id)
@@ -160,11 +160,3 @@ class Leases:
                 get_logger().warning(
                     "lease_release_failed", thread_id=thread_id, error_type=type(exc).__name__
                 )
-
-
-def _busy(thread_id: str) -> ConflictError:
-    return ConflictError(
-        f"Thread `{thread_id}` is being run by another process or runner right now (it holds "
-        "the thread's lease); wait for that run to finish, then resume.",
-        thread_id=thread_id,
-    )

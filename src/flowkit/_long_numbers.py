@@ -1,0 +1,89 @@
+"""Where an integer too long for Python to convert sits in a JSON or YAML document.
+
+CPython refuses to turn more than ``sys.get_int_max_str_digits()`` decimal digits into an
+``int`` (a guard against quadratic conversion), and neither ``json`` nor PyYAML says where the
+number was. The loaders in ``_untrusted`` call here only after such a refusal, to report it as
+``NumberTooLongError`` with its line, like their other problems.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import TYPE_CHECKING
+
+from .errors import NumberTooLongError
+
+if TYPE_CHECKING:
+    import yaml
+
+__all__ = ["INT_TOO_LONG", "long_json_integer", "long_yaml_integer"]
+
+#: What CPython says when int() refuses a long run of decimal digits.
+INT_TOO_LONG = "integer string conversion"
+_YAML_INT_TAG = "tag:yaml.org,2002:int"
+
+
+@cache
+def _json_numbers() -> re.Pattern[str]:
+    """A JSON string (skipped whole) or a JSON number."""
+    from ._untrusted import _JSON_STRING  # the one JSON string pattern (_untrusted imports us)
+
+    return re.compile(_JSON_STRING + r"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+
+
+def _number_too_long(*, what: str, path: str | None, line: int | None, digits: int) -> Exception:
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    return NumberTooLongError(
+        f"an integer of {digits:,} digits, over the {limit:,} Python reads; write a smaller "
+        "number, or quote it to keep it as text",
+        what=what,
+        limit=limit,
+        line=line,
+        digits=digits,
+        path=path,
+    )
+
+
+def long_json_integer(text: str, *, what: str, path: str | None) -> Exception:
+    """The first integer of ``text`` past the limit (json.loads does not say where it is)."""
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    for found in _json_numbers().finditer(text):
+        number = found.group()
+        digits = len(number.lstrip("-"))
+        if digits > limit and number[0] != '"' and not any(c in number for c in ".eE"):
+            line = text.count("\n", 0, found.start()) + 1
+            return _number_too_long(what=what, path=path, line=line, digits=digits)
+    return _number_too_long(what=what, path=path, line=None, digits=0)
+
+
+def long_yaml_integer(root: yaml.Node, *, what: str, path: str | None) -> Exception:
+    """The first integer scalar of the tree past the limit (PyYAML does not say which)."""
+    import sys
+
+    import yaml
+
+    limit = sys.get_int_max_str_digits()
+    found: list[tuple[int, int, int]] = []  # (offset, line, digits)
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag == _YAML_INT_TAG:
+                runs = re.findall(r"[0-9]+", str(node.value).replace("_", ""))
+                digits = max(map(len, runs), default=0)
+                if digits > limit:
+                    mark = node.start_mark
+                    found.append((mark.index, mark.line + 1, digits))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(part for pair in node.value for part in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    if not found:
+        return _number_too_long(what=what, path=path, line=None, digits=0)
+    _, line, digits = min(found)
+    return _number_too_long(what=what, path=path, line=line, digits=digits)
