@@ -151,6 +151,35 @@ def test_nothing_a_thread_holds_is_rendered_as_markup(
     page.screenshot(path=str(artifacts / "generic-gate-done.png"), full_page=True)
 
 
+def test_what_a_person_types_survives_the_redraw_when_the_stream_opens(
+    live: ThreadServer, browser: Any
+) -> None:
+    # The page draws once more when its event stream opens (a step may have landed in
+    # between); a drawing of the version already shown must not rebuild the form under the
+    # person's hands (it did: the box came back unchecked and "approve" sent approved=false).
+    made = httpx.post(
+        f"{live.base}/flows/review/threads",
+        json={"thread_id": "typing", "input": {"topic": "t"}},
+        headers=AUTH,
+        timeout=60,
+    )
+    assert made.status_code == 201
+    page = browser.new_page()
+    page.goto(live.base + "/")
+    page.fill("#token", TOKEN)
+    page.click("#token-form button")
+    page.goto(live.base + "/#/threads/typing")
+    page.locator("form.gate[data-gate='review']").wait_for()
+    page.check("#field-review-approved")
+    page.fill("#field-review-feedback", "half a sentence")
+    page.locator("#live", has_text="live").wait_for()
+    page.wait_for_timeout(1_000)  # the redraw is debounced by 150 ms; give it time to land
+    assert page.is_checked("#field-review-approved")
+    assert page.input_value("#field-review-feedback") == "half a sentence"
+    page.click("form.gate button[type=submit]")
+    page.locator("#status", has_text="done").wait_for(timeout=30_000)
+
+
 def test_a_conversation_shows_as_a_chat_and_takes_what_a_person_types(
     live: ThreadServer, browser: Any, artifacts: Path
 ) -> None:

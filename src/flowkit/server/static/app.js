@@ -132,17 +132,33 @@ async function showThread(id) {
         el("h2", { text: "History" }), parts.history,
         el("details", {}, el("summary", { text: "State" }), parts.state))),
   );
+  // One drawing at a time, the newest last: two overlapping drawings could finish out of
+  // order and leave an older state on screen. A drawing of the version already shown is
+  // skipped, so what a person is typing into a form survives a redraw that changes nothing.
   let pending = null;
+  let drawing = null;
+  let again = false;
+  const shown = { version: null, status: null };
+  const redraw = async () => {
+    if (drawing) { again = true; return; }
+    do {
+      again = false;
+      drawing = render(id, parts, shown).catch((e) => say(e, "error"));
+      await drawing;
+      drawing = null;
+    } while (again);
+  };
   const refresh = () => {
     clearTimeout(pending);
-    pending = setTimeout(() => render(id, parts).catch((e) => say(e, "error")), 150);
+    pending = setTimeout(redraw, 150);
   };
-  await render(id, parts);
+  await render(id, parts, shown);
   stream = follow(id, refresh);
 }
 
-async function render(id, parts) {
+async function render(id, parts, shown) {
   const thread = await api("/threads/" + encodeURIComponent(id));
+  if (thread.version === shown.version && thread.status === shown.status) return;
   const view = await api("/threads/" + encodeURIComponent(id) + "/view");
   if (thread.status !== "pending" && notice.classList.contains("info")) say("");
   parts.summary.replaceChildren(
@@ -153,6 +169,8 @@ async function render(id, parts) {
   renderReview(id, thread, view, parts.review);
   await renderDiagram(id, parts.diagram);
   await renderHistory(id, parts.history);
+  shown.version = thread.version;
+  shown.status = thread.status;
 }
 
 async function renderDiagram(id, figure) {
