@@ -23,6 +23,14 @@ def open_store(kind: str, where: str):  # type: ignore[no-untyped-def]
     return PostgresWorkflowStateStore(where)
 
 
+def publish(path: Path, text: str) -> None:
+    # The parent polls for the file and reads it at once: write it whole under another name
+    # and rename, or the parent may read it between creation and write (it read '' once).
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    part.replace(path)
+
+
 def wait_for(path: Path) -> None:
     while not path.exists():
         time.sleep(0.01)
@@ -42,19 +50,19 @@ def main() -> None:
             result = "ok"
         except SessionBusyError:
             result = "busy"
-        (out / f"{name}.result").write_text(result)
+        publish(out / f"{name}.result", result)
         wait_for(out / "stop")
     elif command == "stage":  # begin, commit, stage a unit, then wait to be killed
         session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
         store.commit()
         for n in range(5):
             store.record_issue(make_issue(session_id, n))
-        (out / "session").write_text(session_id)
+        publish(out / "session", session_id)
         time.sleep(60)
     elif command == "loop":  # commit units of 5 issues until killed
         session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
         store.commit()
-        (out / "session").write_text(session_id)
+        publish(out / "session", session_id)
         n = 0
         while True:
             for _ in range(5):
