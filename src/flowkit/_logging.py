@@ -28,6 +28,7 @@ __all__ = [
     "get_logger",
     "log_content",
     "mask_pii",
+    "mask_text",
 ]
 
 LOGGER_NAME = "flowkit"
@@ -188,6 +189,9 @@ class LogLine:
 class mask_pii:  # noqa: N801 - used like a function in processor chains
     """A structlog processor masking sensitive keys and PII patterns in every event value.
 
+    In text, the value a sensitive key is given (``api_key=...``, ``password: ...``) is
+    masked too; ``text(value)`` masks one string the same way.
+
     Identifiers flowkit generates (``thread_id``, ``run_id``, ``node``, ``gate``...) are never
     pattern-masked; name one in ``keys`` to mask it anyway.
 
@@ -201,6 +205,7 @@ class mask_pii:  # noqa: N801 - used like a function in processor chains
     ) -> None:
         self.keys = _DEFAULT_KEYS | {k.lower() for k in keys}
         self.patterns = (*_PATTERNS, *patterns)
+        self._key_values = _key_value_pattern(self.keys)
 
     def __call__(
         self, logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
@@ -215,14 +220,40 @@ class mask_pii:  # noqa: N801 - used like a function in processor chains
         if key in _ID_KEYS:
             return value
         if isinstance(value, str):
-            for pattern in self.patterns:
-                value = pattern.sub(MASK, value)
-            return _PHONE.sub(_mask_phone, value)
+            return self.text(value)
         if isinstance(value, dict):
             return {k: self._mask(str(k), v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return type(value)(self._mask(key, v) for v in value)
         return value
+
+    def text(self, value: str) -> str:
+        """``value`` with its e-mail addresses, phone numbers and secrets masked."""
+        for pattern in self.patterns:
+            value = pattern.sub(MASK, value)
+        value = self._key_values.sub(_mask_value, value)
+        return _PHONE.sub(_mask_phone, value)
+
+
+def _key_value_pattern(keys: Iterable[str]) -> re.Pattern[str]:
+    """``api_key=...``, ``password: ...``, ``"client_secret": "..."`` in free text: the value
+    of a word ending in a sensitive key (exception messages and notes quote them so)."""
+    # The whole word is taken possessively and its end compared by look-behinds (one per
+    # key, each of fixed width): a long run of word characters is read once, not retried
+    # from each of its characters.
+    ends = "|".join(f"(?<={re.escape(key)})" for key in sorted(keys))
+    return re.compile(
+        rf"(?i)(?<![\w-])[\w-]*+(?:{ends})"  # the key
+        r"""(?P<sep>(?:\\?["'])?[ \t]*[=:][ \t]*)"""  # `=`, `: `, `": ` of JSON (escaped too)
+        # the value: quoted, or up to a space, a separator or a closing bracket (an unclosed
+        # quote included)
+        r"""(?:"[^"\n]*+"|'[^'\n]*+'|(?:\\?["'])?[^\s"',;&)\]}\\]++)"""
+    )
+
+
+def _mask_value(match: re.Match[str]) -> str:
+    # The key stays: the text still says which secret was there.
+    return f"{match.string[match.start() : match.end('sep')]}{MASK}"
 
 
 def _mask_phone(match: re.Match[str]) -> str:
@@ -233,6 +264,12 @@ def _mask_phone(match: re.Match[str]) -> str:
 
 
 _DEFAULT_MASK = mask_pii()
+
+
+def mask_text(text: str) -> str:
+    """``text`` as ``mask_pii`` masks a log line's values: what a failed node's
+    ``NodeError`` keeps of its exception's message unless the runner keeps it raw."""
+    return _DEFAULT_MASK.text(text)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
