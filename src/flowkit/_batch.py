@@ -55,7 +55,8 @@ def run_batch(
     except RunError:
         raise
     except Exception as exc:  # `over` or `key` raised: the node fails, like a failing call
-        return _join(runner, thread_id, run_id, cursor, name, node, 0, 0.0, _broke(name, exc))
+        error = _broke(runner, name, exc)
+        return _join(runner, thread_id, run_id, cursor, name, node, 0, 0.0, error)
     todo = [
         call
         for call in calls
@@ -82,7 +83,7 @@ def run_batch(
         try:
             limit = node.limit(cursor.state)
         except Exception as exc:  # a `concurrency` function that raised or gave junk
-            error = _broke(name, exc)
+            error = _broke(runner, name, exc)
             return _join(runner, thread_id, run_id, cursor, name, node, len(calls), 0.0, error)
         batch = Batch(name, jobs, limit)
         try:
@@ -211,7 +212,9 @@ def _commit_item(
         # Validated against the state the call saw; applied only at the join.
         _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
     else:
-        error = NodeError.from_exception(outcome.error, node=label, attempts=finished.attempts)
+        error = NodeError.from_exception(
+            outcome.error, node=label, attempts=finished.attempts, text=runner.error_text
+        )
         runner._log.warning(
             "node_failed",
             thread_id=thread_id,
@@ -272,7 +275,7 @@ def _join(
         try:
             value = node.merge(cursor.state, updates)
         except Exception as exc:
-            error = _broke(name, exc)
+            error = _broke(runner, name, exc)
             return _join(runner, thread_id, run_id, cursor, name, node, count, latency, error)
         raw = dict(check_update(value, name))
         check_writes(name, node.writes, raw)
@@ -356,8 +359,8 @@ def _fail(
     return after
 
 
-def _broke(name: str, exc: Exception) -> NodeError:
-    return NodeError.from_exception(exc, node=name, attempts=1)
+def _broke(runner: Runner[Any], name: str, exc: Exception) -> NodeError:
+    return NodeError.from_exception(exc, node=name, attempts=1, text=runner.error_text)
 
 
 def _summary(name: str, count: int, items: Mapping[int, ItemDone], failed: list[int]) -> NodeError:

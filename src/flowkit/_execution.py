@@ -336,7 +336,9 @@ def run_steps(  # noqa: PLR0915
             # A cached update is stored in its JSON form, like the journal's.
             state, update = schema.apply(cursor.state, raw, node=name, strict_json=outcome.cached)
         else:
-            error = NodeError.from_exception(outcome.error, node=name, attempts=attempt)
+            error = NodeError.from_exception(
+                outcome.error, node=name, attempts=attempt, text=runner.error_text
+            )
             runner._log.warning(
                 "node_failed",
                 thread_id=thread_id,

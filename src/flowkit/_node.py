@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypeVar
 
+from ._logging import mask_text
 from .errors import FlowkitError, InvalidUpdateError, RunError
 
 if TYPE_CHECKING:
@@ -27,9 +28,14 @@ if TYPE_CHECKING:
     from ._logging import Logger
     from .memory import Memory
 
-__all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]
+__all__ = ["Context", "ErrorText", "Node", "NodeError", "RetryPolicy", "node"]
 
 NodeFn = Callable[..., Any]
+
+#: How a ``NodeError`` keeps its exception's text: ``"masked"`` (e-mail addresses, phone
+#: numbers and secrets replaced by ``***``, as in log lines) or ``"raw"`` (as it was).
+ErrorText = Literal["masked", "raw"]
+ERROR_TEXTS: tuple[ErrorText, ...] = ("masked", "raw")
 
 #: The type of ``ctx.deps``: whatever the application hands its nodes at run time.
 D = TypeVar("D", default=Any)
@@ -83,7 +89,11 @@ def is_retryable(error: BaseException) -> bool:
 
 
 class NodeError(BaseModel):
-    """A node failure recorded in state: routed by tables like any other field."""
+    """A node failure recorded in state: routed by tables like any other field.
+
+    ``message`` is the exception's text, masked unless the runner keeps it raw
+    (``Runner(..., error_text="raw")``): state, journal, events and the CLI all show it.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -94,10 +104,18 @@ class NodeError(BaseModel):
     attempts: int = 1
 
     @classmethod
-    def from_exception(cls, exc: BaseException, *, node: str, attempts: int) -> NodeError:
+    def from_exception(
+        cls, exc: BaseException, *, node: str, attempts: int, text: ErrorText = "masked"
+    ) -> NodeError:
+        """The error of a node that raised ``exc``; its text masked unless ``text="raw"``.
+
+        Masked here, where it is built, once: every reader gets the same text, and a node
+        that succeeds never pays for it.
+        """
+        message = str(exc) or type(exc).__name__
         return cls(
             type=type(exc).__name__,
-            message=str(exc) or type(exc).__name__,
+            message=message if text == "raw" else mask_text(message),
             node=node,
             retryable=is_retryable(exc),
             attempts=attempts,
@@ -212,6 +230,12 @@ class Context(Generic[D]):
         cursor, node = step
         prefix = self._runner._step_prefix(self.thread_id)
         return f"{prefix}/{cursor.step_version}/{node}"
+
+    @property
+    def error_text(self) -> ErrorText:
+        """How the runner keeps exception text (``Runner(..., error_text=...)``): a node that
+        records an error itself passes it on, ``NodeError.from_exception(..., text=...)``."""
+        return "masked" if self._runner is None else self._runner.error_text
 
     @property
     def cancel_event(self) -> threading.Event:

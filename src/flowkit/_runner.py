@@ -26,6 +26,7 @@ from ._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ._known_fields import unknown_keys, unknown_keys_message
 from ._logging import get_logger
 from ._migration import MigrationReport
+from ._node import ERROR_TEXTS, ErrorText
 from ._outside_steps import gate_input_step, patch_step, validate_gate_input
 from ._parallel import Parallel
 from ._result import Checkpoint, RunResult
@@ -68,6 +69,10 @@ class Runner(Generic[S, D]):
     deps=...)``); it is never stored. ``memory`` (a ``flowkit.memory.Memory``) is long-term
     memory shared across threads, handed to nodes as ``ctx.memory``. ``cache`` is where nodes
     with a ``CachePolicy`` keep their updates (a ``Memory``; default: in this runner only).
+    ``error_text`` is how a failed node's exception text is kept in its ``NodeError`` (state,
+    journal, events, the CLI and the server show that one text): ``"masked"`` (e-mail
+    addresses, phone numbers and secrets replaced by ``***``, as in log lines) or ``"raw"``,
+    the exception's text as it was, for an application that keeps its journal private.
     """
 
     def __init__(
@@ -83,7 +88,12 @@ class Runner(Generic[S, D]):
         deps: D | None = None,
         memory: Memory | None = None,
         cache: Memory | None = None,
+        error_text: ErrorText = "masked",
     ) -> None:
+        if error_text not in ERROR_TEXTS:
+            raise ValueError(
+                f"Runner error_text is 'masked' (the default) or 'raw', not {error_text!r}."
+            )
         self.flow = flow
         self.store: Store | None = MemoryStore() if store is UNSET else store
         self.llm = llm
@@ -94,6 +104,7 @@ class Runner(Generic[S, D]):
         self._call_deps: dict[str, Any] = {}
         self.clock = clock or (lambda: datetime.now(UTC))
         self.step_limit = step_limit
+        self.error_text: ErrorText = error_text
         self._threads = Threads(flow, self.store, self.clock, cache_size)
         self._subscribers: list[Subscriber] = []
         self._log = get_logger()

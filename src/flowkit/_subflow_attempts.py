@@ -184,7 +184,10 @@ def _stopped(
     child = holder.cursor.sub
     assert child is not None, "a child runs: its start is committed"
     error = NodeError.from_exception(
-        NodeTimeoutError(holder.name, timeout), node=child.node, attempts=1
+        NodeTimeoutError(holder.name, timeout),
+        node=child.node,
+        attempts=1,
+        text=holder.error_text,
     )
     runner = cast("Runner[Any]", holder)
     return _fail(runner, thread_id, run_id, child, error, time.perf_counter() - started)

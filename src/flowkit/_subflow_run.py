@@ -70,6 +70,7 @@ class ChildRunner:
         self.flow = node.flow
         self.store = parent.store
         self.step_limit = parent.step_limit
+        self.error_text = parent.error_text
         self.clock = parent.clock
         self.memory = parent.memory
         self._cache_memory = parent._cache_memory
@@ -253,7 +254,9 @@ def _failed(
     """The input or output function raised: the node's error, not retried (the function
     would raise again); resuming starts the child over."""
     cursor = holder.cursor
-    error = NodeError.from_exception(exc, node=name, attempts=holder.attempts)
+    error = NodeError.from_exception(
+        exc, node=name, attempts=holder.attempts, text=runner.error_text
+    )
     flow = runner.flow
     if flow.error_field is None or flow.route_table(name) is None:
         return _fail(runner, thread_id, run_id, cursor, error, time.perf_counter() - started)

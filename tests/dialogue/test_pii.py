@@ -92,6 +92,16 @@ def test_a_failing_action_masks_personal_values_in_its_error() -> None:
     assert (turn["outcome"], turn["error_type"]) == ("failure", "RuntimeError")
 
 
+def test_a_failing_action_masks_contact_details_that_are_no_slot() -> None:
+    def refuse(call: ActionCall) -> None:
+        raise RuntimeError("calendar refused: ask ops@example.com or 03-1234-5678")
+
+    bot = Dialogue("robot_cell", actions={"book_maintenance": refuse}, clock=monday)
+    bot.send("g", "book maintenance for robot 1 tomorrow at 10:00")
+    state = bot.send("g", "Yamada").state
+    assert state.error is not None and state.error.message == "calendar refused: ask *** or ***"
+
+
 def test_tool_calls_mask_personal_arguments() -> None:
     bot = Dialogue("robot_cell", clock=monday)
     bot.send("m", "book maintenance for robot 1 tomorrow at 10:00")

@@ -38,12 +38,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 @pytest.fixture
 def make_client(store: Store) -> Iterator[Callable[..., TestClient]]:
-    """``make_client(**create_app options)``: a started client (lifespan run) over ``store``."""
+    """``make_client(**create_app options)``: a started client (lifespan run) over ``store``,
+    serving ``FLOWS`` unless the options name other ``flows``."""
     opened: list[TestClient] = []
 
     def make(**options: Any) -> TestClient:
         options.setdefault("token", TOKEN)
-        app: FastAPI = create_app(FLOWS, store=store, **options)
+        app: FastAPI = create_app(options.pop("flows", FLOWS), store=store, **options)
         client = TestClient(app)
         client.__enter__()
         opened.append(client)

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 from serve_common import AUTH, problem, start
 
+from flowkit import END, Flow, Runner
 from flowkit.stores import Store
 
 # -- flows ---------------------------------------------------------------------------------------
@@ -152,6 +154,38 @@ def test_get_shows_where_the_thread_stands(client: TestClient) -> None:
     assert data["error"] is None
     problem(client.get("/threads/ghost", headers=AUTH), 404, "thread_not_found")
     problem(client.get("/threads/a..b", headers=AUTH), 422, "invalid_thread_id")
+
+
+class _Account(BaseModel):
+    user: str = ""
+
+
+def _lookup(state: _Account) -> dict[str, Any]:
+    raise ValueError("no account for taro@example.com, api_key=Zm9vYmFy")
+
+
+_accounts = Flow(name="accounts", state=_Account, start="lookup", nodes={"lookup": _lookup},
+                 routes={"lookup": END}, error_field=None)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("error_text", "message"),
+    [
+        ("masked", "no account for ***, api_key=***"),
+        ("raw", "no account for taro@example.com, api_key=Zm9vYmFy"),
+    ],
+)
+def test_get_shows_a_failed_nodes_error_as_the_runner_stored_it(
+    make_client: Any, error_text: str, message: str
+) -> None:
+    client = make_client(
+        flows=[_accounts],
+        runner_factory=lambda flow, store: Runner(flow, store=store, error_text=error_text),
+    )
+    started = client.post("/flows/accounts/threads", json={"thread_id": "a1"}, headers=AUTH)
+    assert started.json()["error"] == {"type": "ValueError", "message": message, "node": "lookup"}
+    shown = client.get("/threads/a1", headers=AUTH).json()
+    assert (shown["status"], shown["error"]["message"]) == ("failed", message)
 
 
 def test_list_filters_by_status_and_flow_and_pages(client: TestClient) -> None:

@@ -14,7 +14,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..._node import Context, Node, NodeError, is_retryable, node
+from ..._logging import mask_text
+from ..._node import Context, ErrorText, Node, NodeError, is_retryable, node
 from ...dialogue.actions import ActionCall, ActionRefused, as_result
 from ...dialogue.state import DialogueState, GoalState, Refusal, ToolCall, TraceEntry
 
@@ -118,14 +119,14 @@ def _finish(
             refusal = Refusal(response=exc.response, slot=exc.slot, params=dict(exc.params))
             error = NodeError(
                 type="ActionRefused",
-                message=_mask(str(exc), values, pii),
+                message=_mask(str(exc), values, pii, ctx.error_text),
                 node="GE",
                 retryable=False,
             )
     except Exception as exc:  # a failing handler is the goal's failure, not the turn's
         error = NodeError(
             type=type(exc).__name__,
-            message=_mask(str(exc) or type(exc).__name__, values, pii),
+            message=_mask(str(exc) or type(exc).__name__, values, pii, ctx.error_text),
             node="GE",
             retryable=is_retryable(exc),
         )
@@ -180,9 +181,11 @@ def _finish(
     return update
 
 
-def _mask(message: str, values: dict[str, Any], pii: frozenset[str]) -> str:
+def _mask(message: str, values: dict[str, Any], pii: frozenset[str], text: ErrorText) -> str:
+    """A handler's error text without the personal slots' values (always) nor, unless the
+    runner keeps error text raw, e-mail addresses, phone numbers and secrets."""
     for name in pii:
         value = values.get(name)
         if isinstance(value, str) and value:
             message = message.replace(value, MASK)
-    return message
+    return message if text == "raw" else mask_text(message)

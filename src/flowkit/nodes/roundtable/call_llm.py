@@ -54,7 +54,9 @@ def make_call_llm(services: Services) -> Node:
             )  # fmt: skip
             return {
                 "last_response_text": None,
-                "error": NodeError.from_exception(exc, node=ctx.node, attempts=ctx.attempt),
+                "error": NodeError.from_exception(
+                    exc, node=ctx.node, attempts=ctx.attempt, text=ctx.error_text
+                ),
             }
         text = str(response.text)
         services.operation(
