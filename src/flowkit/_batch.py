@@ -31,7 +31,7 @@ from ._execution import (
 )
 from ._node import NodeError, check_update
 from ._parallel import Batched, BatchNode, Call
-from ._records import ItemRecord, JoinRecord, PauseRecord, Status, record_time
+from ._records import ItemRecord, JoinRecord, PauseRecord, Status
 from .errors import RunError
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _pause(
     if runner.store is not None:
         record = PauseRecord.model_construct(
             version=after.version,
-            ts=record_time(),
+            ts=runner._threads.stamp(),
             run_id=run_id,
             next=name,
             status="waiting",
@@ -157,7 +157,7 @@ def checkpoint_call(
     if runner.store is not None:
         record = ItemRecord.model_construct(
             version=after.version,
-            ts=record_time(),
+            ts=runner._threads.stamp(),
             run_id=run_id,
             next=name,
             status=status,
@@ -292,7 +292,7 @@ def _join(
     if runner.store is not None:
         record = JoinRecord.model_construct(
             version=after.version,
-            ts=record_time(),
+            ts=runner._threads.stamp(),
             run_id=run_id,
             next=target,
             status=after.status,
@@ -341,7 +341,7 @@ def _fail(
     )
     record = JoinRecord.model_construct(
         version=after.version,
-        ts=record_time(),
+        ts=runner._threads.stamp(),
         run_id=run_id,
         next=name,
         status="failed",

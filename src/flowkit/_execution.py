@@ -35,7 +35,6 @@ from ._records import (
     Status,
     StepRecord,
     prebuilt,
-    record_time,
 )
 from ._route_table import END
 from ._subflow import Subflow
@@ -402,7 +401,7 @@ def step_record(
     values = {
         "v": FORMAT_VERSION,
         "version": after.version,
-        "ts": record_time(),
+        "ts": runner._threads.stamp(),
         "run_id": run_id,
         "next": after.node,
         "status": after.status,
@@ -508,7 +507,7 @@ def _mark(
 
     assert runner._marks is not None
     marker = AttemptMarker.model_construct(
-        version=version, node=node, attempt=attempt, run_id=run_id, ts=record_time()
+        version=version, node=node, attempt=attempt, run_id=run_id, ts=runner._threads.stamp()
     )
     try:
         runner._marks.mark_attempt(thread_id, marker)

@@ -16,7 +16,7 @@ from ._gate import Gate
 from ._jsonform import dump_state
 from ._known_fields import unknown_keys, unknown_keys_message
 from ._plain import describe_validation_error
-from ._records import InputRecord, PatchRecord, record_time
+from ._records import InputRecord, PatchRecord
 from .errors import InvalidResumeInputError
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def gate_input_step(
     after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
     record = InputRecord.model_construct(
         version=after.version,
-        ts=record_time(),
+        ts=runner._threads.stamp(),
         run_id=run_id,
         next=target,
         status=after.status,
@@ -136,7 +136,7 @@ def patch_step(
     )
     record = PatchRecord.model_construct(
         version=after.version,
-        ts=record_time(),
+        ts=runner._threads.stamp(),
         run_id=None,
         next=target,
         status=status,

@@ -12,6 +12,8 @@ Format v2 (this flowkit) adds a checksum to every stored line and snapshot (see
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -34,6 +36,7 @@ __all__ = [
     "StepRecord",
     "SubRecord",
     "prebuilt",
+    "record_clock",
     "record_time",
 ]
 
@@ -231,6 +234,41 @@ def record_time() -> float:
     return int(time.time() * 1000) / 1000
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+class _ClockReading(BaseModel):
+    """A clock's reading as a record would hold it: only there to refuse one out of range."""
+
+    model_config = ConfigDict(title="the time of Runner(clock=...)")
+
+    ts: Timestamp
+
+
+def record_clock(clock: Callable[[], datetime] | None) -> Callable[[], float]:
+    """What stamps the ``ts`` of a runner's records: ``record_time`` (the wall clock, fast)
+    without a ``clock``, else the clock's time in whole milliseconds, truncated the same way.
+
+    An injected clock is read exactly (integer milliseconds since the epoch, never through a
+    float product that could round up). A time a record may not hold (outside ``TS_RANGE``)
+    is refused here, before any record holds it, with pydantic's ``ValidationError`` naming
+    ``ts``: so every record, prebuilt or not, and every snapshot or marker is in range."""
+    if clock is None:
+        return record_time
+
+    def clock_time() -> float:
+        moment = clock()
+        if moment.utcoffset() is None:  # naive: local time, as datetime.timestamp() reads it
+            moment = moment.astimezone()
+        ts = ((moment - _EPOCH) // _MS) / 1000
+        if TS_RANGE[0] <= ts <= TS_RANGE[1]:
+            return ts
+        return _ClockReading(ts=ts).ts  # raises: the error names the field and its bounds
+
+    return clock_time
+
+
 _R = TypeVar("_R", bound=BaseModel)
 _set = object.__setattr__
 
@@ -244,12 +282,8 @@ def prebuilt(kind: type[_R], values: dict[str, Any]) -> _R:
     owned by the record alone. Validating such a dict again cost a third of a step with
     ``MemoryStore``; tests/engine/test_prebuilt_records.py holds each builder to the
     validated record, equal and byte for byte. The one value a caller does not control, the
-    time (a ``Runner(clock=...)``), is still checked: outside ``TS_RANGE`` the values go
-    through validation, whose ``ValidationError`` names the field.
+    time (a ``Runner(clock=...)``), was checked where it was read (``record_clock``).
     """
-    ts = values.get("ts")
-    if ts is not None and not TS_RANGE[0] <= ts <= TS_RANGE[1]:
-        return kind.model_validate(values)
     record = kind.__new__(kind)
     _set(record, "__dict__", values)
     _set(record, "__pydantic_fields_set__", set(values))

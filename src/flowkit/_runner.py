@@ -29,6 +29,7 @@ from ._migration import MigrationReport
 from ._node import ERROR_TEXTS, ErrorText
 from ._outside_steps import gate_input_step, patch_step, validate_gate_input
 from ._parallel import Parallel
+from ._records import record_clock
 from ._result import Checkpoint, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
 from ._threads import Threads
@@ -73,6 +74,8 @@ class Runner(Generic[S, D]):
     journal, events, the CLI and the server show that one text): ``"masked"`` (e-mail
     addresses, phone numbers and secrets replaced by ``***``, as in log lines) or ``"raw"``,
     the exception's text as it was, for an application that keeps its journal private.
+    ``clock`` (returning an aware ``datetime``) stamps every record of this runner's threads,
+    in whole milliseconds, and is ``ctx.clock``; default: the wall clock.
     """
 
     def __init__(
@@ -105,7 +108,8 @@ class Runner(Generic[S, D]):
         self.clock = clock or (lambda: datetime.now(UTC))
         self.step_limit = step_limit
         self.error_text: ErrorText = error_text
-        self._threads = Threads(flow, self.store, self.clock, cache_size)
+        # Without a clock records keep the fast wall-clock stamp (``record_time``).
+        self._threads = Threads(flow, self.store, record_clock(clock), cache_size)
         self._subscribers: list[Subscriber] = []
         self._log = get_logger()
         self._marks: AttemptMarks | None = attempt_marks(self.store) if track_attempts else None

@@ -30,7 +30,7 @@ from ._execution import (
     status_of,
 )
 from ._node import Context, NodeError, RetryPolicy
-from ._records import StartRecord, record_time
+from ._records import StartRecord
 from ._subflow_journal import dump_child_state
 from .errors import NodeTimeoutError, SubflowError
 
@@ -96,7 +96,7 @@ def start_child(holder: ChildRunner, thread_id: str, run_id: str, state: BaseMod
     if holder.store is not None:
         record = StartRecord(
             version=0,
-            ts=record_time(),
+            ts=holder.stamp(),
             run_id=run_id,
             next=child.node,
             status=child.status,

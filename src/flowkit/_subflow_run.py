@@ -72,6 +72,7 @@ class ChildRunner:
         self.step_limit = parent.step_limit
         self.error_text = parent.error_text
         self.clock = parent.clock
+        self.stamp = parent._threads.stamp  # its records are the thread's: the same clock
         self.memory = parent.memory
         self._cache_memory = parent._cache_memory
         self._deps_for = parent._deps_for  # the child's nodes see the parent's deps

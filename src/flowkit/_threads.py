@@ -11,7 +11,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -42,11 +41,12 @@ class Threads:
     """Cursors of one flow's threads in one store (or in memory only, with ``store=None``)."""
 
     def __init__(
-        self, flow: Flow, store: Store | None, clock: Callable[[], datetime], cache_size: int
+        self, flow: Flow, store: Store | None, stamp: Callable[[], float], cache_size: int
     ) -> None:
         self.flow = flow
         self.store = store
-        self.clock = clock
+        #: The ``ts`` of every record and snapshot of this runner (``record_clock``).
+        self.stamp = stamp
         self._cache: OrderedDict[str, Cursor] = OrderedDict()
         self._cache_size = cache_size
         self._local_locks: dict[str, threading.Lock] = {}
@@ -73,7 +73,10 @@ class Threads:
         self.remember(thread_id, after)
         if store is not None and store.snapshot_due(thread_id):
             try:
-                store.write_snapshot(thread_id, self.snapshot(after, thread_id))
+                # Stamped with its record's time: no second clock reading that could fail
+                # (a broken Runner clock) after the step is saved.
+                at = None if record is None else record.ts
+                store.write_snapshot(thread_id, self.snapshot(after, thread_id, at))
             except StoreError as exc:
                 # The step is saved; a snapshot only speeds up loading, so a failed one waits
                 # for the next commit instead of failing a good step.
@@ -84,8 +87,10 @@ class Threads:
                     error_type=type(exc).__name__,
                 )
 
-    def snapshot(self, cursor: Cursor, thread_id: str) -> Snapshot:
-        ts = self.clock().timestamp()
+    def snapshot(self, cursor: Cursor, thread_id: str, ts: float | None = None) -> Snapshot:
+        """The whole position at ``cursor``, stamped ``ts`` (default: now, by the clock)."""
+        if ts is None:
+            ts = self.stamp()
         return Snapshot(
             version=cursor.version,
             ts=ts,
@@ -184,7 +189,7 @@ class Threads:
             reason += f" (dropped: {', '.join(report.dropped)})"
         record = PatchRecord(
             version=after.version,
-            ts=round(position.ts, 3),
+            ts=position.ts,
             next=after.node,
             status=after.status,
             update={k: position.state[k] for k in report.changed if k in position.state},
@@ -219,9 +224,9 @@ class Threads:
             if thread_id in self._cache:
                 raise ThreadExistsError(thread_id)
         else:
-            ts = self.clock().timestamp()
             self.store.create(
-                thread_id, self.start_record(thread_id, cursor, ts=ts, forked_from=forked_from)
+                thread_id,
+                self.start_record(thread_id, cursor, ts=self.stamp(), forked_from=forked_from),
             )
         self.remember(thread_id, cursor)
 

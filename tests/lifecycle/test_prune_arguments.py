@@ -16,11 +16,12 @@ from flowkit.stores import MemoryStore
 
 @pytest.fixture
 def runner() -> Runner[Any]:
-    # Ages are measured with the runner's clock, a day after the steps' own timestamps.
-    later = datetime.now(UTC) + timedelta(days=1)
-    made: Runner[Any] = Runner(review_flow, store=MemoryStore(), clock=lambda: later)
+    # The runner's clock stamps the steps, then moves a day on: ages are measured with it.
+    now = [datetime(2030, 1, 1, tzinfo=UTC)]
+    made: Runner[Any] = Runner(review_flow, store=MemoryStore(), clock=lambda: now[0])
     made.start("a")
     made.resume("a", {"approved": True})
+    now[0] += timedelta(days=1)
     return made
 
 

@@ -121,12 +121,13 @@ class LifecycleChecks:
         assert store.threads() == ["other"]
 
     def test_runner_prune_deletes_its_flows_finished_threads(self, store: Store) -> None:
-        later = datetime.now(UTC) + timedelta(days=40)
-        runner: Runner[Any] = Runner(REVIEW_FLOW, store=store, clock=lambda: later)
+        now = [datetime(2030, 1, 1, tzinfo=UTC)]
+        runner: Runner[Any] = Runner(REVIEW_FLOW, store=store, clock=lambda: now[0])
         for thread in ("a", "b", "c"):
             runner.start(thread)
         runner.resume("a", {"approved": True})
         store.create("not-mine", start_record(flow="other"))
+        now[0] += timedelta(days=40)  # the runner's clock stamped the records and ages them
         assert runner.prune(older_than=timedelta(days=30), dry_run=True).deleted == ("a",)
         result = runner.prune(older_than=timedelta(days=30))
         assert result.deleted == ("a",)
