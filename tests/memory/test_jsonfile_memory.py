@@ -140,12 +140,17 @@ def test_whatever_bytes_an_item_file_holds_get_returns_a_storable_item_or_says_i
     memory.put(("n",), "k", item.value)  # what comes back could have been put
 
 
-def test_a_file_naming_another_item_is_reported_not_returned(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "change", [{"key": "bad\x00key"}, {"key": "other"}, {"namespace": [" "]}, {"namespace": []}]
+)
+def test_a_file_naming_another_item_is_reported_not_returned(
+    tmp_path: Path, change: dict[str, object]
+) -> None:
     memory = JsonFileMemory(tmp_path, fsync=False)
     memory.put(("n",), "k", 1)
     path = tmp_path / "n_n" / "k_k.json"
     data = json.loads(path.read_text())
-    data["key"] = "bad\x00key"
+    data.update(change)
     path.write_text(json.dumps(data))
     with pytest.raises(CorruptStoreError):
         memory.get(("n",), "k")

@@ -140,9 +140,17 @@ class JsonFileMemory:
     def get(self, namespace: Sequence[str], key: str) -> MemoryItem | None:
         ns = check_namespace(namespace)
         key = check_key(ns, key)
-        item = self._read(self._path(ns, key))
-        # A different item under the same file name could only come from a hash collision.
-        return item if item is not None and (item.namespace, item.key) == (ns, key) else None
+        path = self._path(ns, key)
+        item = self._read(path)
+        if item is not None and (item.namespace, item.key) != (ns, key):
+            # Names are one-to-one (a 128-bit digest past _MAX_NAME), so a file naming another
+            # item was copied or damaged: report it rather than answer "no such item".
+            raise CorruptStoreError(
+                "Memory item file names another item; a put or delete of this item replaces it",
+                thread_id=None,
+                path=str(path),
+            )
+        return item
 
     def delete(self, namespace: Sequence[str], key: str) -> bool:
         ns = check_namespace(namespace)
