@@ -330,16 +330,7 @@ def test_a_subflow_failing_with_nowhere_to_route_tells_what_a_failing_node_tells
 
 
 def test_nested_subflows_that_fail_each_finish_inside_out_before_the_one_failed() -> None:
-    failing = child_flow(Flaky(10))
-    inner = Flow(
-        name="middle",
-        state=Job,
-        start="sub",
-        nodes={"sub": Subflow(failing)},
-        routes={"sub": END},
-        error_field=None,
-    )
-    runner = Runner(parent_flow(inner))
+    runner = Runner(parent_flow(parent_flow(child_flow(Flaky(10)))))
     with capture_events(runner) as events:
         runner.start("t")
     told = [e for e in events if e.kind in ("node_finished", "failed")]
