@@ -27,6 +27,7 @@ __all__ = [
     "child_error",
     "child_flow_of",
     "dump_child_state",
+    "in_attempt",
     "replay_sub_record",
     "sub_from_snapshot",
     "sub_snapshot",
@@ -58,6 +59,12 @@ def child_error(name: str, child: Cursor) -> NodeError:
         retryable=False,
         attempts=child.attempts,
     )
+
+
+def in_attempt(record: Any) -> str:
+    """The subflow node of a ``sub`` record as paths name it: ``review``, and ``review#2`` for
+    the records of its second attempt."""
+    return str(record.node) if record.attempts == 1 else f"{record.node}#{record.attempts}"
 
 
 def child_flow_of(flow: Flow, name: str) -> Flow:
@@ -145,7 +152,7 @@ def unwrap(record: Any, cursor: Cursor) -> tuple[Any, str, str, BaseModel | None
     error = child_error(name, child) if child.status == "failed" else None
     prefix: list[str] = []
     while record.kind == "sub":
-        prefix.append(record.node if record.attempts == 1 else f"{record.node}#{record.attempts}")
+        prefix.append(in_attempt(record))
         record = record.record
         assert cursor.sub is not None, "a sub record leaves a child cursor"
         cursor = cursor.sub

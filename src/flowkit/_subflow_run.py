@@ -83,6 +83,9 @@ class ChildRunner:
         #: The parent's cursor to announce (waiting or failed inside the child), held until
         #: the child's own events for the step that got it there have gone out.
         self._untold: tuple[str, Cursor] | None = None
+        #: Set while ``run_subflow`` runs the node: a failure inside the child is then told by
+        #: it, after the node's own ``NodeFinished``, as a failing node's is.
+        self.running = False
 
     # -- the Runner part -------------------------------------------------------------------
 
@@ -100,9 +103,11 @@ class ChildRunner:
 
     def flush(self) -> None:
         """Say where the thread now waits or failed inside the child, if not said yet."""
-        untold, self._untold = self._untold, None
-        if untold is not None:
-            self._tell(untold[0], self.run_id, untold[1])
+        untold = self._untold
+        if untold is None or (self.running and untold[1].status == "failed"):
+            return
+        self._untold = None
+        self._tell(untold[0], self.run_id, untold[1])
 
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
         return self.parent._node_llm(thread_id, run_id, f"{self.name}/{node}", calls)
@@ -184,6 +189,7 @@ def run_subflow(
     says so, then apply its output and route on."""
     started = time.perf_counter()
     holder = ChildRunner(runner, name, node, cursor, run_id)
+    holder.running = True
     if runner._subscribers:
         runner._emit(NodeStarted(thread_id, run_id, name, holder.attempts))
     child = cursor.sub
@@ -215,10 +221,16 @@ def run_subflow(
             yield from _next_attempt(runner, holder, thread_id, run_id, name, child)
             child = None
     cursor = holder.cursor
-    if cursor.status != "pending":
-        return cursor  # the child waits at a gate, or failed with nowhere to route
     latency = time.perf_counter() - started
     attempts = holder.attempts
+    if cursor.status == "failed":  # with nowhere to route: told as `_fail` tells a node's
+        if runner._subscribers:
+            runner._emit(NodeFinished(thread_id, run_id, name, latency, attempts, cursor.error))
+        holder.running = False
+        holder.flush()
+        return cursor
+    if cursor.status != "pending":
+        return cursor  # the child waits at a gate
     if child.status == "failed":
         error = child_error(name, child)
         return _step(runner, thread_id, run_id, cursor, name, node, {}, error, attempts, latency)

@@ -263,4 +263,4 @@ def test_a_failure_inside_a_child_is_told_after_the_failing_step() -> None:
     runner = Runner(outer)
     with capture_events(runner) as events:
         assert runner.start("t").status == "failed"
-    assert _labels(events)[-2:] == ["node_finished:sub/check", "failed:sub"]
+    assert _labels(events)[-3:] == ["node_finished:sub/check", "node_finished:sub", "failed:sub"]

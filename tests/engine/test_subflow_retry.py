@@ -1,7 +1,8 @@
 """``Subflow(retry=..., timeout=...)``: a failed child runs again afresh, as a new attempt whose
 records stay in the parent's journal by path (``sub#2/work``); a crash or a gate in the middle
 of an attempt goes on with that attempt; a child that runs past the node's timeout fails the
-node with ``NodeTimeoutError`` (time waiting at a child gate does not count)."""
+node with ``NodeTimeoutError`` (time waiting at a child gate does not count); a node that fails
+in the end sends the events a failing plain node sends."""
 
 from __future__ import annotations
 
@@ -263,6 +264,103 @@ def test_retries_exhausted_without_a_route_fail_the_thread_and_resume_goes_on_in
         ("step", "sub#3/work", "sub#3/__end__", "pending", 1),
         ("step", "sub", END, "done", 3),
     ]
+
+
+# -- events of a failing subflow node -------------------------------------------------------------
+
+
+def _seen(runner: Runner[Any], how: str) -> list[Any]:
+    """Every event of one run of thread ``t``, as a subscriber, a stream or an async stream sees."""
+    if how == "subscriber":
+        with capture_events(runner) as events:
+            runner.start("t")
+        return list(events)
+    if how == "stream":
+        return list(runner.stream("t", mode="events"))
+
+    async def collect() -> list[Any]:
+        return [event async for event in runner.astream("t", mode="events")]
+
+    return asyncio.run(collect())
+
+
+def _own(events: list[Any]) -> list[tuple[Any, ...]]:
+    """The events of the top flow's own nodes (not a child's, named by path): kind, attempt(s),
+    error type."""
+    return [
+        (
+            e.kind,
+            getattr(e, "attempt", None) or getattr(e, "attempts", None),
+            None if getattr(e, "error", None) is None else e.error.type,
+        )
+        for e in events
+        if "/" not in getattr(e, "node", "")
+    ]
+
+
+@pytest.mark.parametrize("how", ["subscriber", "stream", "astream"])
+def test_a_subflow_failing_with_nowhere_to_route_tells_what_a_failing_node_tells(how: str) -> None:
+    retry = RetryPolicy(max_attempts=2, initial_delay=0, jitter=False)
+    plain = Flow(
+        name="desk",
+        state=Job,
+        start="sub",
+        nodes={"sub": node(Flaky(10), retry=retry)},
+        routes={"sub": END},
+        error_field=None,
+    )
+    ordinary = _own(_seen(Runner(plain, store=MemoryStore()), how))
+    runner = Runner(parent_flow(child_flow(Flaky(10)), retry=retry), store=MemoryStore())
+    events = _seen(runner, how)
+    assert ordinary == [
+        ("node_started", 1, None),
+        ("node_started", 2, None),
+        ("node_finished", 2, "ConnectionError"),
+        ("failed", None, "ConnectionError"),
+    ]
+    assert _own(events) == ordinary
+    # The node's own, right after its child's last step.
+    assert [(e.kind, e.node) for e in events[-3:]] == [
+        ("node_finished", "sub/work"),
+        ("node_finished", "sub"),
+        ("failed", "sub"),
+    ]
+    finished, failed = events[-2:]
+    assert finished.error == failed.error == runner.get_state("t").error
+
+
+def test_nested_subflows_that_fail_each_finish_inside_out_before_the_one_failed() -> None:
+    runner = Runner(parent_flow(parent_flow(child_flow(Flaky(10)))))
+    with capture_events(runner) as events:
+        runner.start("t")
+    told = [e for e in events if e.kind in ("node_finished", "failed")]
+    tail = [(e.kind, e.node, e.error and e.error.type) for e in told][-4:]
+    assert tail == [
+        ("node_finished", "sub/sub/work", "ConnectionError"),
+        ("node_finished", "sub/sub", "ConnectionError"),
+        ("node_finished", "sub", "ConnectionError"),
+        ("failed", "sub", "ConnectionError"),
+    ]
+
+
+def test_a_child_ending_at_a_failed_final_state_finishes_its_node_with_the_error() -> None:
+    child = Flow(
+        name="vote",
+        state=Job,
+        start="count",
+        nodes={"count": lambda s: {"result": "rejected"}},
+        finals={"no": "failed"},
+        routes={"count": "no"},
+        error_field=None,
+    )
+    runner = Runner(parent_flow(child))
+    with capture_events(runner) as events:
+        runner.start("t")
+    finished = [e for e in events if e.kind == "node_finished" and e.node == "sub"]
+    assert [(e.attempts, e.error.type if e.error else None) for e in finished] == [
+        (1, "SubflowFailed")
+    ]
+    assert [e.kind for e in events][-2:] == ["node_finished", "failed"]
 
 
 def test_update_state_goto_starts_the_subflow_over_with_all_its_attempts(store: Store) -> None:

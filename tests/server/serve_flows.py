@@ -1,6 +1,6 @@
 """Small flows the server tests serve: a counter that runs long, a chat in the roundtable
-origin's shapes, a flow whose state holds a secret and personal data, one with an owner, and
-one whose run never ends (for the shutdown tests)."""
+origin's shapes, a flow whose state holds a secret and personal data, one with an owner, one
+whose run never ends (for the shutdown tests), and one whose subflow is retried."""
 
 from __future__ import annotations
 
@@ -9,7 +9,18 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from flowkit import END, Flow, Route, RouteTable, append, node, when
+from flowkit import (
+    END,
+    CachePolicy,
+    Flow,
+    RetryPolicy,
+    Route,
+    RouteTable,
+    Subflow,
+    append,
+    node,
+    when,
+)
 
 # -- a counter: `go` gate, then `steps` steps, a milestone (critical) every 100 ---------------
 
@@ -123,4 +134,65 @@ stuck = Flow(
     start="wait",
     nodes={"wait": node(_wait_for_good, reads=[], writes=["done"])},
     routes={"wait": END},
+)
+
+# -- a subflow retried once: its child's node fails both its own attempts, then works ---------
+
+
+class Desk(BaseModel):
+    answer: str = ""
+
+
+def desk() -> Flow:
+    """``research`` (a ``Subflow``, two attempts) runs ``lookup``, whose ``search`` (two attempts
+    of its own) fails three calls: the subflow's first attempt fails, its second works at the
+    second call of ``search``. A new flow each time: the failures are counted per flow."""
+    calls = {"search": 0}
+
+    def search(state: Desk) -> dict[str, Any]:
+        calls["search"] += 1
+        if calls["search"] <= 3:
+            raise ConnectionError("search is down")
+        return {"answer": "found"}
+
+    twice = RetryPolicy(max_attempts=2, initial_delay=0, jitter=False)
+    lookup = Flow(
+        name="lookup",
+        state=Desk,
+        start="search",
+        nodes={"search": node(search, retry=twice)},
+        routes={"search": END},
+        error_field=None,
+    )
+    return Flow(
+        name="desk",
+        state=Desk,
+        start="research",
+        nodes={"research": Subflow(lookup, writes=["answer"], retry=twice)},
+        routes={"research": END},
+        error_field=None,
+    )
+
+
+# -- a node whose update is cached: a second thread with the same text reuses the first's -----
+
+
+class Ticket(BaseModel):
+    text: str = "wrong invoice"
+    category: str = ""
+
+
+tickets = Flow(
+    name="tickets",
+    state=Ticket,
+    start="classify",
+    nodes={
+        "classify": node(
+            lambda s: {"category": "billing"},
+            reads=["text"],
+            writes=["category"],
+            cache=CachePolicy(),
+        )
+    },
+    routes={"classify": END},
 )

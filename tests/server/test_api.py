@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
-from serve_common import AUTH, problem, start
+from serve_common import AUTH, TOKEN, problem, start
+from serve_flows import desk, tickets
 
 from flowkit import END, Flow, Runner
+from flowkit.server import create_app
 from flowkit.stores import Store
 
 # -- flows ---------------------------------------------------------------------------------------
@@ -235,6 +238,46 @@ def test_history_lists_each_checkpoint_with_its_update(client: TestClient) -> No
     assert [c["version"] for c in page["checkpoints"]] == [3]
     problem(client.get("/threads/ghost/history", headers=AUTH), 404, "thread_not_found")
     problem(client.get("/threads/doc/history?limit=0", headers=AUTH), 422, "invalid_request")
+
+
+def test_history_and_checkpoint_events_show_the_attempts_of_a_retried_subflow(
+    store: Store,
+) -> None:
+    flow = desk()
+    with TestClient(create_app([flow], store=store, token=TOKEN)) as client:
+        made = client.post("/flows/desk/threads", json={"thread_id": "d"}, headers=AUTH)
+        assert made.json()["status"] == "done"
+        history = client.get("/threads/d/history", headers=AUTH).json()["checkpoints"]
+        rows = [(c["kind"], c["node"], c["status"], c["attempts"]) for c in history]
+        assert rows == [
+            ("start", None, "pending", 1),
+            ("start", "research", "pending", 1),  # the subflow's first attempt
+            ("step", "research/search", "pending", 2),  # failed after two of its own
+            ("start", "research#2", "pending", 1),  # the second, afresh
+            ("step", "research#2/search", "pending", 2),
+            ("step", "research", "done", 2),  # the subflow node's own step: two attempts
+        ]
+        engine = Runner(flow, store=store).history("d")
+        assert rows == [(c.kind, c.node, c.status, c.attempts) for c in engine]
+        events = []
+        with client.stream(
+            "GET", "/threads/d/events", headers={**AUTH, "Last-Event-ID": "0"}
+        ) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data: ") and '"kind"' in line:
+                    events.append(json.loads(line.removeprefix("data: ")))
+                    if events[-1]["status"] == "done":
+                        break
+        assert [(e["kind"], e["node"], e["status"], e["attempts"]) for e in events] == rows[1:]
+
+
+def test_a_step_taken_from_the_node_cache_shows_no_attempts(store: Store) -> None:
+    with TestClient(create_app([tickets], store=store, token=TOKEN)) as client:
+        for thread in ("first", "again"):
+            client.post("/flows/tickets/threads", json={"thread_id": thread}, headers=AUTH)
+        response = client.get("/threads/again/history", headers=AUTH)
+        assert response.status_code == 200, response.text
+        assert [c["attempts"] for c in response.json()["checkpoints"]] == [1, 0]
 
 
 # -- resume ----------------------------------------------------------------------------------

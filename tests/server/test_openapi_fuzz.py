@@ -17,16 +17,18 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 from serve_common import AUTH, TOKEN
-from serve_flows import chat, owned
+from serve_flows import chat, desk, owned
 
 from flowkit.examples.review import flow as review
 from flowkit.server import create_app
 from flowkit.stores import MemoryStore
 
-app = create_app([review, chat, owned], store=MemoryStore(), token=TOKEN)
+app = create_app([review, chat, owned, desk()], store=MemoryStore(), token=TOKEN)
 with TestClient(app) as _client:  # threads for the generated ids to meet now and then
-    for thread_id in ("doc", "a", "0"):
+    for thread_id in ("doc", "a"):
         _client.post("/flows/review/threads", json={"thread_id": thread_id}, headers=AUTH)
+    # a subflow retried: its history's checkpoints have attempts and paths (`research#2/...`)
+    _client.post("/flows/desk/threads", json={"thread_id": "0"}, headers=AUTH)
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(
     path="/threads/{thread_id}/events"

@@ -246,6 +246,7 @@ def get_history(
                 reason=getattr(inner, "reason", ""),
                 update=dict(server.redact(flow.name, update, principal)),
                 error_type=data.get("error_type"),
+                attempts=data["attempts"],
             )
         )
     return {

@@ -20,6 +20,7 @@ from typing import Any
 from .._events import classify_changes
 from .._records import SubRecord
 from .._route_table import END
+from .._subflow_journal import in_attempt
 from ..stores._protocol import AnyRecord
 from ._problems import Problem
 
@@ -66,8 +67,8 @@ def checkpoint_data(
     """What a client learns of one journal record: where the thread went and which keys."""
     inner: Any = record
     path: list[str] = []
-    while isinstance(inner, SubRecord):  # a child flow's step: named by path
-        path.append(inner.node)
+    while isinstance(inner, SubRecord):  # a child flow's step: named by path, as history does
+        path.append(in_attempt(inner))
         inner = inner.record
     node = getattr(inner, "node", None) or getattr(inner, "gate", None)
     if path and node is not None:
@@ -91,6 +92,8 @@ def checkpoint_data(
         "classes": {k: list(v) for k, v in classes.items()},
         "priority": priority_of(record.status, classes),
         "ts": record.ts,
+        # How many attempts the step's node took (a retried node's, a subflow node's own step).
+        "attempts": getattr(inner, "attempts", 1),
     }
     if isinstance(error, Mapping) and error.get("type"):
         data["error_type"] = str(error["type"])

@@ -146,6 +146,13 @@ class Checkpoint(BaseModel):
     reason: str
     update: dict[str, Any]
     error_type: str | None = None
+    attempts: int = Field(
+        default=1,
+        ge=0,
+        description="How many attempts the step's node took: more than 1 for a node retried by "
+        "its policy or a subflow node's own step (its child's steps are named `sub#2/...` in its "
+        "second attempt); 0 for a step whose update came from the node cache",
+    )
 
 
 class History(BaseModel):
