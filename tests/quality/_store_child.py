@@ -1,9 +1,11 @@
 """A child process for the cross-process store tests: ``python _store_child.py KIND WHERE CMD
 DIR``. KIND is ``json`` (WHERE a folder) or ``pg`` (WHERE a URL). Progress goes to files in
-DIR, which the parent polls."""
+DIR, which the parent polls: each appears whole (written aside, then renamed), so a parent
+that sees one and kills this process at once still reads all of it."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,6 +25,12 @@ def open_store(kind: str, where: str):  # type: ignore[no-untyped-def]
     return PostgresWorkflowStateStore(where)
 
 
+def publish(path: Path, text: str) -> None:
+    aside = path.with_name(f".{path.name}.tmp")
+    aside.write_text(text)
+    os.replace(aside, path)
+
+
 def wait_for(path: Path) -> None:
     while not path.exists():
         time.sleep(0.01)
@@ -35,6 +43,7 @@ def main() -> None:
     store = open_store(kind, where)
     if command == "race":  # begin a session on episode 1 when told to; hold it until told
         name = sys.argv[5]
+        publish(out / f"{name}.ready", "")
         wait_for(out / "go")
         try:
             store.begin_session(1, IterationPolicy(), principal=me)
@@ -42,19 +51,19 @@ def main() -> None:
             result = "ok"
         except SessionBusyError:
             result = "busy"
-        (out / f"{name}.result").write_text(result)
+        publish(out / f"{name}.result", result)
         wait_for(out / "stop")
     elif command == "stage":  # begin, commit, stage a unit, then wait to be killed
         session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
         store.commit()
         for n in range(5):
             store.record_issue(make_issue(session_id, n))
-        (out / "session").write_text(session_id)
+        publish(out / "session", session_id)
         time.sleep(60)
     elif command == "loop":  # commit units of 5 issues until killed
         session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
         store.commit()
-        (out / "session").write_text(session_id)
+        publish(out / "session", session_id)
         n = 0
         while True:
             for _ in range(5):
