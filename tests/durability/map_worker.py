@@ -1,16 +1,20 @@
 """Child process for the map crash test; also imported by it for the flow it runs.
 
-python map_worker.py ROOT THREAD CALLS_LOG   start-or-resume the 50-item map, print "ready"
-                                              just before it runs (the parent kills it at will)
+python map_worker.py ROOT THREAD CALLS_LOG [BUDGET]
+    start-or-resume the 50-item map, print "ready" just before it runs (the parent kills it at
+    will); with BUDGET, answer that many LLM calls and hang in the next ones, so however slowly
+    the parent gets to its kill, the child cannot finish the map
 
 Every LLM request a child makes is appended to CALLS_LOG ("<pid> <item>" per line) before it
-is answered, so the parent can tell which items were asked again after a kill.
+is answered, so the parent can tell which items were asked again after a kill, and how far a
+child has got.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -58,19 +62,29 @@ FLOW = Flow(
 START = {"topics": [f"topic-{i:02d}" for i in range(ITEMS)]}
 
 
-def scripted_llm(calls_log: Path) -> ScriptedLLM:
+def scripted_llm(calls_log: Path, budget: int | None = None) -> ScriptedLLM:
+    lock = threading.Lock()
+    answered = 0
+
     def answer(prompt: str) -> str:
+        nonlocal answered
         with calls_log.open("a") as log:  # one short line per append: never interleaved
             log.write(f"{os.getpid()} {prompt.removeprefix('describe ')}\n")
+        with lock:
+            answered += 1
+            spent = budget is not None and answered > budget
+        if spent:
+            threading.Event().wait()  # hang until the parent kills this process
         time.sleep(CALL_S)
         return f"about {prompt.removeprefix('describe ')}"
 
     return ScriptedLLM([("describe", answer)])
 
 
-def main(root: str, thread_id: str, calls_log: str) -> None:
+def main(root: str, thread_id: str, calls_log: str, budget: str | None = None) -> None:
     store = JsonFileStore(root)
-    runner = Runner(FLOW, store=store, llm=scripted_llm(Path(calls_log)))
+    llm = scripted_llm(Path(calls_log), None if budget is None else int(budget))
+    runner = Runner(FLOW, store=store, llm=llm)
     print("ready", flush=True)
     try:
         runner.start(thread_id, START)
@@ -79,4 +93,4 @@ def main(root: str, thread_id: str, calls_log: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -1,4 +1,6 @@
-"""Crash test for ``Map``: a child mapping 50 LLM calls is SIGKILLed at random moments.
+"""Crash test for ``Map``: a child mapping 50 LLM calls is SIGKILLed at random moments, and
+now and then once it has checkpointed some calls (so the test makes progress on a loaded
+machine too).
 
 After every kill a fresh store reads the thread; it stands at the map with some calls
 checkpointed and the state untouched. No call that was checkpointed is ever asked again, and
@@ -13,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +32,12 @@ pytestmark = pytest.mark.slow
 KILLS = 20
 SEED = 20_261_124
 WORKER = Path(__file__).with_name("map_worker.py")
+#: LLM calls a killed child may answer (it hangs in the next): the map never finishes early.
+BUDGET = 3
+#: Every this many kills, the parent waits until the child has spent its budget (so has
+#: checkpointed at least BUDGET - 1 items) before killing it: progress that no CPU load can
+#: starve, where the other kills come at random moments after "ready".
+PROGRESS_EVERY = 5
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +50,21 @@ def worker() -> ModuleType:
     return module
 
 
-def run_child(root: Path, calls: Path, log: Path, kill_after: float | None) -> None:
+def run_child(
+    root: Path,
+    calls: Path,
+    log: Path,
+    kill_after: float | None,
+    budget: int | None = None,
+    *,
+    spent: bool = False,
+) -> None:
+    """Run a child; kill it ``kill_after`` seconds after "ready" (or, ``spent``, after it has
+    asked for more than its ``budget`` of calls), or let it finish (``kill_after`` None)."""
+    extra = [] if budget is None else [str(budget)]
     with log.open("a") as stderr:
         child = subprocess.Popen(
-            [sys.executable, str(WORKER), str(root), "t", str(calls)],
+            [sys.executable, str(WORKER), str(root), "t", str(calls), *extra],
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -55,11 +75,27 @@ def run_child(root: Path, calls: Path, log: Path, kill_after: float | None) -> N
         if kill_after is None:
             assert child.wait() == 0, log.read_text()
             return
+        if spent:
+            assert budget is not None
+            _wait_for_asks(calls, child, budget + 1, log)
         try:
             child.wait(timeout=kill_after)
         except subprocess.TimeoutExpired:
             child.send_signal(signal.SIGKILL)
         assert child.wait() == -signal.SIGKILL, f"child finished before its kill\n{log.read_text()}"
+
+
+def _wait_for_asks(calls: Path, child: subprocess.Popen[str], count: int, log: Path) -> None:
+    pid = str(child.pid)
+    deadline = time.monotonic() + 60
+    while sum(1 for line in _lines(calls) if line.split()[0] == pid) < count:
+        assert child.poll() is None, f"child exited with {child.returncode}\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"the child never asked {count} calls"
+        time.sleep(0.01)
+
+
+def _lines(calls: Path) -> list[str]:
+    return calls.read_text().splitlines() if calls.exists() else []
 
 
 def finished_items(worker: ModuleType, root: Path) -> tuple[Any, list[int]]:
@@ -73,7 +109,7 @@ def finished_items(worker: ModuleType, root: Path) -> tuple[Any, list[int]]:
 
 
 def asked(calls: Path) -> list[str]:
-    return [line.split()[1] for line in calls.read_text().splitlines()] if calls.exists() else []
+    return [line.split()[1] for line in _lines(calls)]
 
 
 def test_sigkilled_map_resumes_only_unfinished_items(worker: ModuleType, tmp_path: Path) -> None:
@@ -87,11 +123,13 @@ def test_sigkilled_map_resumes_only_unfinished_items(worker: ModuleType, tmp_pat
     kills = 0
     checkpointed: list[int] = []
     while kills < KILLS:
-        remaining = worker.ITEMS - len(checkpointed)
-        # Enough time for about one call per worker, never enough to finish the map.
-        cap = worker.CALL_S * max(1, remaining - 2 * (KILLS - kills)) / worker.CONCURRENCY
+        # Never enough answers to finish the map, whenever the kill comes.
+        budget = min(BUDGET, worker.ITEMS - len(checkpointed) - 1)
+        spent = kills % PROGRESS_EVERY == PROGRESS_EVERY - 1
         before = len(asked(calls))
-        run_child(root, calls, log, rng.uniform(0.0, min(cap, 2.5 * worker.CALL_S)))
+        # About one call per worker after "ready", or a call's time after the budget is spent.
+        delay = rng.uniform(0.0, worker.CALL_S if spent else 2.5 * worker.CALL_S)
+        run_child(root, calls, log, delay, budget, spent=spent)
         kills += 1
         state, items = finished_items(worker, root)
         if state is None:

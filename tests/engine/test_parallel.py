@@ -139,12 +139,18 @@ def test_at_most_concurrency_calls_run_at_once() -> None:
     running = 0
     most = 0
     lock = threading.Lock()
+    three_running = threading.Event()
 
     def count(state: Doc, section: str) -> dict[str, Any]:
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
+            if running == 3:
+                three_running.set()
+        # The first calls wait for each other, so the limit is reached however slowly the
+        # worker threads start on a loaded machine; a call let in past it shows meanwhile.
+        three_running.wait(timeout=30)
         time.sleep(0.01)
         with lock:
             running -= 1

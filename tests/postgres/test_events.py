@@ -199,12 +199,26 @@ def test_a_subscriber_killed_and_reconnected_mid_run_gets_every_event_once_in_or
     def finished() -> bool:
         return {s.status for s in store.statuses()} == {"done"}
 
+    def read_on(had: int) -> bool:
+        """The reader got a few events, or all there will be until the gates are answered.
+
+        On a loaded machine the worker may bring every thread to its gate before a reader
+        even starts: then no event comes until the answers, and a reader that has read the
+        whole table is as good a moment to kill as any."""
+        if len(_lines(out)) > had + 4:
+            return True
+        statuses = store.statuses()  # before the count: an idle thread has written its events
+        if len(statuses) < 12 or {s.status for s in statuses} - {"waiting", "done"}:
+            return False
+        written = query(url, f"SELECT count(*) FROM {schema}.events")[0][0]
+        return len(_lines(out)) >= written
+
     kills, answered = 0, False
     try:
         while not (answered and finished()):
             reader, had = _reconnect(url, schema, out)
             try:
-                wait_for(lambda n=had: len(_lines(out)) > n + 4 or finished(), 60, "events")
+                wait_for(lambda n=had: read_on(n), 60, "events")
                 time.sleep(0.05)
             finally:
                 reader.send_signal(signal.SIGKILL)
@@ -234,10 +248,18 @@ def test_a_subscriber_killed_and_reconnected_mid_run_gets_every_event_once_in_or
 def _notified(url: str, schema: str, run: Callable[[], object]) -> int:
     import psycopg
 
+    channel = f"flowkit_events_{schema}"
     with psycopg.connect(url, autocommit=True) as listener:
-        listener.execute(f"LISTEN flowkit_events_{schema}")
+        listener.execute(f"LISTEN {channel}")
         run()
-        return sum(1 for _ in listener.notifies(timeout=0.5))
+        # Notifications arrive in commit order: one sent now comes after every one of run's,
+        # however late the server delivers them (a fixed wait would miss some under load).
+        with psycopg.connect(url, autocommit=True) as closer:
+            closer.execute("SELECT pg_notify(%s, 'end of test')", (channel,))
+        for count, note in enumerate(listener.notifies(timeout=60)):
+            if note.payload == "end of test":
+                return count
+    raise AssertionError("the closing notification never arrived")
 
 
 @pytest.mark.parametrize(("mode", "expected"), [("status", 1), ("all", 11), ("none", 0)])

@@ -1,9 +1,11 @@
 """A child process for the cross-process store tests: ``python _store_child.py KIND WHERE CMD
 DIR``. KIND is ``json`` (WHERE a folder) or ``pg`` (WHERE a URL). Progress goes to files in
-DIR, which the parent polls."""
+DIR, which the parent polls: each appears whole (written aside, then renamed), so a parent
+that sees one and kills this process at once still reads all of it."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,11 +26,9 @@ def open_store(kind: str, where: str):  # type: ignore[no-untyped-def]
 
 
 def publish(path: Path, text: str) -> None:
-    # The parent polls for the file and reads it at once: write it whole under another name
-    # and rename, or the parent may read it between creation and write (it read '' once).
-    part = path.with_name(path.name + ".part")
-    part.write_text(text)
-    part.replace(path)
+    aside = path.with_name(f".{path.name}.tmp")
+    aside.write_text(text)
+    os.replace(aside, path)
 
 
 def wait_for(path: Path) -> None:
@@ -43,6 +43,7 @@ def main() -> None:
     store = open_store(kind, where)
     if command == "race":  # begin a session on episode 1 when told to; hold it until told
         name = sys.argv[5]
+        publish(out / f"{name}.ready", "")
         wait_for(out / "go")
         try:
             store.begin_session(1, IterationPolicy(), principal=me)

@@ -69,7 +69,8 @@ def test_two_processes_begin_a_session_on_one_episode_one_gets_busy(
     folder.mkdir()
     procs = [_spawn(kind, where, "race", folder, name) for name in ("a", "b")]
     try:
-        time.sleep(1.0)  # both children are up and waiting
+        for name, proc in zip(("a", "b"), procs, strict=True):
+            _wait(folder / f"{name}.ready", proc)  # both are up: they race for the episode
         (folder / "go").write_text("")
         for name, proc in zip(("a", "b"), procs, strict=True):
             _wait(folder / f"{name}.result", proc)
