@@ -784,21 +784,26 @@ def test_a_next_attempt_never_runs_a_node_the_timed_out_one_left_running() -> No
     """A sync child node stopped at the deadline runs on in its worker thread (Python cannot
     stop a thread); as for a plain node's timeout, its next call waits for it, and fails with
     ``NodeStillRunningError`` rather than run the node twice at once."""
-    running = threading.Event()
+    running, release = threading.Event(), threading.Event()
     overlaps: list[bool] = []
 
     def stubborn(state: Job) -> dict[str, Any]:  # never looks at ctx.cancelled
         overlaps.append(running.is_set())
         running.set()
         try:
-            time.sleep(1.0)
+            release.wait(60)  # runs on until the test has its answer
             return {}
         finally:
             running.clear()
 
     retry = RetryPolicy(max_attempts=2, initial_delay=0, jitter=False)
-    flow = parent_flow(child_flow(stubborn), retry=retry, timeout=0.05)
-    result = Runner(flow).start("stubborn-thread")  # an id no other test's call waits on
+    # Time enough for the second attempt to reach `work` before the subflow's deadline (with
+    # 0.05 s, a loaded machine failed it there, with a plain NodeTimeoutError).
+    flow = parent_flow(child_flow(stubborn), retry=retry, timeout=0.5)
+    try:
+        result = Runner(flow).start("stubborn-thread")  # an id no other test's call waits on
+    finally:
+        release.set()
     assert result.status == "failed" and result.error is not None
     assert (result.error.type, result.error.attempts) == ("NodeStillRunningError", 2)
     assert overlaps == [False]
