@@ -84,9 +84,12 @@ def test_serve_runs_the_api_on_loopback(tmp_path: Path) -> None:
     process, base = serve_command(str(tmp_path), free_port(), TOKEN)
     try:
         auth = {"Authorization": f"Bearer {TOKEN}"}
-        made = httpx.post(f"{base}/flows/review/threads", json={"thread_id": "t"}, headers=auth)
+        made = httpx.post(
+            f"{base}/flows/review/threads", json={"thread_id": "t"}, headers=auth, timeout=60
+        )
         assert made.status_code == 201 and made.json()["status"] == "waiting"
-        assert httpx.post(f"{base}/flows/review/threads", json={}).status_code == 401
+        refused = httpx.post(f"{base}/flows/review/threads", json={}, timeout=60)
+        assert refused.status_code == 401
     finally:
         process.terminate()
         out, err = process.communicate(timeout=30)

@@ -80,7 +80,9 @@ def assert_stopped_cleanly(code: int, err: str) -> None:
 def test_an_open_event_stream_ends_and_the_server_exits_0(
     served: Served, sig: signal.Signals
 ) -> None:
-    made = httpx.post(f"{served.base}/flows/review/threads", json={"thread_id": "r"}, headers=AUTH)
+    made = httpx.post(
+        f"{served.base}/flows/review/threads", json={"thread_id": "r"}, headers=AUTH, timeout=60
+    )
     assert made.status_code == 201, made.text
     with httpx.stream(
         "GET", f"{served.base}/threads/r/events", headers=AUTH, timeout=60
@@ -95,10 +97,12 @@ def test_an_open_event_stream_ends_and_the_server_exits_0(
 
 @pytest.mark.parametrize("sig", SIGNALS)
 def test_an_open_websocket_is_closed_as_going_away(served: Served, sig: signal.Signals) -> None:
-    made = httpx.post(f"{served.base}/flows/chat/threads", json={"thread_id": "t"}, headers=AUTH)
+    made = httpx.post(
+        f"{served.base}/flows/chat/threads", json={"thread_id": "t"}, headers=AUTH, timeout=60
+    )
     assert made.status_code == 201, made.text
     url = served.base.replace("http://", "ws://") + "/threads/t/ws"
-    with connect(url, additional_headers=AUTH) as socket:
+    with connect(url, additional_headers=AUTH, open_timeout=60) as socket:
         socket.send("hello")
         while '"message"' not in str(socket.recv(timeout=60)):  # subscribed and answering
             pass
@@ -158,7 +162,9 @@ def test_a_run_still_going_is_left_to_resume_later_and_its_request_gets_a_503(
 def test_a_browser_with_the_review_page_open_does_not_hold_the_server_up(
     served: Served, browser: Any
 ) -> None:
-    made = httpx.post(f"{served.base}/flows/review/threads", json={"thread_id": "r"}, headers=AUTH)
+    made = httpx.post(
+        f"{served.base}/flows/review/threads", json={"thread_id": "r"}, headers=AUTH, timeout=60
+    )
     assert made.status_code == 201, made.text
     page = browser.new_page()
     page.goto(served.base + "/")
