@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 import random
 import sys
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 from flowkit._records import StartRecord, StepRecord
 from flowkit.errors import ConflictError, StoreError, ThreadExistsError, ThreadNotFoundError
 from flowkit.stores import JsonFileStore
+from flowkit.stores._locks import ThreadLockFile
 
 #: Attempts per round while the lock is busy (bounded, so a child always finishes).
 BUSY_RETRIES = 1000
@@ -57,29 +57,32 @@ class Holds:
         (self.markers / self.name).unlink()
 
 
-class Checked:
-    """A store lock whose holder runs ``Holds``' checks."""
+class CheckedLock(ThreadLockFile):
+    """The store's lock, whose holder runs ``Holds``' checks while it holds it (the file is
+    unlinked, when it is, after the exit check: the holder's last act)."""
 
-    def __init__(self, inner: AbstractContextManager[None], holds: Holds) -> None:
-        self.inner = inner
-        self.holds = holds
+    __slots__ = ("holds",)
 
     def __enter__(self) -> None:
-        self.inner.__enter__()
+        super().__enter__()
         self.holds.enter()
 
     def __exit__(self, *exc: object) -> None:
         try:
             self.holds.exit()
         finally:
-            self.inner.__exit__(*exc)
+            super().__exit__(*exc)
 
 
 class CheckedStore(JsonFileStore):
+    """Every hold is checked: ``lock`` and the ones ``delete`` and ``compact`` take inside."""
+
     holds: Holds
 
-    def lock(self, thread_id: str) -> AbstractContextManager[None]:
-        return Checked(super().lock(thread_id), self.holds)
+    def _lock_file(self, thread_id: str) -> ThreadLockFile:
+        lock = CheckedLock(self.root / "locks" / f"{thread_id}.lock", thread_id, self._exists)
+        lock.holds = self.holds
+        return lock
 
 
 def start(version: int = 0) -> StartRecord:

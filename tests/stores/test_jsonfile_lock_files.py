@@ -151,29 +151,18 @@ def test_lock_files_of_threads_that_are_gone_are_swept_at_the_first_delete(root:
         assert lock_files(root) == ["held.lock", "live.lock", "notes.txt"]
 
 
-def test_a_lock_file_is_unlinked_at_most_once_per_hold(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A delete whose lock had to create the file (the thread was made without its lock)
-    removes it once: were it to unlink again on release, it would remove the file a newcomer
-    has locked meanwhile, and a third process could then take the lock beside the newcomer."""
-    deleter, newcomer, third = (JsonFileStore(root, fsync=False) for _ in range(3))
-    deleter.create("t1", start())  # no lock file yet
-    path = root / "locks" / "t1.lock"
-    newcomers_lock = newcomer.lock("t1")
-    real_unlink = os.unlink
-
-    def unlink(target: Any, *args: Any, **kwargs: Any) -> None:
-        real_unlink(target, *args, **kwargs)
-        if Path(target) == path and not path.exists():
-            monkeypatch.setattr(os, "unlink", real_unlink)
-            newcomers_lock.__enter__()  # takes the freed path: a new file, locked
-
-    monkeypatch.setattr(os, "unlink", unlink)
-    deleter.delete("t1")
-    monkeypatch.undo()
+def test_a_holder_never_removes_a_newcomers_file(root: Path) -> None:
+    """Should a held lock file vanish (someone cleared ``locks/`` by hand), a newcomer locks a
+    new file at the path; the first holder's release (its thread does not exist, so it would
+    remove its file) must leave the newcomer's alone, or a third could lock beside it."""
+    first, newcomer, third = (JsonFileStore(root, fsync=False) for _ in range(3))
+    path = root / "locks" / "ghost.lock"
+    newcomers_lock = newcomer.lock("ghost")
+    with first.lock("ghost"):
+        path.unlink()
+        newcomers_lock.__enter__()
     assert path.exists()
     with pytest.raises(ConflictError):
-        third.lock("t1").__enter__()
+        third.lock("ghost").__enter__()
     newcomers_lock.__exit__(None, None, None)
     assert lock_files(root) == []

@@ -6,7 +6,8 @@ trap: a process that opened the file just before it was unlinked can still lock 
 inode, while the next process creates a new file at the path and locks that, and both believe
 they hold the thread. Two rules close it:
 
-1. A lock file is unlinked only by a process that holds its lock.
+1. A lock file is unlinked only by a process that holds its lock, as its last act before
+   unlocking (from the unlink on, a newcomer may lock a new file at the path).
 2. Every acquirer, once its ``flock`` succeeds, checks that the path still names the file it
    locked (``fstat`` of its descriptor against ``stat`` of the path). If not, a holder removed
    it in between: it drops that descriptor and starts over with a fresh open.
@@ -29,7 +30,7 @@ from ._files import os_error
 from ._ids import is_thread_id
 from ._protocol import thread_busy
 
-__all__ = ["LOCK_SUFFIX", "ThreadLockFile", "remove_held_lock_file", "sweep_lock_files"]
+__all__ = ["LOCK_SUFFIX", "ThreadLockFile", "sweep_lock_files"]
 
 LOCK_SUFFIX = ".lock"
 
@@ -42,14 +43,16 @@ MAX_REOPENS = 64
 class ThreadLockFile:
     """The thread's lock for a ``with`` block; ``ConflictError`` at once if someone holds it.
 
-    ``exists(thread_id)`` tells whether the thread exists; it is asked on release only when
-    this acquisition had to create the file (a new thread, or an id that names none), so a
-    lock taken for a thread that does not exist leaves no file behind, and the common case
-    (resuming a thread whose file is there) pays nothing for it. A class, not
-    ``@contextmanager``: every run takes one.
+    Set ``remove`` while holding to unlink the file on release (the thread was deleted): the
+    unlink is the holder's last act before unlocking, since from then on a newcomer may lock
+    a new file at the path. ``exists(thread_id)`` tells whether the thread exists; it is
+    asked on release only when this acquisition had to create the file (a new thread, or an
+    id that names none), so a lock taken for a thread that does not exist leaves no file
+    behind, and the common case (resuming a thread whose file is there) pays nothing for it.
+    A class, not ``@contextmanager``: every run takes one.
     """
 
-    __slots__ = ("_created", "_exists", "_fd", "_path", "_thread_id")
+    __slots__ = ("_created", "_exists", "_fd", "_path", "_thread_id", "remove")
 
     def __init__(self, path: Path, thread_id: str, exists: Callable[[str], bool]) -> None:
         self._path = path
@@ -57,6 +60,7 @@ class ThreadLockFile:
         self._exists = exists
         self._fd = -1
         self._created = False
+        self.remove = False
 
     def __enter__(self) -> None:
         for _ in range(MAX_REOPENS):
@@ -65,6 +69,7 @@ class ThreadLockFile:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 if _names(self._path, fd):
                     self._fd = fd
+                    self.remove = False
                     return
             except BlockingIOError:
                 os.close(fd)
@@ -78,10 +83,14 @@ class ThreadLockFile:
     def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, -1
         try:
-            # Checking the path first: the holder may have removed the file already (a
-            # delete), and a newcomer's file at the path is not ours to remove.
-            if self._created and not self._exists(self._thread_id) and _names(self._path, fd):
-                remove_held_lock_file(self._path)
+            if (self.remove or (self._created and not self._exists(self._thread_id))) and (
+                _names(self._path, fd)  # never a newcomer's file, should ours be gone already
+            ):
+                # Anyone who opened this file before the unlink fails the path check once
+                # they get the lock, and opens the path afresh. A file that cannot be removed
+                # is harmless: it is still a working lock, and the next sweep tries again.
+                with suppress(OSError):
+                    os.unlink(self._path)
         finally:
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)  # also for copies a fork() made of the fd
@@ -104,18 +113,6 @@ class ThreadLockFile:
             raise os_error(
                 "open the lock file", self._path, exc, thread_id=self._thread_id
             ) from exc
-
-
-def remove_held_lock_file(path: Path) -> None:
-    """Unlink a lock file; only while holding its lock (rule 1), and at most once a hold:
-    once the path is free, a newcomer may have put and locked a new file there.
-
-    Anyone who opened the file before the unlink fails the path check once they get the
-    lock, and opens the path afresh. A file that cannot be removed is harmless: it is still a
-    working lock, and the next sweep tries again.
-    """
-    with suppress(OSError):
-        os.unlink(path)
 
 
 def _names(path: Path, fd: int) -> bool:
@@ -141,10 +138,9 @@ def sweep_lock_files(folder: Path, live: Collection[str], exists: Callable[[str]
         thread_id = name.removesuffix(LOCK_SUFFIX)
         if thread_id == name or thread_id in live or not is_thread_id(thread_id):
             continue
-        path = folder / name
+        lock = ThreadLockFile(folder / name, thread_id, exists)
         try:
-            with ThreadLockFile(path, thread_id, exists):
-                if not exists(thread_id):  # asked again: it may have been created meanwhile
-                    remove_held_lock_file(path)
+            with lock:
+                lock.remove = not exists(thread_id)  # asked again: created meanwhile?
         except (StoreError, OSError):  # busy (about to be created) or unreadable: kept
             continue

@@ -18,7 +18,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Sequence
-from pathlib import Path
+from contextlib import AbstractContextManager
 
 from .._marker import AttemptMarker
 from .._records import RecordAdapter, Snapshot, StartRecord
@@ -28,7 +28,7 @@ from ._files import SnapshotFile, os_error, sync_dir, write_file_atomically
 from ._ids import check_thread_id
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
 from ._jsonl import encode, line_crc, offset_after_line, unseal, write_all
-from ._locks import LOCK_SUFFIX, ThreadLockFile, remove_held_lock_file, sweep_lock_files
+from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
 from ._protocol import AnyRecord, check_compaction, check_versions
 
 __all__ = ["JsonFileStore"]
@@ -272,7 +272,8 @@ class JsonFileStore(JsonFileReader):
         import secrets
         import shutil
 
-        with self._guard, self.lock(thread_id):
+        lock = self._lock_file(thread_id)
+        with self._guard, lock:
             directory = self._dir(thread_id)
             if not self._exists(thread_id):
                 raise ThreadNotFoundError(thread_id)
@@ -284,7 +285,7 @@ class JsonFileStore(JsonFileReader):
                 sync_dir(self.fsync, self._threads_dir)
             except OSError as exc:
                 raise os_error("delete", directory, exc, thread_id=thread_id) from exc
-            remove_held_lock_file(self._lock_path(thread_id))
+            lock.remove = True
         shutil.rmtree(tombstone, ignore_errors=True)
         if not self._leftovers_swept:
             # What deletes that crashed midway left (tombstones, lock files), and the lock
@@ -299,7 +300,7 @@ class JsonFileStore(JsonFileReader):
     def compact(self, thread_id: str, start: StartRecord) -> int:
         """Rewrite the journal as ``start`` and the records after it (a new file renamed over
         the old, so readers see one or the other) and drop the snapshot."""
-        with self._guard, self.lock(thread_id):
+        with self._guard, self._lock_file(thread_id):
             scan = self._full_scan(check_thread_id(thread_id))
             records = scan.records
             first = records[0].version
@@ -336,9 +337,11 @@ class JsonFileStore(JsonFileReader):
     def last_attempt(self, thread_id: str) -> AttemptMarker | None:
         return read_attempt(self._dir(thread_id), thread_id)
 
-    def lock(self, thread_id: str) -> ThreadLockFile:
-        return ThreadLockFile(self._lock_path(thread_id), thread_id, self._exists)
+    def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        return self._lock_file(thread_id)
 
-    def _lock_path(self, thread_id: str) -> Path:
+    def _lock_file(self, thread_id: str) -> ThreadLockFile:
+        """``lock``, as the class ``delete`` and ``compact`` hold (``delete`` sets ``remove``)."""
         # Lock files live apart from thread folders, so locking never creates a thread.
-        return self._locks_dir / f"{check_thread_id(thread_id)}{LOCK_SUFFIX}"
+        path = self._locks_dir / f"{check_thread_id(thread_id)}{LOCK_SUFFIX}"
+        return ThreadLockFile(path, thread_id, self._exists)
