@@ -33,6 +33,10 @@ def threads(root: Path) -> list[str]:
         return store.threads()
 
 
+def lock_files(root: Path) -> list[str]:
+    return sorted(path.name for path in (root / "locks").iterdir())
+
+
 def test_delete_removes_a_thread_and_says_so(
     store_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -40,6 +44,7 @@ def test_delete_removes_a_thread_and_says_so(
     out = capsys.readouterr().out
     assert out.startswith("Deleted thread `done-1` (review, done, version")
     assert threads(store_dir) == ["done-2", "waits-1"]
+    assert lock_files(store_dir) == ["done-2.lock", "waits-1.lock"]
 
 
 def test_delete_dry_run_and_json_change_nothing(
@@ -140,6 +145,7 @@ def test_prune_deletes_done_threads_by_default(
         ["done-2", "review", "done"],
     ]
     assert threads(store_dir) == ["waits-1"]
+    assert lock_files(store_dir) == ["waits-1.lock"]
 
 
 def test_prune_by_age_status_and_flow_with_json(

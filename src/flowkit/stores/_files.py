@@ -1,15 +1,14 @@
-"""File-system pieces of the JSON-file store: locks, atomic replacement, snapshot files, and
+"""File-system pieces of the JSON-file store: atomic replacement, snapshot files, and
 ``OSError`` turned into a ``StoreError`` that says what to do."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -18,12 +17,10 @@ from .._atomic import write_atomically
 from .._logging import get_logger
 from .._records import FORMAT_VERSION, Snapshot
 from ..errors import StoreError, ThreadNotFoundError
-from ._protocol import thread_busy
 
 __all__ = [
     "JournalHandles",
     "SnapshotFile",
-    "exclusive_lock",
     "os_error",
     "read_snapshot_file",
     "report_ignored_snapshot",
@@ -140,27 +137,6 @@ def sweep_snapshot_temps(directory: Path, thread_id: str) -> None:
                 get_logger().debug("snapshot_temp_removed", thread_id=thread_id, path=entry.path)
         except OSError:
             continue  # gone already, or not ours to remove: harmless either way
-
-
-@contextmanager
-def exclusive_lock(path: Path, thread_id: str) -> Iterator[None]:
-    """Hold ``path`` locked for the block; ``ConflictError`` at once if someone else holds it."""
-    try:
-        path.parent.mkdir(exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise os_error("open the lock file", path, exc, thread_id=thread_id) from exc
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise thread_busy(thread_id) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 class JournalHandles:

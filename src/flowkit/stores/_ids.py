@@ -6,7 +6,7 @@ import re
 
 from ..errors import InvalidThreadIdError
 
-__all__ = ["MAX_THREAD_ID", "check_thread_id"]
+__all__ = ["MAX_THREAD_ID", "check_thread_id", "is_thread_id"]
 
 MAX_THREAD_ID = 128
 _ALLOWED = re.compile(r"[A-Za-z0-9_@:-][A-Za-z0-9_.@:-]*")
@@ -40,3 +40,12 @@ def check_thread_id(thread_id: object) -> str:
             _PASSED.clear()
         _PASSED.add(thread_id)
     return thread_id
+
+
+def is_thread_id(name: str) -> bool:
+    """Whether a file name found in the store is a valid thread id (strays are skipped)."""
+    try:
+        check_thread_id(name)
+    except InvalidThreadIdError:
+        return False
+    return True

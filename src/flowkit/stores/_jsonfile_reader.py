@@ -16,7 +16,7 @@ from pathlib import Path
 from .._logging import get_logger
 from .._records import RecordAdapter, StartRecord
 from .._store_folder import create_store_folder
-from ..errors import CorruptStoreError, InvalidThreadIdError, ThreadNotFoundError
+from ..errors import CorruptStoreError, ThreadNotFoundError
 from ._files import (
     JournalHandles,
     SnapshotFile,
@@ -25,7 +25,7 @@ from ._files import (
     report_ignored_snapshot,
     sweep_snapshot_temps,
 )
-from ._ids import check_thread_id
+from ._ids import check_thread_id, is_thread_id
 from ._jsonl import Scan, line_crc, scan_lines
 from ._protocol import AnyRecord, ThreadLog
 
@@ -251,7 +251,7 @@ class JsonFileReader:
             raise os_error("list", self._threads_dir, exc, thread_id=None) from exc
         found = []
         for name in names:
-            if not _is_thread_id(name):
+            if not is_thread_id(name):
                 continue  # stray files (editor backups, .DS_Store) are not threads
             try:
                 size = os.stat(self._threads_dir / name / JOURNAL).st_size
@@ -260,11 +260,3 @@ class JsonFileReader:
             if size:  # an empty journal is a create that crashed before its first record
                 found.append(name)
         return sorted(found)
-
-
-def _is_thread_id(name: str) -> bool:
-    try:
-        check_thread_id(name)
-    except InvalidThreadIdError:
-        return False
-    return True

@@ -1,13 +1,13 @@
 """JsonFileStore: the default durable store, one folder of plain files per thread.
 
 Each thread has an append-only ``journal.jsonl`` (one JSON record per line, fsync'd per
-append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records,
-a lock file (under ``locks/``) held while a process runs the thread, and with attempt
-tracking an ``attempt.json`` naming the node last started. Lines and snapshots carry a
-checksum (format v2). A torn last line left by a crash, or a zero-filled tail left by a power
-loss, is detected, skipped, reported and cut off by the next writer; damage anywhere else fails
-only that thread, naming the file and line. A snapshot is used only if intact and lined up
-with the journal.
+append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records, a
+lock file (under ``locks/``, removed with the thread: ``_locks``) held while a process runs the
+thread, and with attempt tracking an ``attempt.json`` naming the node last started. Lines and
+snapshots carry a checksum (format v2). A torn last line left by a crash, or a zero-filled tail
+left by a power loss, is detected, skipped, reported and cut off by the next writer; damage
+anywhere else fails only that thread, naming the file and line. A snapshot is used only if
+intact and lined up with the journal.
 
 Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``); this module adds the writes:
 create, append, snapshots, compaction, deletion, attempt markers and locks.
@@ -24,16 +24,11 @@ from .._marker import AttemptMarker
 from .._records import RecordAdapter, Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._attempts import read_attempt, write_attempt
-from ._files import (
-    SnapshotFile,
-    exclusive_lock,
-    os_error,
-    sync_dir,
-    write_file_atomically,
-)
+from ._files import SnapshotFile, os_error, sync_dir, write_file_atomically
 from ._ids import check_thread_id
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
 from ._jsonl import encode, line_crc, offset_after_line, unseal, write_all
+from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
 from ._protocol import AnyRecord, check_compaction, check_versions
 
 __all__ = ["JsonFileStore"]
@@ -72,7 +67,8 @@ class JsonFileStore(JsonFileReader):
         )
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
-        self._tombstones_swept = False
+        self._locks_dir = self.root / "locks"
+        self._leftovers_swept = False
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
@@ -270,14 +266,16 @@ class JsonFileStore(JsonFileReader):
 
         The folder is first renamed to a hidden tombstone (one atomic step, so no reader ever
         sees half a thread), then removed. A crash in between leaves only the tombstone,
-        which ``threads`` and ``load`` never read; the next ``delete`` sweeps it away.
+        which ``threads`` and ``load`` never read; the next ``delete`` sweeps it away. The
+        thread's lock file goes too, unlinked while still held (see ``_locks``).
         """
         import secrets
         import shutil
 
-        with self._guard, self.lock(thread_id):
+        lock = self._lock_file(thread_id)
+        with self._guard, lock:
             directory = self._dir(thread_id)
-            if thread_id not in self._known(thread_id):
+            if not self._exists(thread_id):
                 raise ThreadNotFoundError(thread_id)
             tombstone = self._threads_dir / f".deleted-{thread_id}-{secrets.token_hex(4)}"
             self._handles.drop(thread_id)
@@ -287,18 +285,22 @@ class JsonFileStore(JsonFileReader):
                 sync_dir(self.fsync, self._threads_dir)
             except OSError as exc:
                 raise os_error("delete", directory, exc, thread_id=thread_id) from exc
+            lock.remove = True
         shutil.rmtree(tombstone, ignore_errors=True)
-        if not self._tombstones_swept:
-            # Tombstones of deletes that crashed midway: swept once per store object, not on
-            # every delete (listing the folder each time made pruning quadratic).
-            self._tombstones_swept = True
+        if not self._leftovers_swept:
+            # What deletes that crashed midway left (tombstones, lock files), and the lock
+            # files of threads deleted by versions that kept them: swept once per store
+            # object, not on every delete (listing the folders each time made pruning
+            # quadratic).
+            self._leftovers_swept = True
             for stale in self._threads_dir.glob(".deleted-*"):
                 shutil.rmtree(stale, ignore_errors=True)
+            sweep_lock_files(self._locks_dir, set(self.threads()), self._exists)
 
     def compact(self, thread_id: str, start: StartRecord) -> int:
         """Rewrite the journal as ``start`` and the records after it (a new file renamed over
         the old, so readers see one or the other) and drop the snapshot."""
-        with self._guard, self.lock(thread_id):
+        with self._guard, self._lock_file(thread_id):
             scan = self._full_scan(check_thread_id(thread_id))
             records = scan.records
             first = records[0].version
@@ -320,12 +322,13 @@ class JsonFileStore(JsonFileReader):
             )  # fmt: skip
             return len(records) - len(kept)
 
-    def _known(self, thread_id: str) -> list[str]:
+    def _exists(self, thread_id: str) -> bool:
+        """Whether the thread has a journal with a record in it (an empty one is a create
+        that crashed before its first record)."""
         try:
-            size = os.stat(self._journal_path(thread_id)).st_size
+            return os.stat(self._journal_path(thread_id)).st_size > 0
         except OSError:
-            return []
-        return [thread_id] if size else []
+            return False
 
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         """Note that a node starts (``attempt.json``, overwritten in place; not fsync'd)."""
@@ -335,6 +338,10 @@ class JsonFileStore(JsonFileReader):
         return read_attempt(self._dir(thread_id), thread_id)
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
+        return self._lock_file(thread_id)
+
+    def _lock_file(self, thread_id: str) -> ThreadLockFile:
+        """``lock``, as the class ``delete`` and ``compact`` hold (``delete`` sets ``remove``)."""
         # Lock files live apart from thread folders, so locking never creates a thread.
-        path = self.root / "locks" / f"{check_thread_id(thread_id)}.lock"
-        return exclusive_lock(path, thread_id)
+        path = self._locks_dir / f"{check_thread_id(thread_id)}{LOCK_SUFFIX}"
+        return ThreadLockFile(path, thread_id, self._exists)
