@@ -50,7 +50,9 @@ def _problem() -> str | None:
     except ImportError:
         return "psycopg and psycopg-pool (pip install 'flowkit[postgres]')"
     try:
-        with psycopg.connect(server_url(), autocommit=True, connect_timeout=3) as conn:
+        # Generous: a loaded machine may take seconds to connect, and the answer is cached
+        # for the run (a slow probe would fail or skip every PostgreSQL test).
+        with psycopg.connect(server_url(), autocommit=True, connect_timeout=30) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
         return f"a PostgreSQL server at ${ENV} or {DEFAULT} ({str(exc).strip()[:120]})"

@@ -102,7 +102,7 @@ def test_an_attempt_that_ignores_cancellation_fails_the_node_instead_of_overlapp
     assert axis.entered == [1] and axis.max_active == 1
 
     release.set()
-    assert axis.stopped.wait(5)
+    assert axis.stopped.wait(60)
     resumed = runner.resume("t1")
     assert (resumed.status, resumed.state.position) == ("done", 100)
     assert axis.max_active == 1

@@ -255,7 +255,7 @@ def test_a_sync_consumer_reads_a_runner_in_another_thread() -> None:
     worker = threading.Thread(target=runner.start, args=("t",))
     worker.start()
     kinds = []
-    for envelope in hub.events("t", timeout=5):
+    for envelope in hub.events("t", timeout=60):
         kinds.append(envelope.kind)
         if envelope.kind == "waiting":
             break
@@ -273,13 +273,13 @@ def test_an_async_consumer_reads_a_runner_in_a_worker_thread() -> None:
     async def ui() -> list[str]:
         seen = []
         runs = asyncio.create_task(asyncio.to_thread(runner.start, "t"))
-        async for envelope in hub.aevents("t", timeout=5):
+        async for envelope in hub.aevents("t", timeout=60):
             seen.append(envelope.kind)
             if envelope.kind == "waiting":
                 break
         await runs
         await asyncio.to_thread(runner.resume, "t", {"approved": True})
-        while (envelope := await hub.aget("t", timeout=5)) is not None:
+        while (envelope := await hub.aget("t", timeout=60)) is not None:
             seen.append(envelope.kind)
             if envelope.kind == "completed":
                 break
@@ -319,5 +319,5 @@ def test_close_wakes_a_blocked_sync_consumer() -> None:
     while hub.pending("t"):
         threading.Event().wait(0.001)
     hub.close("t")
-    reader.join(timeout=5)
+    reader.join(timeout=60)
     assert outcome == ["node_started", "ended"]
