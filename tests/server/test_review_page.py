@@ -123,13 +123,11 @@ def test_a_person_reviews_a_sas_thread_in_the_browser(
     assert errors == []
 
 
-def test_nothing_a_thread_holds_is_rendered_as_markup(
-    live: ThreadServer, browser: Any, artifacts: Path
-) -> None:
-    evil = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
+def _open_review_thread(live: ThreadServer, browser: Any, thread_id: str, topic: str) -> Any:
+    """A review thread waiting at its gate, opened in a new page with the token given."""
     made = httpx.post(
         f"{live.base}/flows/review/threads",
-        json={"thread_id": "x-1", "input": {"topic": evil}},
+        json={"thread_id": thread_id, "input": {"topic": topic}},
         headers=AUTH,
         timeout=60,
     )
@@ -138,8 +136,16 @@ def test_nothing_a_thread_holds_is_rendered_as_markup(
     page.goto(live.base + "/")
     page.fill("#token", TOKEN)
     page.click("#token-form button")
-    page.goto(live.base + "/#/threads/x-1")
+    page.goto(live.base + "/#/threads/" + thread_id)
     page.locator("form.gate[data-gate='review']").wait_for()
+    return page
+
+
+def test_nothing_a_thread_holds_is_rendered_as_markup(
+    live: ThreadServer, browser: Any, artifacts: Path
+) -> None:
+    evil = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
+    page = _open_review_thread(live, browser, "x-1", evil)
     page.locator("details summary").click()  # the state, shown as text
     assert evil in page.locator("#state").inner_text()
     assert page.evaluate("window.__pwned") is None
@@ -157,19 +163,7 @@ def test_what_a_person_types_survives_the_redraw_when_the_stream_opens(
     # The page draws once more when its event stream opens (a step may have landed in
     # between); a drawing of the version already shown must not rebuild the form under the
     # person's hands (it did: the box came back unchecked and "approve" sent approved=false).
-    made = httpx.post(
-        f"{live.base}/flows/review/threads",
-        json={"thread_id": "typing", "input": {"topic": "t"}},
-        headers=AUTH,
-        timeout=60,
-    )
-    assert made.status_code == 201
-    page = browser.new_page()
-    page.goto(live.base + "/")
-    page.fill("#token", TOKEN)
-    page.click("#token-form button")
-    page.goto(live.base + "/#/threads/typing")
-    page.locator("form.gate[data-gate='review']").wait_for()
+    page = _open_review_thread(live, browser, "typing", "t")
     page.check("#field-review-approved")
     page.fill("#field-review-feedback", "half a sentence")
     page.locator("#live", has_text="live").wait_for()
