@@ -118,6 +118,9 @@ def test_the_broadcaster_runs_on_top_of_the_feed_unchanged(
     url, schema = pg
     store = open_pg()
     broadcaster = Broadcaster(auto_open=True)
+    # Open before the run: the feed's reader thread may deliver the first event after `get`
+    # asks for it, and `get` on a queue never opened refuses rather than waits.
+    broadcaster.open("b")
     stop = threading.Event()
     with EventFeed(url, schema=schema, flows=[STEPS], poll_s=0.1) as feed:
         broadcaster.attach(feed)
