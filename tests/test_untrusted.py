@@ -92,6 +92,23 @@ def test_yaml_nested_past_the_limit_is_refused_before_composing(text: str) -> No
         parse_yaml(text, what="x")
 
 
+@pytest.mark.parametrize("loader", ["CSafeLoader", "SafeLoader"])
+def test_deep_yaml_is_refused_in_our_words_whatever_the_parser(loader: str) -> None:
+    # libyaml refuses a line of deep flow brackets itself, before the first event; the
+    # refusal is still ours, typed, with the limit.
+    import yaml
+
+    chosen = getattr(yaml, loader, yaml.SafeLoader)
+    with pytest.raises(InputTooDeepError, match="nested too deeply") as caught:
+        parse_yaml("[" * 200_000, what="x", loader=chosen)
+    assert caught.value.limit == 100
+
+
+def test_brackets_in_yaml_strings_and_comments_are_not_nesting() -> None:
+    text = "a: '" + "[" * 500 + "'\n# " + "{" * 300 + "\nb: [1, [2]]\n"
+    assert parse_yaml(text, what="x") == {"a": "[" * 500, "b": [1, [2]]}
+
+
 def test_yaml_alias_bombs_are_refused_by_their_expanded_size() -> None:
     with pytest.raises(YAMLAliasError, match="aliases counted as what they repeat"):
         parse_yaml(BOMB, what="x")

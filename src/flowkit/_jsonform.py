@@ -1,10 +1,11 @@
 """The JSON form of what a thread saves, checked before anything is written.
 
 JSON has no NaN or infinity (encoders write ``null`` or a non-standard token), no bytes and no
-arbitrary objects, and readers refuse deep nesting. A value like that, once written, makes the
-thread unloadable; so every start state, node update, gate input and patch is turned into its
-JSON form here and refused with ``UnstorableValueError`` (naming thread, node or gate, field
-and where inside the field) while nothing has been written yet.
+arbitrary objects, and readers refuse deep nesting and integers of over 4,300 digits. A value
+like that, once written, makes the thread unloadable; so every start state, node update, gate
+input and patch is turned into its JSON form here and refused with ``UnstorableValueError``
+(naming thread, node or gate, field and where inside the field) while nothing has been written
+yet.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ._long_numbers import SAFE_BITS, int_too_long
 from .errors import UnstorableValueError
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ def _dump(produce: Callable[[], Any], *, thread_id: str, who: str, field: str) -
 
 def check_json_form(value: Any, *, thread_id: str, who: str, field: str) -> None:
     """Refuse a JSON-form value that JSON cannot carry faithfully (NaN, ±inf, lone
-    surrogates, nesting deeper than ``MAX_NESTING``)."""
+    surrogates, nesting deeper than ``MAX_NESTING``, integers Python cannot read back)."""
     found = _problem(value, 0)
     if found is not None:
         reason, path = found
@@ -142,6 +144,11 @@ def _problem(value: Any, depth: int) -> tuple[str, list[str | int]] | None:
         if math.isfinite(value):
             return None
         return f"{value!r} (JSON has no NaN or infinity)", []
+    if kind is int:
+        if value.bit_length() <= SAFE_BITS:
+            return None
+        reason = int_too_long(value)
+        return None if reason is None else (reason, [])
     if kind is str:
         if value.isascii():
             return None

@@ -20,6 +20,8 @@ import sys
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
+from ._credentials import mask_credentials
+
 __all__ = [
     "CONTENT_ENV",
     "LOGGER_NAME",
@@ -37,7 +39,19 @@ CONTENT_ENV = "FLOWKIT_LOG_CONTENT"
 MASK = "***"
 
 _DEFAULT_KEYS = frozenset(
-    {"api_key", "apikey", "authorization", "password", "secret", "token", "access_token"}
+    {
+        "api_key",
+        "apikey",
+        "authorization",
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "access_token",
+        "access_key",  # AWS_SECRET_ACCESS_KEY
+        "secret_key",
+        "private_key",
+    }
 )
 #: Keys whose values flowkit generates as identifiers: never pattern-masked, because a
 #: generated id such as ``sas-20261123-103000-0f9b`` is not a phone number.
@@ -229,10 +243,17 @@ class mask_pii:  # noqa: N801 - used like a function in processor chains
 
     def text(self, value: str) -> str:
         """``value`` with its e-mail addresses, phone numbers and secrets masked."""
+        # Credentials first: a URL's `user:password@host` must not be read as an e-mail.
+        value = mask_credentials(value)
         for pattern in self.patterns:
             value = pattern.sub(MASK, value)
         value = self._key_values.sub(_mask_value, value)
         return _PHONE.sub(_mask_phone, value)
+
+
+#: A character of an unquoted value (a quoted one must end where such a run could not go on,
+#: or masking it would leave a tail that a second pass masks).
+_RUN = r"""[^\s"',;&)\]}\\]"""
 
 
 def _key_value_pattern(keys: Iterable[str]) -> re.Pattern[str]:
@@ -245,9 +266,11 @@ def _key_value_pattern(keys: Iterable[str]) -> re.Pattern[str]:
     return re.compile(
         rf"(?i)(?<![\w-])[\w-]*+(?:{ends})"  # the key
         r"""(?P<sep>(?:\\?["'])?[ \t]*[=:][ \t]*)"""  # `=`, `: `, `": ` of JSON (escaped too)
-        # the value: quoted, or up to a space, a separator or a closing bracket (an unclosed
-        # quote included)
-        r"""(?:"[^"\n]*+"|'[^'\n]*+'|(?:\\?["'])?[^\s"',;&)\]}\\]++)"""
+        # the value: quoted (over line breaks: a key read from a file may hold one), or up to
+        # a space, a separator or a closing bracket (an unclosed quote included)
+        rf"""(?:"[^"]*+"(?!{_RUN})|'[^']*+'(?!{_RUN})|(?:\\?["'])?{_RUN}++)"""
+        # and the lines after it that are one token each: the rest of a key with a newline
+        r"""(?:\r?\n[\w+/=.~-]++(?![^\r\n]))*+"""
     )
 
 

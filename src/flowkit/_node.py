@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import TypeVar
 
 from ._logging import mask_text
+from ._transient import is_transient
 from .errors import FlowkitError, InvalidUpdateError, RunError
 
 if TYPE_CHECKING:
@@ -47,9 +48,12 @@ class RetryPolicy:
 
     ``max_attempts`` counts the first try. Delays grow as ``initial_delay * backoff**n`` up to
     ``max_delay``; ``jitter`` spreads them by up to +/-50 % so many workers do not retry in step.
-    An exception is retried when ``retry_on`` says so; by default, when it is marked
-    ``retryable`` (flowkit's timeout/unavailable errors) or is a ``TimeoutError`` or
-    ``ConnectionError``.
+    An exception is retried when ``retry_on`` says so (a tuple of exception classes, or a
+    callable); by default, when it is marked ``retryable`` (flowkit's timeout/unavailable
+    errors) or is a transient network failure: a ``TimeoutError`` or ``ConnectionError``,
+    an unreachable network or host, a temporary DNS failure, httpx's timeouts and
+    connection errors, or an ``httpx.HTTPStatusError`` with status 5xx, 429 or 408.
+    Bugs (``ValueError``, ``KeyError`` ...), other ``OSError``s and 4xx refusals are not.
     """
 
     max_attempts: int = 3
@@ -83,9 +87,11 @@ class RetryPolicy:
 
 
 def is_retryable(error: BaseException) -> bool:
+    """The default rule: flowkit's errors marked ``retryable``, and transient network
+    failures (see ``_transient``)."""
     if isinstance(error, FlowkitError):
         return error.retryable
-    return isinstance(error, TimeoutError | ConnectionError)
+    return is_transient(error)
 
 
 class NodeError(BaseModel):

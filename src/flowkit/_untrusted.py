@@ -13,7 +13,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -177,14 +177,21 @@ def compose_yaml(
 
     _check_size(len(text), what=what, path=path, max_bytes=max_bytes)
     loader_class = loader or _safe_loader()
-    _precheck(
-        yaml.parse(text, Loader=loader_class),
-        what=what,
-        path=path,
-        max_depth=max_depth,
-        max_nodes=max_nodes,
-        allow_aliases=allow_aliases,
-    )
+    progress = _Progress()
+    try:
+        _precheck(
+            progress.track(yaml.parse(text, Loader=loader_class)),
+            what=what,
+            path=path,
+            max_depth=max_depth,
+            max_nodes=max_nodes,
+            allow_aliases=allow_aliases,
+        )
+    except yaml.YAMLError as exc:
+        too_deep = progress.too_deep(exc, text, what=what, path=path, limit=max_depth)
+        if too_deep is not None:
+            raise too_deep from exc
+        raise
     instance = loader_class(text)
     try:
         return instance.get_single_node()
@@ -249,6 +256,51 @@ def _safe_loader() -> type[yaml.SafeLoader]:
     # libyaml's loader when present (about ten times faster); its constructor is PyYAML's
     # SafeConstructor either way, so no tag can build a Python object.
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Progress:
+    """How far the parser got before it stopped: collections open, and where the last event
+    ended (the parser may have read further ahead)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.end = 0
+
+    def track(self, events: Iterable[Any]) -> Iterator[Any]:
+        import yaml
+
+        for event in events:
+            if isinstance(event, yaml.CollectionStartEvent):
+                self.depth += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                self.depth -= 1
+            self.end = event.end_mark.index if event.end_mark else self.end
+            yield event
+
+    def too_deep(
+        self, exc: Exception, text: str, *, what: str, path: str | None, limit: int
+    ) -> InputTooDeepError | None:
+        """Our refusal of a document the parser refused for its depth, in its own words.
+
+        libyaml reads a line of flow brackets ahead of its next event and stops at a nesting
+        limit of its own before the pre-check sees a level. Every bracket between the last
+        event and where the parser stopped counts (an over-estimate of only what it read):
+        past ``limit`` with the collections already open, the document is too deep.
+        """
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        stop = getattr(mark, "index", None)
+        ahead = text[self.end :] if stop is None else text[self.end : stop + 1]
+        if self.depth + json_depth(ahead, strings=False) <= limit:
+            return None
+        line = getattr(mark, "line", None)
+        return InputTooDeepError(
+            f"the {what} is nested too deeply (over {limit} levels"
+            f"{'' if line is None else f', line {line + 1}'}); no real {what} is, so it was "
+            "refused unread",
+            what=what,
+            limit=limit,
+            path=path,
+        )
 
 
 def _precheck(

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ._flow import Flow
+from ._plain import shorten
 from .errors import FlowDefinitionError, WorkflowLoadError
 
 __all__ = [
@@ -63,12 +64,22 @@ def _entry_points() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+MAX_TARGET = 4096
+"""The longest target ``load_flow`` reads (a path may be this long, PATH_MAX)."""
+
+
 def load_flow(target: str) -> Flow:
     """The Flow that ``target`` names.
 
     ``FlowDefinitionError`` from building the flow passes through unchanged (it lists the
     flow's problems); anything else that goes wrong is a ``WorkflowLoadError``.
     """
+    if len(target) > MAX_TARGET:
+        raise WorkflowLoadError(
+            shorten(target),
+            f"`{shorten(target)}` is not a workflow target: a target is a registered name or "
+            f"`module:attribute` / `path/to/file.py:attribute`, at most {MAX_TARGET} characters.",
+        )
     spec = BUILTIN.get(target)
     if spec is None and ":" not in target:
         spec = _entry_points().get(target)

@@ -2,7 +2,8 @@
 
 The command tree is walked from the real parser, so a new command is fuzzed without anyone
 listing it here. For each scenario (missing store, unknown thread, ``../../etc``, empty,
-5 MB, non-UTF-8 and NUL-byte files, a NUL byte in an argument, a corrupt journal) every
+5 MB, 5 MB on one line, non-UTF-8 and NUL-byte files, ``/dev/zero``, a NUL byte or 5 MB in an
+argument, a corrupt journal) every
 command that takes the damaged kind of argument runs in-process; read-only commands must
 leave the file tree exactly as it was.
 """
@@ -123,6 +124,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     files.mkdir()
     (files / "empty.txt").write_bytes(b"")
     (files / "big.txt").write_bytes((b"move the part to the left station\n" * 160_000)[: 5 << 20])
+    # One line: whatever a parser quotes of the line it stops at is the whole file.
+    (files / "line.txt").write_bytes(b"1. moveP " + b"x" * (5 << 20))
     (files / "latin1.txt").write_bytes("Größe: ü".encode("latin-1"))
     (files / "nul.txt").write_bytes(b"steps\x00\x00\x00more")
     cwd = tmp_path / "cwd" / "deep"
@@ -156,6 +159,13 @@ def _scenario(name: str, world: dict[str, str]) -> tuple[dict[str, str], set[str
     if name == "nul in argument":
         bad = {"thread": "t\x00", "file": "f\x00.txt", "target": "x\x00:flow", "store": "s\x00"}
         return neutral | bad | {"json": '{"a": "\x00"}'}, set(bad)
+    if name == "5 MB argument":
+        huge = "x" * (5 << 20)
+        bad = {"thread": huge, "text": huge, "name": huge, "target": huge, "json": huge}
+        return neutral | bad, set(bad)
+    if name == "/dev/zero":
+        bad = {"file": "/dev/zero", "target": "/dev/zero:flow", "json": "@/dev/zero"}
+        return neutral | bad, set(bad)
     if name == "corrupt journal":
         return neutral | {"store": world["corrupt"], "thread": "bad"}, {"store", "thread"}
     path = os.path.join(world["files"], name)
@@ -171,8 +181,11 @@ SCENARIOS = [
     "corrupt journal",
     "empty.txt",
     "big.txt",
+    "line.txt",
     "latin1.txt",
     "nul.txt",
+    "5 MB argument",
+    *(["/dev/zero"] if os.path.exists("/dev/zero") else []),
 ]
 
 

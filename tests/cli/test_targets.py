@@ -163,3 +163,12 @@ def test_a_path_that_is_not_a_python_file_is_named_as_such(
         err = capsys.readouterr().err
         assert message in err, (target, err)
         assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("target", ["x" * 5_000_000, "m:" + "a" * 5_000_000, "é" * 10_000])
+def test_a_huge_target_is_refused_without_echoing_it_whole(target: str) -> None:
+    with pytest.raises(WorkflowLoadError) as caught:
+        load_flow(target)
+    assert len(str(caught.value)) < 1_000
+    assert len(caught.value.target) < 1_000
+    assert "at most" in str(caught.value)

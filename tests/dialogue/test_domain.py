@@ -86,7 +86,9 @@ def test_model_errors_name_the_field_without_echoing_input(tmp_path: Path) -> No
     with pytest.raises(DomainError) as caught:
         load_domain(minimal(threshold=3, slots={"part": {"entity": "part", "pii": "Sato"}}))
     text = "\n".join(caught.value.problems)
-    assert "threshold: input should be less than or equal to 1; fix the value" in text
+    # pydantic's reason is passed on in its words (not asserted here), framed by ours.
+    problems = caught.value.problems
+    assert any(p.startswith("threshold: ") and p.endswith("; fix the value") for p in problems)
     assert "slots.part.question: `question` is required but missing; add it" in text
     assert "Sato" not in str(caught.value)
 
@@ -187,9 +189,10 @@ def test_shape_errors_do_not_hide_unknown_names_and_every_problem_has_its_line(
     path.write_text(BROKEN, encoding="utf-8")
     with pytest.raises(DomainError) as caught:
         load_domain(path)
-    assert caught.value.problems == [
-        "line 8: entities.part.kind: input should be 'regex', 'choice', 'number', 'date', "
-        "'time' or 'text'; fix the value",
+    first, *others = caught.value.problems
+    # pydantic's reason (the allowed kinds) is passed on in its words, framed by ours.
+    assert first.startswith("line 8: entities.part.kind: ") and first.endswith("; fix the value")
+    assert others == [
         "line 21: goals.order.colour: unknown key `colour`; remove it or fix its spelling",
         "line 14: slots.size.entity: entity `sizes` is not defined; add it under entities or "
         "fix the name",

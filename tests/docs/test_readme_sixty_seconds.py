@@ -38,13 +38,14 @@ def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def suggested_commands() -> list[list[str]]:
-    """The `$ flowkit ...` lines of the section's console block, comments removed."""
+    """The `$ .venv/bin/flowkit ...` lines of the section's console block, comments removed:
+    the venv's flowkit, which is here the one importable from this checkout."""
     [console] = fenced(section("Sixty seconds"), "console")
     commands = []
     for line in console.splitlines():
         if line.startswith("$ "):
             words = shlex.split(line[2:], comments=True)
-            assert words[0] == "flowkit", line
+            assert words[0] == ".venv/bin/flowkit", line
             commands.append([sys.executable, "-m", "flowkit", *words[1:]])
     return commands
 
@@ -52,6 +53,7 @@ def suggested_commands() -> list[list[str]]:
 def test_the_snippet_is_a_file_the_user_saves_and_the_commands_name_it() -> None:
     text = section("Sixty seconds")
     assert "`sixty.py`" in text
+    assert "`.venv/bin/python sixty.py`" in text  # the venv's Python: flowkit is installed there
     commands = suggested_commands()
     assert commands, "the section suggests no shell commands"
     for words in commands:

@@ -272,3 +272,103 @@ def test_mask_text_never_raises_and_masking_twice_changes_nothing(text: str) -> 
 def test_mask_text_is_idempotent_on_text_made_of_what_it_masks(text: str) -> None:
     once = mask_text(text)
     assert mask_text(once) == once
+
+
+# -- credential shapes (issue 23 item 17) ------------------------------------------------------
+
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n"
+    "aFDrBz9vFqU4yQn9uwIDAQABAoIBAQCgZ2bR1gA5pNvDnX5Kb2Qk+Zs7D3H4eBmZ\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+#: (what the shape is, the text a node's exception carries, the secret parts to hide)
+CREDENTIALS = [
+    ("pem private key", f"cannot load key:\n{PEM}\nfrom disk",
+     ["MIIEowIBAAKCAQEA0Z3VS5JJ", "aFDrBz9vFqU4yQn9", "-----END RSA"]),
+    ("openssh key without its end", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA",
+     ["b3BlbnNzaC1rZXktdjEAAAAA"]),
+    ("aws access key id", "denied for AKIAIOSFODNN7EXAMPLE today", ["AKIAIOSFODNN7EXAMPLE"]),
+    ("aws secret key, bare", "secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY rejected",
+     ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"]),
+    ("aws secret key, named", "AWS_SECRET_ACCESS_KEY=abc123def456 is wrong", ["abc123def456"]),
+    ("github classic token", "bad credentials ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+     ["ghp_16C7e42F292c6912E7710c838347Ae178B4a"]),
+    ("github oauth token", "token gho_16C7e42F292c6912E7710c838347Ae178B4a expired",
+     ["gho_16C7e42F292c6912E7710c838347Ae178B4a"]),
+    ("github fine-grained token",
+     "push refused: github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+     ["github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCD"]),
+    ("slack bot token", "slack said invalid_auth for xoxb-1234567890-0987654321-AbCdEfGhIjKl",
+     ["xoxb-1234567890-0987654321-AbCdEfGhIjKl"]),
+    ("slack user token", "xoxp-1234567890-0987654321-1122334455-abcdef0123456789 revoked",
+     ["xoxp-1234567890-0987654321-1122334455-abcdef0123456789"]),
+    ("password in a url", "cannot reach postgresql://app:hunter2pw@localhost:5432/db",
+     ["hunter2pw"]),
+    ("password in an https url", "GET https://bob:s3cr%40t@example.com/x failed", ["s3cr%40t"]),
+    ("second line of a key holding a newline",
+     "api_key=first-half\nsecond-half-of-key\nwas rejected", ["first-half", "second-half-of-key"]),
+    ("quoted key holding a newline", 'password: "line-one\nline-two" refused',
+     ["line-one", "line-two"]),
+]  # fmt: skip
+
+
+def _raising(text: str) -> Flow:
+    def leak(state: Any) -> dict[str, Any]:
+        raise RuntimeError(text)
+
+    return Flow(name="creds", state=Account, start="leak", nodes={"leak": leak},
+                routes={"leak": END}, error_field=None)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets"), [case[1:] for case in CREDENTIALS], ids=[case[0] for case in CREDENTIALS]
+)
+def test_common_credential_shapes_are_masked_in_state_journal_and_history(
+    tmp_path: Path, text: str, secrets: list[str]
+) -> None:
+    runner, events = _run(tmp_path, _raising(text))
+    error = runner.get_state("t1").error
+    assert error is not None and "***" in error.message
+    shown = [
+        error.message,
+        *(c.error.message for c in runner.history("t1") if c.error),
+        *(e.error.message for e in events if isinstance(e, Failed)),
+        _journal(tmp_path),
+    ]
+    assert [s for s in secrets if any(s in each for each in shown)] == []
+    raw, _ = _run(tmp_path / "raw", _raising(text), error_text="raw")
+    raw_error = raw.get_state("t1").error
+    assert raw_error is not None and raw_error.message == text
+
+
+def test_masking_credentials_keeps_the_text_around_them() -> None:
+    assert mask_text("cannot reach postgresql://app:pw123@db/x") == (
+        "cannot reach postgresql://app:***@db/x"
+    )
+    assert mask_text(f"load failed:\n{PEM}\nretry") == "load failed:\n***\nretry"
+    # Things that only look a little like keys stay readable.
+    for text in (
+        "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904 not found",  # a git sha
+        "see https://example.com/a:b/c@d for help",
+        "api_key=abc\nThe next line is prose, not a key.",
+    ):
+        assert mask_text(text).startswith(text.split("=")[0][:10])
+    assert mask_text("api_key=abc\nThe next line is prose, not a key.").endswith(
+        "\nThe next line is prose, not a key."
+    )
+    assert "4b825dc642cb6eb9a060e54bf8d69288fbee4904" in mask_text(
+        "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904 not found"
+    )
+
+
+@pytest.mark.timeout(30)
+def test_credential_shapes_are_found_in_linear_time() -> None:
+    for text in (
+        "-----BEGIN PRIVATE KEY-----" * 50_000,
+        "a.a" * 200_000 + "://",
+        "x://" + "u:" * 200_000,
+        "A" * 600_000,
+        "api_key=x" + "\nabc" * 200_000,
+    ):
+        assert isinstance(mask_text(text), str)

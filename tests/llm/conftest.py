@@ -83,6 +83,24 @@ def unterminated(text: str = "Hello there, friend") -> Reply:
     return Reply(kind="unterminated", text=text)
 
 
+def stall(text: str = "Hello there, friend, how are you today", *, framed: bool = True) -> Reply:
+    """Send the first half of the answer, then nothing more (for up to a minute).
+
+    ``framed=False`` sends the body without a length or chunking, so that its end is the
+    connection's close (HTTP/1.1 allows it): a client that shuts the socket at its deadline
+    then reads what looks like a clean end.
+    """
+    return Reply(kind="stall" if framed else "stall_unframed", text=text, delay=60.0)
+
+
+def cut_unframed(
+    text: str = "Hello there, friend, how are you today", *, mid_line: bool = False
+) -> Reply:
+    """A body ended by closing the connection, closed before the answer's end (with
+    ``mid_line``, in the middle of a line)."""
+    return Reply(kind="cut_unframed_line" if mid_line else "cut_unframed", text=text)
+
+
 def bad_line() -> Reply:
     return Reply(kind="bad_line")
 
@@ -90,6 +108,10 @@ def bad_line() -> Reply:
 def error_line() -> Reply:
     """Stream a little, then an error object as the server's last line."""
     return Reply(kind="error_line")
+
+
+#: Replies that send half an answer and never finish it.
+UNFINISHED = frozenset({"stall", "stall_unframed", "cut_unframed", "cut_unframed_line"})
 
 
 @dataclass(frozen=True)
@@ -154,6 +176,10 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.kind == "huge":
             self._huge(reply.status * 1024 * 1024, reply.headers["declared"] == "True")
             return
+        if reply.kind in UNFINISHED:
+            api = "openai" if self.path == "/v1/chat/completions" else "ollama"
+            self._unfinished(api, reply, bool(body.get("stream")), body.get("model", "?"))
+            return
         if reply.delay and self.server.stopping.wait(reply.delay):
             return
         api = {"/v1/chat/completions": "openai", "/api/chat": "ollama"}.get(self.path)
@@ -197,6 +223,28 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(b"%X\r\n%s\r\n" % (len(piece), piece))
             self.wfile.flush()
+
+    def _unfinished(self, api: str, reply: Reply, streaming: bool, model: str) -> None:
+        """Half an answer, then a stall or a close (see ``stall`` and ``cut_unframed``)."""
+        framed = reply.kind == "stall"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream" if streaming else "application/json")
+        if framed:
+            self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if streaming:
+            pieces = [reply.text[i : i + 5] for i in range(0, len(reply.text), 5)]
+            lines = [_stream_line(api, model, piece) for piece in pieces[: len(pieces) // 2]]
+            if reply.kind == "cut_unframed_line":
+                lines.append(_stream_line(api, model, "half")[:20])
+            data = "".join(lines).encode()
+        else:
+            whole = json.dumps(_completion(api, reply.text, model)).encode()
+            data = whole[: len(whole) // 2]
+        self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data) if framed else data)
+        self.wfile.flush()
+        if reply.kind.startswith("stall"):
+            self.server.stopping.wait(reply.delay)
 
     def _huge(self, size: int, declared: bool) -> None:
         self.send_response(200)

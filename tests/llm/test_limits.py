@@ -9,6 +9,8 @@ from __future__ import annotations
 import tracemalloc
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from flowkit.errors import LLMConfigError, LLMResponseError, LLMTimeoutError
 from flowkit.llm._body import LineSplitter
@@ -162,3 +164,54 @@ def test_a_drip_just_inside_the_read_timeout_ends_at_the_deadline(
     with pytest.raises(LLMTimeoutError):
         complete(llm, mode) if call == "complete" else stream(llm, mode, [])
     assert details and details[0].endswith(("(0 bytes received)", "(1 bytes received)"))
+
+
+class _CountingEOL:
+    """Stands in for the line splitter's end-of-line pattern and counts the text it scans."""
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        self.scanned = 0
+
+    def finditer(self, text):
+        self.scanned += len(text)
+        return self.pattern.finditer(text)
+
+    def split(self, text):
+        self.scanned += len(text)
+        return self.pattern.split(text)
+
+
+@pytest.mark.parametrize("megabytes", [2, 8])
+def test_one_long_stream_line_is_scanned_once_not_once_per_chunk(monkeypatch, megabytes):
+    # An 8 MB line arriving in 4 KB pieces used to be re-scanned from its start at every
+    # piece: 2,048 pieces, ~8.6 GB scanned. Each byte is now looked at a bounded number of times.
+    from flowkit.llm import _body
+
+    counting = _CountingEOL(_body._EOL)
+    monkeypatch.setattr(_body, "_EOL", counting)
+    size, piece = megabytes * 1024 * 1024, b"x" * 4096
+    splitter = LineSplitter()
+    lines = []
+    for _ in range(size // len(piece)):
+        lines += splitter.feed(piece)
+    lines += splitter.feed(b"\r")
+    lines += splitter.feed(b"\nnext")
+    lines += splitter.end()
+
+    assert [len(line) for line in lines] == [size, 4]
+    assert counting.scanned <= 2 * size + 16
+
+
+@given(st.binary(max_size=60), st.lists(st.integers(min_value=0, max_value=60), max_size=6))
+def test_line_splitter_gives_the_same_lines_however_the_body_is_cut(body, cuts):
+    whole = LineSplitter()
+    expected = whole.feed(body) + whole.end()
+    pieces, start = [], 0
+    for end in sorted(cuts):
+        pieces.append(body[start:end])
+        start = max(start, end)
+    pieces.append(body[start:])
+    split = LineSplitter()
+    got = [line for piece in pieces for line in split.feed(piece)] + split.end()
+    assert got == expected

@@ -60,3 +60,47 @@ def test_retry_after_http_date():
 def test_retryable_statuses():
     assert {408, 429, 500, 502, 503, 504} <= RETRYABLE_STATUS
     assert not {400, 401, 403, 404, 422} & RETRYABLE_STATUS
+
+
+# -- a server's Retry-After never stretches a call past its timeout (issue 23 item 20) ------
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_retry_after_longer_than_the_timeout_ends_the_call_instead_of_sleeping(
+    server, connect, mode, status
+):
+    from flowkit.errors import LLMTimeoutError
+
+    from .conftest import complete, fail
+
+    llm = connect(server.url, timeout=2.0, max_retries=3, backoff=Backoff())
+    server.fallback = fail(status, retry_after="3600")
+
+    with pytest.raises(LLMTimeoutError) as caught:
+        complete(llm, mode)
+
+    assert len(server.requests) == 1  # given up at once: no wait could end within the timeout
+    assert caught.value.retryable
+    assert f"HTTP {status}" in str(caught.value) and "3600" in str(caught.value)
+
+
+@pytest.mark.timeout(20)
+def test_a_retry_after_within_the_timeout_is_honoured(server, connect, mode):
+    from .conftest import complete, fail, ok
+
+    llm = connect(server.url, timeout=2.0, max_retries=1, backoff=Backoff())
+    server.script(fail(429, retry_after="0.2"), ok("after the wait"))
+
+    assert complete(llm, mode).text == "after the wait"
+    assert len(server.requests) == 2
+
+
+def test_no_wait_of_the_schedule_is_longer_than_the_timeout():
+    from flowkit.llm._retry import bounded_wait
+
+    slow = Backoff(initial=10.0, maximum=30.0, jitter=0.0)
+    assert bounded_wait(slow, 0, None, timeout=2.0) == 2.0
+    assert bounded_wait(slow, 0, 1.5, timeout=2.0) == 1.5
+    assert bounded_wait(slow, 0, 3600.0, timeout=2.0) is None
+    assert bounded_wait(Backoff(), 0, 3600.0, timeout=120.0) == 60.0  # max_retry_after

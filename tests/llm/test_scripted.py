@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from _pydantic_words import reason
 from pydantic import BaseModel
 
 from flowkit.errors import LLMConfigError, LLMSchemaError, LLMTimeoutError
@@ -88,7 +89,7 @@ def test_schema_violation_makes_a_repair_request_a_rule_can_answer():
     assert len(llm.calls) == 2
     repair = llm.calls[1].messages
     assert repair[-2] == {"role": "assistant", "content": '{"tasks": "pick"}'}
-    assert "tasks: Input should be a valid list" in repair[-1]["content"]
+    assert f"tasks: {reason(Tasks, {'tasks': 'pick'})}" in repair[-1]["content"]
 
 
 def test_schema_violation_without_a_repair_rule_raises_the_schema_error():

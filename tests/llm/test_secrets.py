@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -11,7 +12,10 @@ from pydantic import BaseModel
 from flowkit.errors import LLMError
 from flowkit.llm import RecordingLLM, from_spec
 
-from .conftest import FAST, complete, cut, fail, ok, slow, stream
+from ._tool_server import tool_server
+from .conftest import FAST, USER, complete, cut, fail, ok, slow, stream
+
+__all__ = ["tool_server"]  # the fixture, imported for these tests
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -45,7 +49,7 @@ def test_api_key_never_leaks(server, dead_url, monkeypatch, mode):
         ok(json.dumps({"answer": SECRET})),  # schema violation ...
         ok("still not a number"),  # ... and a failed repair
         cut(),  # a stream cut off
-        ok(f"the key is {SECRET}"),  # the model itself repeats it
+        ok(f"the key is {SECRET}"),  # the model itself repeats it: its answer, handed over
     )
     records: list[dict] = []
     recorder = RecordingLLM(llm, records.append)
@@ -64,7 +68,7 @@ def test_api_key_never_leaks(server, dead_url, monkeypatch, mode):
             with pytest.raises(LLMError) as caught:
                 call()
             errors.append(caught.value)
-        outputs.append(complete(llm, mode).raw)
+        answer = complete(llm, mode)
         # Timeouts last, answered by the fallback: an attempt given up on may reach the server
         # after the next call's request does, and would take that call's scripted reply.
         server.fallback = slow(3.0)
@@ -74,6 +78,7 @@ def test_api_key_never_leaks(server, dead_url, monkeypatch, mode):
 
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.requests)
     assert len(errors) == 6 and logs
+    assert answer.text == f"the key is {SECRET}"  # what the model said is not error text
     assert any(e["event"] == "llm_retry" for e in logs)
     texts = [repr(llm), repr(dead), repr(recorder), repr(logs), json.dumps(records)]
     texts += [repr(o) for o in outputs]
@@ -231,7 +236,7 @@ def test_a_newline_key_appears_in_no_journal_event_error_log_or_cli_output(
         return {"reply": text + ctx.llm.complete([{"role": "user", "content": "again"}]).text}
 
     echo = json.dumps({"error": {"message": f"Incorrect API key provided: {NEWLINE_KEY}"}})
-    server.script(ok("streamed"), fail(500, echo), ok(f"fine {SECRET}"), fail(401, echo))
+    server.script(ok("streamed"), fail(500, echo), ok("fine"), fail(401, echo))
     llm = from_spec("openai:gpt-test", base_url=f"{server.url}/v1", api_key=NEWLINE_KEY)
     llm.backoff = FAST
     flow = Flow(name="chat", state=State, start="ask", nodes={"ask": ask}, routes={"ask": END})
@@ -259,3 +264,71 @@ def test_a_newline_key_appears_in_no_journal_event_error_log_or_cli_output(
     assert any("401" in text for text in texts)  # the rejection is reported somewhere ...
     assert [text for text in texts if SECRET in text] == []  # ... without the key
     llm.close()
+
+
+# -- the key is redacted from error text and logs, never from what the model said (item 18) ----
+
+ANSWER = "Osaka is in Kansai; the EMPTY box holds ollama's llama."
+
+
+# The OpenAI-compatible client (Ollama's and vLLM's compatible APIs take any key); the
+# native Ollama client sends none.
+@pytest.mark.parametrize("key", ["k", "EMPTY", "ollama", SECRET])
+def test_answers_and_chunks_are_handed_over_as_the_model_wrote_them(server, mode, key):
+    from .conftest import make_llm
+
+    server.script(ok(ANSWER), ok(ANSWER))
+    with make_llm("openai", server.url, api_key=key) as llm:
+        assert complete(llm, mode).text == ANSWER
+        assert "".join(c.text for c in stream(llm, mode, [])) == ANSWER
+    assert all(r.headers["authorization"] == f"Bearer {key}" for r in server.requests)
+
+
+def get_weather(city: str, note: str = "") -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize("key", ["k", "EMPTY", "ollama", SECRET])
+def test_tool_call_arguments_are_handed_over_as_the_model_wrote_them(tool_server, mode, key):
+    from ._tool_server import Call, calls
+    from .conftest import make_llm
+
+    arguments = {"city": "Osaka", "note": f"key {key} is EMPTY"}
+    tool_server.script(calls(Call("get_weather", arguments)), calls(Call("get_weather", arguments)))
+    with make_llm("openai", tool_server.url, api_key=key) as llm:
+        whole = complete(llm, mode, tools=[get_weather]).tool_calls[0]
+        if mode == "sync":
+            chunks = list(llm.stream(USER, tools=[get_weather]))
+        else:
+
+            async def collect() -> list:
+                return [c async for c in llm.astream(USER, tools=[get_weather])]
+
+            chunks = asyncio.run(collect())
+    assert (
+        json.loads(whole.arguments) == json.loads(chunks[-1].tool_calls[0].arguments) == arguments
+    )
+
+
+@pytest.mark.parametrize("key", ["k", SECRET])
+def test_errors_and_logged_answers_lose_the_key_whatever_its_length(server, mode, key, monkeypatch):
+    from .conftest import make_llm
+
+    monkeypatch.setenv("FLOWKIT_LOG_CONTENT", "1")
+    echo = json.dumps({"error": {"message": f"bad key: {key}"}})
+    server.script(fail(401, echo), ok(json.dumps({"answer": key})), ok(f"still {key}"), ok(key))
+    with (
+        make_llm("openai", server.url, api_key=key) as llm,
+        structlog.testing.capture_logs() as logs,
+    ):
+        with pytest.raises(LLMError) as rejected:
+            complete(llm, mode)
+        with pytest.raises(LLMError) as unfit:
+            complete(llm, mode, schema=Answer)
+        assert complete(llm, mode).text == key
+    for error in (rejected.value, unfit.value):
+        for exc in _chain(error):
+            assert key not in str(exc) + repr(vars(exc))
+    contents = [line["content"] for line in logs if line["event"] == "llm_response"]
+    assert contents and all(key not in text for text in contents)

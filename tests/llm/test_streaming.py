@@ -8,7 +8,19 @@ import pytest
 
 from flowkit.errors import LLMResponseError, LLMTimeoutError, LLMUnavailableError
 
-from .conftest import bad_line, complete, cut, error_line, fail, ok, slow, stream, unterminated
+from .conftest import (
+    bad_line,
+    complete,
+    cut,
+    cut_unframed,
+    error_line,
+    fail,
+    ok,
+    slow,
+    stall,
+    stream,
+    unterminated,
+)
 
 
 def test_stream_yields_the_text_in_chunks_and_a_final_done(server, connect, mode):
@@ -120,3 +132,68 @@ def test_abandoning_a_stream_early_releases_the_connection(server, connect, mode
 
     assert first.text and not first.done
     assert complete(llm, mode).text.startswith("one two")  # the client still works
+
+
+# -- a stream that stops midway: the documented, retryable types (issue 23 item 19) ----------
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("framed", [True, False], ids=["chunked", "ended-by-close"])
+def test_a_stream_that_stalls_midway_is_a_timeout_error(server, connect, mode, framed):
+    llm = connect(server.url, timeout=1.0, max_retries=0)
+    server.script(stall(framed=framed))
+    received: list = []
+
+    with pytest.raises(LLMTimeoutError) as caught:
+        stream(llm, mode, received)
+
+    assert caught.value.retryable
+    assert received and not any(c.done for c in received)
+
+
+@pytest.mark.timeout(20)
+def test_an_answer_that_stalls_midway_is_a_timeout_error_retried(server, connect, mode):
+    llm = connect(server.url, timeout=1.0, max_retries=1)
+    server.script(stall(framed=False), ok("second"))
+
+    assert complete(llm, mode).text == "second"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("mid_line", [False, True], ids=["between-lines", "mid-line"])
+def test_a_stream_whose_connection_closes_before_its_end_is_unavailable(
+    server, connect, mode, mid_line
+):
+    llm = connect(server.url)
+    server.script(cut_unframed(mid_line=mid_line))
+    received: list = []
+
+    with pytest.raises(LLMUnavailableError) as caught:
+        stream(llm, mode, received)
+
+    assert caught.value.retryable
+    assert received and not any(c.done for c in received)
+    assert "cut off" in str(caught.value)
+
+
+def test_a_cut_stream_fails_its_node_retryably_and_the_retry_policy_runs_it_again(server):
+    from pydantic import BaseModel
+
+    from flowkit import END, Flow, RetryPolicy, Runner, node
+
+    from .conftest import make_llm
+
+    class State(BaseModel):
+        reply: str = ""
+
+    @node(writes=["reply"], retry=RetryPolicy(max_attempts=2, initial_delay=0, jitter=False))
+    def ask(state: State, ctx) -> dict:
+        return {
+            "reply": "".join(c.text for c in ctx.llm.stream([{"role": "user", "content": "hi"}]))
+        }
+
+    server.script(cut_unframed(), ok("whole answer"))
+    with make_llm("openai", server.url) as llm:
+        flow = Flow(name="s", state=State, start="ask", nodes={"ask": ask}, routes={"ask": END})
+        result = Runner(flow, llm=llm).start("t1")
+    assert result.status == "done" and result.state.reply == "whole answer"

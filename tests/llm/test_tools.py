@@ -148,8 +148,8 @@ def test_a_function_without_annotations_names_the_parameter() -> None:
     [
         ('{"city": "Par', ToolArgumentsError, "not valid JSON"),
         ('["Paris"]', ToolArgumentsError, "JSON list, not an object"),
-        ('{"city": 3}', ToolValidationError, "city: Input should be a valid string"),
-        ('{"town": "Paris"}', ToolValidationError, "town: Extra inputs are not permitted"),
+        ('{"city": 3}', ToolValidationError, "do not fit its parameters: city: "),
+        ('{"town": "Paris"}', ToolValidationError, "do not fit its parameters: .*town: "),
     ],
 )
 def test_bad_arguments_give_typed_errors_that_tell_the_model_what_to_do(

@@ -119,7 +119,7 @@ def test_editor_attributes_can_be_stripped() -> None:
         ({"type": "a", "attributes": {"id": "x"}}, "must not hold"),
         ({"type": "a", "disabled_reasons": ["X"]}, "disabled=true"),
         ({"type": "a", "id": ""}, "must not be empty"),
-        ({"type": "a", "unknown": 1}, "Extra inputs"),
+        ({"type": "a", "unknown": 1}, "unknown"),  # the key, by name
     ],
 )
 def test_invalid_steps_are_rejected_with_a_reason(data: dict[str, object], message: str) -> None:

@@ -127,6 +127,54 @@ def test_validate_lists_every_problem_with_its_line(
     assert "line 5" in out and "teleport" in out
 
 
+HUGE = "x" * 5_000_000
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (HUGE, "is not a step"),
+        (f"1. moveP {HUGE}", "[bad_field_value] field `point_name_list` of `moveP`"),
+        (f"1. moveP P1 {HUGE}=1", "[unknown_field] `moveP` has no field"),
+        (f"1. moveP P1 @ {HUGE}", "expected key=value in the `@` annotation"),
+        (f"1. {HUGE}", "[unknown_block_type] unknown block type"),
+        (f"1. moveP point={HUGE} point=P1", "field `point_name_list` is given twice"),
+    ],
+    ids=["not a step", "bad field value", "unknown field", "annotation", "block type", "twice"],
+)
+def test_a_huge_one_line_file_is_never_echoed_back_whole(
+    content: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = tmp_path / "steps.txt"
+    steps.write_text(content, encoding="utf-8")
+    assert main(["sas", "compile", str(steps), "-o", str(tmp_path / "flow.xml")]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert says in captured.err  # still says what is wrong
+    assert len(captured.err) < 2_000
+
+
+@pytest.mark.parametrize(
+    ("block", "says"),
+    [
+        (f'<block type="{HUGE}" id="a"/>', "[unknown_block_type]"),
+        (f'<block type="moveP" id="{HUGE}"/>', "<moveP id="),
+        (f'<block type="moveP" id="a"><field name="point_name_list">{HUGE}</field></block>',
+         "[bad_field_value]"),
+    ],
+    ids=["block type", "block id", "field value"],
+)  # fmt: skip
+def test_a_huge_value_in_a_program_is_never_echoed_back_whole(
+    block: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xml = tmp_path / "flow.xml"
+    xml.write_text(f'<xml xmlns="https://developers.google.com/blockly/xml">{block}</xml>')
+    main(["sas", "validate", str(xml)])
+    captured = capsys.readouterr()
+    assert says in captured.out
+    assert len(captured.out + captured.err) < 3_000
+
+
 def test_graph_shows_every_state_and_gate(capsys: pytest.CaptureFixture[str]) -> None:
     from flowkit.sas import flow
 
@@ -166,6 +214,33 @@ def test_the_shipped_cassette_runs_the_cycle_as_four_processes(tmp_path: Path) -
     assert checked.returncode == 0, checked.stdout + checked.stderr
     report = json.loads(checked.stdout)
     assert report["valid"] and report["errors"] == 0
+
+
+@pytest.mark.slow
+def test_the_demo_request_needs_no_teaching_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flowkit.sas.demo import FEEDBACK, REQUEST
+
+    store, out = str(tmp_path / "store"), tmp_path / "out"
+    steps = [
+        ["sas", "start", REQUEST, "--llm", "replay:demo", "--thread", "cell",
+         "--output-dir", str(out)],
+        ["sas", "feedback", "cell", FEEDBACK],
+        ["sas", "approve", "cell"],
+        ["sas", "approve", "cell"],
+    ]  # fmt: skip
+    for argv in steps:
+        assert main([*argv, "--store", store]) == 0, capsys.readouterr()
+        capsys.readouterr()
+    assert main(["sas", "status", "cell", "--json", "--store", store]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["status"] == "done" and (out / "flow.xml").is_file()
+    # The demo cell's table: its taught safe point is P1.
+    mapping = json.loads((out / "parameter_mapping.json").read_text(encoding="utf-8"))
+    assert {"logical": "safe point", "slot": "P1"}.items() <= next(
+        e for e in mapping["entries"] if e["logical"] == "safe point"
+    ).items()
 
 
 def test_demo_files_gives_a_runnable_start(
@@ -274,6 +349,25 @@ def test_edit_refuses_unusable_files_plainly(
     assert len(captured.err) < 500, "the input is never echoed back"
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_edit_of_an_endless_or_huge_sparse_file_is_refused_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    store = str(tmp_path / "store")
+    assert main(["sas", "start", "Pick and place", "--thread", "c", "--llm", llm,
+                 "--store", store]) == 0  # fmt: skip
+    capsys.readouterr()
+    sparse = tmp_path / "huge.txt"
+    with sparse.open("wb") as handle:
+        handle.truncate(6 << 30)  # 6 GB that take no room on the disk
+    for file in ("/dev/zero", str(sparse)):
+        assert main(["sas", "edit", "c", file, "--store", store]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"{file} is larger than an edit may be (at most 1,000,000 bytes)" in captured.err
+
+
 def test_errors_go_to_stderr_and_name_the_users_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -374,8 +468,8 @@ def test_outputs_honour_the_umask_and_store_files_stay_private(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("stage", "content", "expected"),
     [
-        ("tasks", '{"tasks": []}', "tasks: List should have at least 1 item"),
-        ("tasks", '[{"name": 5}]', "tasks.0.name: Input should be a valid string"),
+        ("tasks", '{"tasks": []}', "the edited task list is not a valid plan: tasks: "),
+        ("tasks", '[{"name": 5}]', "the edited task list is not a valid plan: tasks.0.name: "),
         ("steps", '{"Pick_Part": [{"nope": 1}]}', "the edited steps are not valid JSON steps: "),
     ],
 )

@@ -18,6 +18,7 @@ from structlog.testing import capture_logs
 from flowkit import Runner
 from flowkit.errors import CorruptStoreError, ThreadNotFoundError
 from flowkit.stores import JsonFileStore
+from flowkit.stores._tears import SECTOR
 
 TallyRunner = Callable[..., Runner[Any]]
 
@@ -57,11 +58,36 @@ def append_bytes(extra: bytes) -> Callable[[Path], None]:
     return damage
 
 
+def append_after_lost_sectors(start: bytes, rest: bytes) -> Callable[[Path], None]:
+    """What a torn multi-sector write can leave: the record's first bytes (``start``, padded
+    with digits to a disk-sector boundary, or none), whole sectors a power loss never wrote
+    (zeros), then the ``rest`` of it."""
+
+    def damage(path: Path) -> None:
+        raw = path.read_bytes()
+        data = raw.rstrip(b"\0")
+        if start:
+            room = -len(data) % SECTOR or SECTOR
+            room += SECTOR if room < len(start) else 0
+            data += start + b"1" * (room - len(start))
+        written = data + b"\0" * (SECTOR - len(data) % SECTOR + SECTOR) + rest
+        path.write_bytes(written + bytes(max(0, len(raw) - len(written))))
+
+    return damage
+
+
 TORN_TAILS = {
     "last record cut mid-line": (cut_last_record_in_half, 3),
     "garbage without newline": (append_bytes(b'{"v":1,"version":5,"ts":17'), 4),
     "zero bytes after a power loss": (append_bytes(b'{"v":2,"ver' + b"\x00" * 4096), 4),
-    "unparseable line with newline": (append_bytes(b'\x00\x00{"v":1,"vers\n'), 4),
+    "a lost sector, then the rest with a newline": (
+        append_after_lost_sectors(b"", b'{"v":1,"vers\n'),
+        4,
+    ),
+    "a start, a lost sector, then the rest": (
+        append_after_lost_sectors(b'{"v":2,"version":5,"ts":17', b'0,"next":"x"}\n'),
+        4,
+    ),
 }
 
 

@@ -1,6 +1,7 @@
 """The fault campaign as tests: random byte flips in journals and snapshots, random truncations
 with and without a zero-filled tail. Not one silently wrong state: every load gives exactly the
-state of some prefix of the thread's history, or a ``CorruptStoreError`` naming file and line.
+state of some prefix of the thread's history, or a ``CorruptStoreError`` naming file and line;
+a flipped byte is never mistaken for a torn tail, so it never passes for a shorter history.
 
 Trials are seeded (reproducible); the full 300-trial runs are marked slow, a short run of
 each kind stays in the fast subset.
@@ -130,6 +131,8 @@ def test_a_short_fault_campaign_finds_no_silently_wrong_state(
 ) -> None:
     outcomes = run_campaign(pristine, tmp_path, name, 25)
     assert sum(outcomes.values()) == 25
+    if name == "journal byte flips":
+        assert not [kind for kind in outcomes if "prefix" in kind], outcomes
 
 
 @pytest.mark.slow
@@ -143,4 +146,7 @@ def test_300_faults_of_each_kind_give_no_silently_wrong_state(
         # The journal is intact, so a damaged snapshot never costs a single step.
         assert outcomes == {"state exact, history exact": 300}
     if name == "journal byte flips":
-        assert outcomes.get("state exact, history corrupt", 0) > 0
+        # Damage before the snapshot is reported when the thread is loaded, not only by its
+        # history; and a flipped byte never passes for a shorter history (a torn tail).
+        assert outcomes.get("state exact, history corrupt", 0) == 0
+        assert not [kind for kind in outcomes if "prefix" in kind], outcomes

@@ -2,7 +2,8 @@
 
 A time that is valid JSON but beyond what a date can show is damage in that thread only:
 ``flowkit threads`` reports it and lists the others. Snapshot temporary files left by a
-process killed mid-write are removed when a store first opens the thread.
+process killed mid-write are removed when a store first opens the thread, and so are those of
+a compaction killed mid-write (at once by the next compaction, which holds the thread's lock).
 """
 
 from __future__ import annotations
@@ -71,12 +72,78 @@ def test_stale_snapshot_temporary_files_are_removed_when_the_thread_is_opened(
 ) -> None:
     tally().start("t")
     folder = files.journal("t").parent
-    stale = _orphan(folder, ".snapshot.json.ab12cd_3.tmp", STALE_TEMP_SECONDS + 5)
-    fresh = _orphan(folder, ".snapshot.json.zz99yy00.tmp", 0)  # maybe being written now
+    stale = [
+        _orphan(folder, name, STALE_TEMP_SECONDS + 5)
+        for name in (".snapshot.json.ab12cd_3.tmp", ".journal.jsonl.ab12cd34.tmp")
+    ]
+    fresh = [  # maybe being written now
+        _orphan(folder, name, 0)
+        for name in (".snapshot.json.zz99yy00.tmp", ".journal.jsonl.q1w2e3r4.tmp")
+    ]
     others = [
         _orphan(folder, name, STALE_TEMP_SECONDS + 5)
-        for name in (".journal.jsonl.ab12cd34.tmp", "snapshot.json.ab12cd34.tmp", "notes.tmp")
+        for name in ("snapshot.json.ab12cd34.tmp", ".journal.jsonl.tmp", "notes.tmp")
     ]
     assert JsonFileStore(root).load("t").records
-    assert not stale.exists()
-    assert fresh.exists() and all(p.exists() for p in others)
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in fresh + others)
+
+
+_KILLED_COMPACTION = """
+import os, signal, sys
+from flowkit import Runner
+from flowkit.stores import JsonFileStore
+sys.path.insert(0, sys.argv[2])
+from conftest import COUNTER
+
+def killed(src, dst):  # the process dies after writing the new journal, before the rename
+    os.kill(os.getpid(), signal.SIGKILL)
+
+os.replace = killed
+Runner(COUNTER, store=JsonFileStore(sys.argv[1], fsync=False)).compact("t", keep=2)
+"""
+
+
+def _compaction_killed_mid_write(root: Path) -> list[Path]:
+    """Run a compaction of thread ``t`` in a process killed before its rename; its leftovers."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_COMPACTION, str(root), str(Path(__file__).parent)],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    return sorted((root / "threads" / "t").glob(".journal.jsonl.*.tmp"))
+
+
+def test_a_compaction_killed_mid_write_leaves_a_temporary_file_the_next_open_removes(
+    counter: Callable[..., Runner[Any]], files: StoreFiles, root: Path
+) -> None:
+    counter(fsync=False).start("t", {"limit": 6})
+    before = files.journal("t").read_bytes()
+    (leftover,) = _compaction_killed_mid_write(root)
+    assert b'"kind":"start"' in leftover.read_bytes()  # a whole compacted journal
+    # Never mistaken for the journal: the thread is exactly as before, and no new thread.
+    runner = Runner(counter().flow, store=JsonFileStore(root, fsync=False))
+    assert [c.version for c in runner.history("t")] == list(range(7))
+    assert runner.threads() == ["t"] and files.journal("t").read_bytes() == before
+    then = time.time() - STALE_TEMP_SECONDS - 5
+    os.utime(leftover, (then, then))
+    assert JsonFileStore(root).load("t").records
+    assert not leftover.exists()
+
+
+def test_the_next_compaction_removes_a_killed_compactions_temporary_file_at_once(
+    counter: Callable[..., Runner[Any]], files: StoreFiles, root: Path
+) -> None:
+    counter(fsync=False).start("t", {"limit": 6})
+    (leftover,) = _compaction_killed_mid_write(root)
+    runner = counter(fsync=False)
+    assert runner.compact("t", keep=2) > 0
+    assert not leftover.exists()
+    assert list(files.journal("t").parent.glob("*.tmp")) == []
+    assert runner.get_state("t").state.count == 6

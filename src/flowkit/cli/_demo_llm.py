@@ -33,8 +33,13 @@ USE_A_MODEL = "--llm openai:MODEL or --llm ollama:MODEL (or set FLOWKIT_LLM)"
 
 
 class DemoReplayLLM(ReplayLLM):
-    """``ReplayLLM`` on a demo's shipped cassette, with the demo's own advice on a miss."""
+    """``ReplayLLM`` on a demo's shipped cassette, with the demo's own advice on a miss.
 
+    Its answers are played again for every thread that asks the demo's requests: a server
+    (``flowkit serve ... --llm replay:demo``) runs many such threads in one process.
+    """
+
+    repeats = True
     #: What a request the cassette has no answer for is told.
     miss = ""
 

@@ -14,6 +14,8 @@ __all__ = ["CommandError", "explain"]
 
 #: The most lines of one error message printed; the rest are counted.
 _MAX_LINES = 40
+#: How much of a file is read to tell whether it is the one that is not UTF-8.
+_SNIFF_BYTES = 1 << 20
 
 
 class CommandError(Exception):
@@ -73,7 +75,9 @@ def _os_message(exc: OSError) -> str:
 
 
 def _undecodable_file(args: argparse.Namespace | None) -> str | None:
-    """The first file named on the command line that is not UTF-8 text, if any."""
+    """The first file named on the command line that is not UTF-8 text, if any (judged by
+    its first ``_SNIFF_BYTES``: a file of gigabytes is never read whole for a message)."""
+    import codecs
     from pathlib import Path
 
     for value in vars(args).values() if args is not None else ():
@@ -82,7 +86,8 @@ def _undecodable_file(args: argparse.Namespace | None) -> str | None:
             path = Path(candidate.removeprefix("@"))
             try:
                 if path.is_file():
-                    path.read_bytes().decode("utf-8")
+                    with path.open("rb") as handle:
+                        codecs.getincrementaldecoder("utf-8")().decode(handle.read(_SNIFF_BYTES))
             except UnicodeDecodeError:
                 return candidate.removeprefix("@")
             except (OSError, ValueError):

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._plain import shorten
 from .._untrusted import parse_json
-from ..errors import UntrustedInputError
-from ._errors import CommandError
+from ..errors import InputTooLargeError, UntrustedInputError
+from ._errors import CommandError, tidy
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Sequence
 
     from .._flow import Flow
@@ -26,6 +27,7 @@ __all__ = [
     "positive_int",
     "rate",
     "read_json",
+    "read_limited",
     "whole_number",
 ]
 
@@ -37,8 +39,42 @@ TARGET_HELP = (
 #: The LLM spec naming the recorded answers shipped with the demo of the flow being run.
 DEMO_LLM = "replay:demo"
 
-#: A JSON argument bigger than this is refused before parsing (state is not a bulk format).
+#: A JSON argument (or ``@file``) bigger than this is refused unparsed: state is not a bulk
+#: format. docs/cli.md states it.
 MAX_JSON_BYTES = 16 * 1024 * 1024
+
+
+def read_limited(path: str | os.PathLike[str], *, what: str, max_bytes: int) -> bytes:
+    """The bytes of the file a command argument names, at most ``max_bytes`` of them.
+
+    Pipes and devices are read too (``@/dev/stdin``, ``@<(jq ...)``), so size is checked as
+    bytes arrive: reading stops at ``max_bytes + 1``, and a regular file whose size already
+    says it is too large (a sparse one of gigabytes) is refused before any byte is read.
+
+    Raises:
+        InputTooLargeError: there is more than ``max_bytes`` (``.path``, ``.limit``).
+        OSError: it cannot be opened or read (a directory: ``IsADirectoryError``).
+    """
+    import os
+    import stat
+
+    where = os.fspath(path)
+    with open(where, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+        data = b"" if size > max_bytes else handle.read(max_bytes + 1)
+    if size > max_bytes or len(data) > max_bytes:
+        raise InputTooLargeError(
+            f"the {what} is larger than {_megabytes(max_bytes)}, its limit; pass a smaller one",
+            what=what,
+            limit=max_bytes,
+            path=where,
+        )
+    return data
+
+
+def _megabytes(count: int) -> str:
+    return f"{count / 2**20:g} MB" if count >= 2**20 else f"{count:,} bytes"
 
 
 def load_target(target: str) -> Flow:
@@ -48,7 +84,8 @@ def load_target(target: str) -> Flow:
     try:
         return load_flow(target)
     except WorkflowLoadError as exc:
-        raise CommandError(str(exc), code=2) from exc
+        # Its message quotes the target, which may be anything the shell passed.
+        raise CommandError(tidy(str(exc)), code=2) from exc
 
 
 def add_llm_option(parser: argparse.ArgumentParser, *, used_by: str) -> None:
@@ -92,9 +129,13 @@ def read_json(text: str, option: str) -> Any:
         if path.is_dir():
             raise CommandError(f"{where} is a directory, not a JSON file.", code=2)
         try:
-            if path.stat().st_size > MAX_JSON_BYTES:
-                raise CommandError(f"{where} is larger than {MAX_JSON_BYTES >> 20} MB.", code=2)
-            data = path.read_bytes()
+            data = read_limited(path, what=f"{option} file", max_bytes=MAX_JSON_BYTES)
+        except InputTooLargeError as exc:
+            raise CommandError(
+                f"{where} is larger than {_megabytes(MAX_JSON_BYTES)}, the limit of {option} "
+                "@file; it was not read to its end. Pass the JSON of the state itself.",
+                code=2,
+            ) from exc
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "strerror", None) or "cannot be read"
             raise CommandError(f"{where}: {reason}.", code=2) from exc

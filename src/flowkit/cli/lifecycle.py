@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .._plain import shorten
 from ._errors import CommandError
 from ._output import table, when, write_json
 from ._store import add_store_option, open_for_reading, store_location
@@ -64,9 +65,9 @@ def parse_age(text: str) -> float:
     """Seconds in an age like ``30d`` or ``1h30m``; ``CommandError`` (exit 2) otherwise."""
     age = text.strip()
     if _AGES.fullmatch(age) is None:
-        shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
         raise CommandError(
-            f"--older-than {shown}: give an age like 45s, 90m, 12h, 30d or 2w.", code=2
+            f"--older-than {shorten(text, 40)!r}: give an age like 45s, 90m, 12h, 30d or 2w.",
+            code=2,
         )
     return sum(float(number) * _UNITS[unit] for number, unit in _AGE.findall(age))
 

@@ -152,7 +152,8 @@ def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
     result = runner.update_state(
         args.thread, patch, goto=args.goto, reason=args.reason, actor="cli", child=args.child
     )
-    return _report(result, runner.flow, args, out)
+    # The command did what it was asked: a thread that stays failed is no failure of it.
+    return _report(result, runner.flow, args, out, patched=True)
 
 
 def _free_id(store: Store, prefix: str) -> str:
@@ -169,8 +170,17 @@ def _free_id(store: Store, prefix: str) -> str:
 
 
 def _report(
-    result: RunResult[Any], flow: Flow, args: argparse.Namespace, out: TextIO, note: str = ""
+    result: RunResult[Any],
+    flow: Flow,
+    args: argparse.Namespace,
+    out: TextIO,
+    note: str = "",
+    *,
+    patched: bool = False,
 ) -> int:
+    """Print where the thread stands, its state and the next command; the exit code: 1 when
+    the run failed (``patched``: the patch is written, so 0 whatever the thread's status)."""
+    code = 1 if result.status == "failed" and not patched else 0
     state = flow.schema.dump_state(result.state)
     if flow.name == "dialogue":
         from ..dialogue.privacy import mask_dialogue_state
@@ -191,15 +201,23 @@ def _report(
             },
             out,
         )
-        return 1 if result.status == "failed" else 0
+        return code
     import json
 
     where = {"waiting": "waiting at gate", "done": "done at", "failed": "failed at"}
-    out.write(
-        f"thread {result.thread_id}: {where.get(result.status, 'next:')} `{result.node}` "
-        f"(version {result.version}){f'; {note}' if note else ''}\n"
-    )
-    if result.error is not None:
+    stands = f"{where.get(result.status, 'next:')} `{result.node}`"
+    if patched:
+        still = "still " if result.status == "failed" else ""
+        out.write(
+            f"thread {result.thread_id}: patch written (version {result.version}); "
+            f"{still}{stands}\n"
+        )
+    else:
+        out.write(
+            f"thread {result.thread_id}: {stands} (version {result.version})"
+            f"{f'; {note}' if note else ''}\n"
+        )
+    if result.error is not None and not patched:
         from .._plain import shorten
 
         # Errors go to stderr on every command; stdout keeps the state and the next command.
@@ -209,7 +227,7 @@ def _report(
         )
     out.write(json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
     out.write(f"\nNext: {hint}\n")
-    return 1 if result.status == "failed" else 0
+    return code
 
 
 def _next_command(result: RunResult[Any], flow: Flow, args: argparse.Namespace) -> str:

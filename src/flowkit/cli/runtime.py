@@ -198,8 +198,9 @@ def _strategy(name: str | None) -> Strategy | None:
 def _short(value: Any, limit: int = 120) -> str:
     import json
 
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    from .._plain import shorten
+
+    return shorten(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
 def _print_report(report: RecoveryReport, flow: str, args: argparse.Namespace, out: TextIO) -> None:

@@ -5,8 +5,8 @@
 - ``worker TARGET --store URL [--llm SPEC]``: claim and run queued threads of a flow until
   SIGTERM.
 
-These need the ``flowkit[postgres]`` extra; a missing driver, a server that cannot be reached
-or a database without the schema is an error (exit 2) that says what to do.
+These need the ``flowkit-workflows[postgres]`` extra; a missing driver, a server that cannot
+be reached or a database without the schema is an error (exit 2) that says what to do.
 """
 
 from __future__ import annotations

@@ -77,27 +77,43 @@ class Budget:
 
 
 class LineSplitter:
-    """Bytes in, text lines out (split at LF, CRLF or CR), decoded as UTF-8."""
+    """Bytes in, text lines out (split at LF, CRLF or CR), decoded as UTF-8.
+
+    Linear in the body's size however long a line is: only the text each ``feed`` brings is
+    searched for a line end, and a line's pieces are joined once, when it ends.
+    """
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._pieces: list[str] = []  # the line being received, in pieces
+        self._after_cr = False  # the text so far ends with CR: a LF next completes a CRLF
+
+    @property
+    def pending(self) -> bool:
+        """Whether part of a line (or of a character) is still waiting for its end."""
+        return bool(self._pieces) or bool(self._decoder.getstate()[0])
 
     def feed(self, data: bytes) -> list[str]:
         """The lines ``data`` completes; a partial last line waits for the next call."""
-        self._buffer += self._decoder.decode(data)
+        text = self._decoder.decode(data)
+        if self._after_cr and text:
+            self._after_cr = False
+            if text[0] == "\n":  # the second half of a CRLF split across chunks
+                text = text[1:]
         lines: list[str] = []
         start = 0
-        for match in _EOL.finditer(self._buffer):
-            if match.group() == "\r" and match.end() == len(self._buffer):
-                break  # maybe the first half of a CRLF split across chunks
-            lines.append(self._buffer[start : match.start()])
+        for match in _EOL.finditer(text):
+            self._pieces.append(text[start : match.start()])
+            lines.append("".join(self._pieces))
+            self._pieces.clear()
             start = match.end()
-        self._buffer = self._buffer[start:]
+        if start < len(text):
+            self._pieces.append(text[start:])
+        self._after_cr = self._after_cr or text.endswith("\r")
         return lines
 
     def end(self) -> list[str]:
-        """The last lines, once the body has ended."""
-        tail = self._buffer + self._decoder.decode(b"", final=True)
-        self._buffer = ""
-        return _EOL.split(tail) if tail else []
+        """The last line, once the body has ended."""
+        tail = "".join(self._pieces) + self._decoder.decode(b"", final=True)
+        self._pieces.clear()
+        return [tail] if tail else []

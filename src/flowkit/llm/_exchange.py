@@ -24,7 +24,7 @@ from flowkit.errors import (
     LLMTimeoutError,
     LLMUnavailableError,
 )
-from flowkit.llm._retry import RETRYABLE_STATUS, Backoff, parse_retry_after
+from flowkit.llm._retry import RETRYABLE_STATUS, Backoff, bounded_wait, parse_retry_after
 from flowkit.llm._stream import Delta
 from flowkit.llm._structured import Ask, answer_plan, drive
 from flowkit.llm._tools import Tool
@@ -149,6 +149,10 @@ class ChatExchange(ABC):
     def _parse_line(self, line: str) -> Delta | None:
         """Read one stream line into a ``Delta`` (or ``None`` for lines that carry nothing)."""
 
+    def _redact(self, text: str) -> str:
+        """``text`` fit for a log line or an error (the HTTP clients take their key out)."""
+        return text
+
     def _status_hint(self, status: int) -> str:
         """What to do about a non-retryable HTTP status."""
         if status in (401, 403):
@@ -210,7 +214,7 @@ class ChatExchange(ABC):
             usage=result.usage.model_dump() if result.usage else None,
             chars=len(result.text),
             tool_calls=[call.name for call in result.tool_calls],
-            **({"content": result.text} if log_content() else {}),
+            **({"content": self._redact(result.text)} if log_content() else {}),
         )
         return result
 
@@ -234,7 +238,9 @@ class ChatExchange(ABC):
             if not retryable or attempt == attempts:
                 cause = outcome.cause if isinstance(outcome, TransportFailure) else None
                 raise self._error(outcome, request, attempt) from cause
-            delay = self.backoff.delay(attempt - 1, retry_after)
+            delay = bounded_wait(self.backoff, attempt - 1, retry_after, timeout=request.timeout)
+            if delay is None:
+                raise self._wait_too_long(status, retry_after, request, attempt)
             _log.warning(
                 "llm_retry",
                 model=self.model,
@@ -246,6 +252,18 @@ class ChatExchange(ABC):
             )
             yield Sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+    def _wait_too_long(
+        self, status: int | None, retry_after: float | None, request: HTTPRequest, attempts: int
+    ) -> LLMTimeoutError:
+        tries = f" (attempt {attempts})" if attempts > 1 else ""
+        return LLMTimeoutError(
+            f"POST {request.url} (`{self.model}`) answered HTTP {status}{tries} and asked to wait "
+            f"{retry_after:g} s before trying again, longer than the call's timeout of "
+            f"{request.timeout:g} s, so the call ends here instead of sleeping past it. Retry "
+            "later, or raise the timeout if such waits are acceptable.",
+            model=self.model,
+        )
 
     def _read(self, response: HTTPResponse, request: HTTPRequest) -> LLMResponse:
         try:

@@ -21,7 +21,7 @@ from typing import Any, Generic, Self, TypeVar
 import httpx
 from pydantic import BaseModel, SecretStr
 
-from flowkit.errors import LLMConfigError
+from flowkit.errors import LLMConfigError, LLMError
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget
 from flowkit.llm._exchange import (
     ChatExchange,
@@ -35,7 +35,7 @@ from flowkit.llm._exchange import (
 )
 from flowkit.llm._http_body import OpenBody, Watchdog
 from flowkit.llm._retry import Backoff
-from flowkit.llm._secrets import check_api_key, redact
+from flowkit.llm._secrets import check_api_key, redact, scrub_error
 from flowkit.llm._stream import StreamDecoder
 from flowkit.llm._tools import ToolLike, as_tools
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
@@ -112,7 +112,8 @@ class HTTPChatLLM(ChatExchange):
     ) -> LLMResponse:
         """Answer the conversation (see :class:`flowkit.llm.LLM`)."""
         steps = self._complete_steps(messages, schema, timeout, as_tools(tools))
-        return self._run(self._sync_client(), steps)
+        with self._scrubbing():
+            return self._run(self._sync_client(), steps)
 
     def stream(
         self,
@@ -122,23 +123,24 @@ class HTTPChatLLM(ChatExchange):
         timeout: float | None = None,
     ) -> Iterator[Chunk]:
         """Yield the answer as it arrives; the last chunk has ``done=True``."""
-        request, decoder = self._stream_start(messages, timeout, tools)
-        opened = self._run(self._sync_client(), self._send(request))
-        body: OpenBody = opened.handle
-        try:
-            for line in body.lines():
-                if chunk := decoder.feed(self._redact(line)):
-                    yield chunk
-                if decoder.done:
-                    return
-        except httpx.HTTPError as exc:
-            raise self._stream_cut(decoder, exc) from exc
-        except BodyLimitError as exc:
-            raise decoder.cut(exc.kind, exc.detail) from exc
-        finally:
-            body.close()
-        if chunk := decoder.end():
-            yield chunk
+        with self._scrubbing():
+            request, decoder = self._stream_start(messages, timeout, tools)
+            opened = self._run(self._sync_client(), self._send(request))
+            body: OpenBody = opened.handle
+            try:
+                for line in body.lines():
+                    if chunk := decoder.feed(line):
+                        yield chunk
+                    if decoder.done:
+                        return
+            except httpx.HTTPError as exc:
+                raise self._stream_cut(decoder, exc) from exc
+            except BodyLimitError as exc:
+                raise decoder.cut(exc.kind, exc.detail) from exc
+            finally:
+                body.close()
+            if chunk := decoder.end(ended_by_close=body.ended_by_close):
+                yield chunk
 
     def close(self) -> None:
         """Release pooled connections; a later call opens new ones."""
@@ -173,8 +175,9 @@ class HTTPChatLLM(ChatExchange):
     ) -> LLMResponse:
         """Answer the conversation without blocking the event loop."""
         steps = self._complete_steps(messages, schema, timeout, as_tools(tools))
-        async with self._async_session() as client:
-            return await self._arun(client, steps)
+        with self._scrubbing():
+            async with self._async_session() as client:
+                return await self._arun(client, steps)
 
     async def astream(
         self,
@@ -184,24 +187,25 @@ class HTTPChatLLM(ChatExchange):
         timeout: float | None = None,
     ) -> AsyncIterator[Chunk]:
         """Async version of :meth:`stream`."""
-        request, decoder = self._stream_start(messages, timeout, tools)
-        async with self._async_session() as client:
-            opened = await self._arun(client, self._send(request))
-            body: OpenBody = opened.handle
-            try:
-                async for line in body.alines():
-                    if chunk := decoder.feed(self._redact(line)):
-                        yield chunk
-                    if decoder.done:
-                        return
-            except httpx.HTTPError as exc:
-                raise self._stream_cut(decoder, exc) from exc
-            except BodyLimitError as exc:
-                raise decoder.cut(exc.kind, exc.detail) from exc
-            finally:
-                await body.response.aclose()
-        if chunk := decoder.end():
-            yield chunk
+        with self._scrubbing():
+            request, decoder = self._stream_start(messages, timeout, tools)
+            async with self._async_session() as client:
+                opened = await self._arun(client, self._send(request))
+                body: OpenBody = opened.handle
+                try:
+                    async for line in body.alines():
+                        if chunk := decoder.feed(line):
+                            yield chunk
+                        if decoder.done:
+                            return
+                except httpx.HTTPError as exc:
+                    raise self._stream_cut(decoder, exc) from exc
+                except BodyLimitError as exc:
+                    raise decoder.cut(exc.kind, exc.detail) from exc
+                finally:
+                    await body.response.aclose()
+            if chunk := decoder.end(ended_by_close=body.ended_by_close):
+                yield chunk
 
     async def __aenter__(self) -> Self:
         return self
@@ -248,6 +252,10 @@ class HTTPChatLLM(ChatExchange):
                 body = bytearray()
                 for chunk in response.iter_bytes():
                     body += budget.take(chunk)
+                if watchdog.fired:
+                    # The socket was shut at the deadline under a body that ends with its
+                    # connection: what looked like its end was the deadline.
+                    raise budget.overdue()
             except httpx.HTTPError as exc:
                 if watchdog.fired:
                     overdue = budget.overdue()
@@ -305,23 +313,36 @@ class HTTPChatLLM(ChatExchange):
         return HTTPResponse(
             status=response.status_code,
             headers={k.lower(): v for k, v in response.headers.items()},
-            text=self._redact(text, error=not response.is_success),
+            # An answer is handed over as the model wrote it; an error body only goes into
+            # error text, so it loses the key.
+            text=text if response.is_success else self._redact(text),
             handle=handle,
         )
 
     def _failure(self, exc: httpx.HTTPError | httpx.InvalidURL) -> TransportFailure:
         failure = _failure(exc)
-        return TransportFailure(failure.kind, self._redact(failure.detail, error=True), exc)
+        return TransportFailure(failure.kind, self._redact(failure.detail), exc)
 
     def _stream_cut(self, decoder: StreamDecoder, exc: httpx.HTTPError) -> Exception:
         failure = self._failure(exc)
         return decoder.cut(failure.kind, failure.detail)
 
-    def _redact(self, text: str, *, error: bool = False) -> str:
-        # A server that echoes the key back must not smuggle it into errors, `raw` or chunks;
-        # error text also loses any credential it quotes, ours or not.
-        key = self._api_key.get_secret_value() if self._api_key else None
-        return redact(text, key, credentials=error)
+    def _redact(self, text: str) -> str:
+        # Error and log text only: a server that echoes the key back must not smuggle it
+        # into them, and they also lose any credential it quotes, ours or not.
+        return redact(text, self._key(), credentials=True)
+
+    def _key(self) -> str | None:
+        return self._api_key.get_secret_value() if self._api_key else None
+
+    @contextlib.contextmanager
+    def _scrubbing(self) -> Iterator[None]:
+        """Every ``LLMError`` leaving a call has the key redacted from its text."""
+        try:
+            yield
+        except LLMError as exc:
+            scrub_error(exc, self._key())
+            raise
 
     def _stream_start(
         self,

@@ -19,7 +19,7 @@ import httpx
 
 from flowkit.llm._body import Budget, LineSplitter
 
-__all__ = ["OpenBody", "Watchdog"]
+__all__ = ["OpenBody", "Watchdog", "ended_by_close"]
 
 
 class Watchdog:
@@ -66,6 +66,31 @@ class Watchdog:
         self.cancel()
 
 
+def ended_by_close(response: httpx.Response) -> bool:
+    """Whether the body has no length and no chunking, so that it ends when the connection
+    closes (HTTP/1.x): a connection dropped midway then looks like a clean end."""
+    headers = response.headers
+    return (
+        response.http_version in ("HTTP/1.1", "HTTP/1.0")
+        and "content-length" not in headers
+        and "chunked" not in headers.get("transfer-encoding", "").lower()
+    )
+
+
+def check_clean_end(
+    response: httpx.Response, budget: Budget, watchdog: Watchdog | None, splitter: LineSplitter
+) -> None:
+    """Raise if a body that seemed to end did not: the watchdog shut the socket at the
+    deadline, or a body ended by its connection's close stopped in the middle of a line."""
+    if watchdog is not None and watchdog.fired:
+        raise budget.overdue()
+    if splitter.pending and ended_by_close(response):
+        # What httpx raises for a chunked or sized body cut short: the same failure.
+        raise httpx.RemoteProtocolError(
+            "the connection closed in the middle of a line, before the stream's end"
+        )
+
+
 class OpenBody:
     """A 2xx streaming response and the budget its lines are read within."""
 
@@ -78,6 +103,11 @@ class OpenBody:
         self.budget = budget
         self.watchdog = watchdog
 
+    @property
+    def ended_by_close(self) -> bool:
+        """Whether the body's end cannot be told from a dropped connection."""
+        return ended_by_close(self.response)
+
     def lines(self) -> Iterator[str]:
         splitter = LineSplitter()
         try:
@@ -87,6 +117,7 @@ class OpenBody:
             if self.watchdog is not None and self.watchdog.fired:
                 raise self.budget.overdue() from None
             raise
+        check_clean_end(self.response, self.budget, self.watchdog, splitter)
         yield from splitter.end()
 
     def close(self) -> None:
@@ -109,5 +140,6 @@ class OpenBody:
                     raise self.budget.overdue() from None
                 for line in splitter.feed(self.budget.take(chunk)):
                     yield line
+        check_clean_end(self.response, self.budget, None, splitter)
         for line in splitter.end():
             yield line

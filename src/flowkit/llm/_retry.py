@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-__all__ = ["RETRYABLE_STATUS", "Backoff", "parse_retry_after"]
+__all__ = ["RETRYABLE_STATUS", "Backoff", "bounded_wait", "parse_retry_after"]
 
 #: Statuses worth another attempt: request timeout, conflict, rate limit, server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 429, *range(500, 600)})
@@ -39,6 +39,21 @@ class Backoff:
             return min(max(retry_after, 0.0), self.max_retry_after)
         base = min(self.maximum, self.initial * self.multiplier**attempt)
         return base * (1.0 - self.jitter * random.random())
+
+
+def bounded_wait(
+    backoff: Backoff, attempt: int, retry_after: float | None, *, timeout: float
+) -> float | None:
+    """The wait before the attempt after ``attempt`` (0-based), never longer than ``timeout``.
+
+    The schedule's own wait is shortened to the timeout. A server that asks (``Retry-After``)
+    for a longer wait than the timeout gets ``None``: the call ends with a timeout error rather
+    than sleep past its deadline, since a shorter wait would only be refused again.
+    """
+    delay = backoff.delay(attempt, retry_after)
+    if delay <= timeout:
+        return delay
+    return None if retry_after is not None else timeout
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:

@@ -3,17 +3,18 @@
 A key pasted from a file usually ends with a newline; sent as is, it is an illegal header
 that the HTTP library reports by quoting the header, key and all. So keys are stripped of
 surrounding whitespace, refused (without being shown) when an HTTP header cannot carry
-them, and any text that leaves the client (error messages, bodies, stream lines) has the
-key and any ``Bearer`` credential replaced by ``***``.
+them, and error text (messages, ``raw_text``) has the key and any ``Bearer`` credential
+replaced by ``***``. What the model said (answers, chunks, tool-call arguments) is handed
+over as it was: a key such as ``"ollama"``, ``"EMPTY"`` or ``"k"`` is also ordinary text.
 """
 
 from __future__ import annotations
 
 import re
 
-from flowkit.errors import LLMConfigError
+from flowkit.errors import FlowkitError, LLMConfigError, LLMResponseError
 
-__all__ = ["REDACTED", "check_api_key", "redact"]
+__all__ = ["REDACTED", "check_api_key", "redact", "scrub_error"]
 
 REDACTED = "***"
 
@@ -62,3 +63,40 @@ def redact(text: str, secret: str | None, *, credentials: bool = False) -> str:
     if credentials:
         text = _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2)) + REDACTED, text)
     return text
+
+
+def scrub_error(error: FlowkitError, secret: str | None) -> None:
+    """Redact ``secret`` and quoted credentials from ``error``'s text, in place, as it leaves
+    the client; a foreign cause whose text quotes the key (a JSON parser's error holds the
+    line it read) is left off the chain rather than passed on."""
+    _scrub_one(error, secret)
+    current: BaseException = error
+    seen = {id(error)}
+    while True:
+        cause = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        if cause is None or id(cause) in seen:
+            return
+        seen.add(id(cause))
+        if isinstance(cause, FlowkitError):
+            _scrub_one(cause, secret)
+        elif secret and _quotes(cause, secret):
+            current.__cause__ = current.__context__ = None
+            current.__suppress_context__ = True
+            return
+        current = cause
+
+
+def _scrub_one(error: FlowkitError, secret: str | None) -> None:
+    error.args = tuple(
+        redact(arg, secret, credentials=True) if isinstance(arg, str) else arg for arg in error.args
+    )
+    if isinstance(error, LLMResponseError):
+        error.raw_text = redact(error.raw_text, secret, credentials=True)
+
+
+def _quotes(error: BaseException, secret: str) -> bool:
+    try:
+        texts = [str(error), repr(error), repr(getattr(error, "__dict__", {}))]
+    except Exception:  # a foreign error that cannot even be shown: pass none of it on
+        return True
+    return any(secret in text for text in texts)

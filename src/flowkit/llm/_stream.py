@@ -132,13 +132,20 @@ class StreamDecoder:
     def _last(self, text: str) -> Chunk:
         return Chunk(text=text, done=True, usage=self._usage, tool_calls=self.tool_calls)
 
-    def end(self) -> Chunk | None:
-        """The body ended cleanly: the closing chunk, or raise if the end marker is missing."""
+    def end(self, *, ended_by_close: bool = False) -> Chunk | None:
+        """The body ended cleanly: the closing chunk, or raise if the end marker is missing.
+
+        ``ended_by_close``: the body had no length and no chunking, so its end was the
+        connection's close, which a dropped connection looks like too: a missing end
+        marker is then a cut (``LLMUnavailableError``), not a server that ended too early.
+        """
         if self.done:
             return None
         if self._finished:
             self.done = True
             return self._last("")
+        if ended_by_close:
+            raise self.cut("cut", "the connection closed before the stream's end marker")
         raise LLMResponseError(
             f"The stream from {self._where} ended after {len(self.text)} characters without "
             "its end marker, so the answer is incomplete. Retry the call.",
@@ -147,7 +154,8 @@ class StreamDecoder:
         )
 
     def cut(self, kind: str, detail: str) -> LLMError:
-        """The error for a stream that failed midway (``kind``: timeout, too_large or other)."""
+        """The error for a stream that failed midway (``kind``: timeout, too_large, or any
+        other: the connection was cut)."""
         received = f"after {len(self.text)} characters"
         if kind == "timeout":
             return LLMTimeoutError(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ValidationError
 
@@ -67,6 +67,11 @@ class ReplayLLM(InProcessLLM):
     a wrong answer. Errors describe a request by its shape (schema, roles, sizes, key) and
     quote prompt text only with ``show_prompts=True`` or ``FLOWKIT_REPLAY_SHOW_PROMPTS=1``.
     """
+
+    #: Whether a request whose recordings were all played is answered by them again, from the
+    #: first: for a cassette that serves many threads in one process (a demo's, under
+    #: ``flowkit serve``). Off by default, where asking more often than recorded is an error.
+    repeats: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -177,13 +182,20 @@ class ReplayLLM(InProcessLLM):
             else:
                 number = self._asked
                 self._asked += 1
-                index = next(
-                    (i for i, k in enumerate(self._keys) if k == key and not self._used[i]), -1
-                )
+                index = self._unused(key)
+                if index < 0 and self.repeats:
+                    # Every recording of this request was played: play them again in order.
+                    for i, k in enumerate(self._keys):
+                        self._used[i] = self._used[i] and k != key
+                    index = self._unused(key)
                 if index < 0:
                     raise self._unmatched(number, asked, name, key, offered)
             self._used[index] = True
             return index, self._calls[index][1]
+
+    def _unused(self, key: str) -> int:
+        """The first recording of ``key`` not played yet, or -1."""
+        return next((i for i, k in enumerate(self._keys) if k == key and not self._used[i]), -1)
 
     def _strict_index(
         self, number: int, asked: list[Message], name: str | None, offered: list[str]

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .._plain import shorten
 from ._specs import BlockSpec, Connection, InputSpec
 from .catalog import Catalog
 from .problems import Problem
@@ -171,8 +172,8 @@ def _step(
     if spec is None:
         ctx.add(
             "unknown_block_type",
-            f"unknown block type `{step.type}`; use a type of the block catalog or add this "
-            "one to your own catalog",
+            f"unknown block type `{shorten(step.type)}`; use a type of the block catalog or "
+            "add this one to your own catalog",
             step,
             path,
             disabled=disabled,
@@ -198,7 +199,7 @@ def _step(
         if spec is not None and input_spec is None:
             ctx.add(
                 "unknown_input",
-                f"`{step.type}` has no input `{name}`; its inputs are "
+                f"`{step.type}` has no input `{shorten(name)}`; its inputs are "
                 f"{_names(i.name for i in spec.inputs)}",
                 step,
                 path,
@@ -317,7 +318,7 @@ def _fields(ctx: Context, step: Step, spec: BlockSpec, path: str, disabled: bool
         if rule is None:
             ctx.add(
                 "unknown_field",
-                f"`{step.type}` has no field `{name}`; its fields are {_names(known)}",
+                f"`{step.type}` has no field `{shorten(name)}`; its fields are {_names(known)}",
                 step,
                 path,
                 disabled=disabled,
@@ -325,7 +326,8 @@ def _fields(ctx: Context, step: Step, spec: BlockSpec, path: str, disabled: bool
         elif not rule.accepts(value):
             ctx.add(
                 "bad_field_value",
-                f"field `{name}` of `{step.type}` is `{value}`; it must be {rule.expected()}",
+                f"field `{name}` of `{step.type}` is `{shorten(str(value))}`; it must be "
+                f"{rule.expected()}",
                 step,
                 path,
                 disabled=disabled,
@@ -355,7 +357,7 @@ def _mutation(
         if rule is None:
             ctx.add(
                 "unknown_mutation",
-                f"`{step.type}` has no mutation attribute `{name}`; allowed: "
+                f"`{step.type}` has no mutation attribute `{shorten(name)}`; allowed: "
                 f"{_names(a.name for a in spec.mutation)}",
                 step,
                 path,
@@ -364,7 +366,8 @@ def _mutation(
         elif not rule.accepts(value):
             ctx.add(
                 "bad_mutation_value",
-                f"mutation `{name}` of `{step.type}` is `{value}`; it must be {rule.expected()}",
+                f"mutation `{name}` of `{step.type}` is `{shorten(str(value))}`; it must be "
+                f"{rule.expected()}",
                 step,
                 path,
                 disabled=disabled,

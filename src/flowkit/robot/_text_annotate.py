@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from .._plain import shorten
 from ._text_lex import RESERVED, TextSyntaxError, Token, quote
 from .steps import Markup, Step
 
@@ -145,7 +146,7 @@ def parse_annotation(tokens: list[Token]) -> list[Annotation]:
             continue
         is_key = following is not None and following.kind == "punct" and following.text == "="
         if token.kind not in ("word", "string"):
-            raise TextSyntaxError(f"unexpected `{token.text}` in the `@` annotation")
+            raise TextSyntaxError(f"unexpected `{shorten(token.text)}` in the `@` annotation")
         if not is_key:
             if token.kind == "word" and token.text == "comment":
                 groups[-1].data["comment"] = {}
@@ -153,13 +154,15 @@ def parse_annotation(tokens: list[Token]) -> list[Annotation]:
                 absent = groups[-1].data.setdefault("absent", [])
                 assert isinstance(absent, list)
                 if _ABSENT_NAMES[token.text] in absent:
-                    raise TextSyntaxError(f"`{token.text}` is given twice in the annotation")
+                    raise TextSyntaxError(
+                        f"`{shorten(token.text)}` is given twice in the annotation"
+                    )
                 absent.append(_ABSENT_NAMES[token.text])
             elif first_in_group and len(groups) > 1:
                 groups[-1].block_type = token.value
             else:
                 raise TextSyntaxError(
-                    f"expected key=value in the `@` annotation, found `{token.text}`"
+                    f"expected key=value in the `@` annotation, found `{shorten(token.text)}`"
                 )
             first_in_group = False
             index += 1
@@ -184,13 +187,13 @@ def _set(group: Annotation, key: str, value: str) -> None:
         if key.startswith(_SPACE):
             _put(markup, "space", _space_key(key[len(_SPACE) :]), value)
         elif _MARKUP_LISTS[key] in markup:
-            raise TextSyntaxError(f"`{key}` is given twice in the annotation")
+            raise TextSyntaxError(f"`{shorten(key)}` is given twice in the annotation")
         else:
             markup[_MARKUP_LISTS[key]] = value.split()
     elif key.startswith(_COMMENT):
         _put(data, "comment", key[len(_COMMENT) :], value)
     elif key in data:
-        raise TextSyntaxError(f"`{key}` is given twice in the annotation")
+        raise TextSyntaxError(f"`{shorten(key)}` is given twice in the annotation")
     elif key in ("no", "x", "y"):
         try:
             data[key] = int(value)
@@ -213,7 +216,7 @@ def _put(data: dict[str, object], where: str, name: str, value: str) -> None:
     mapping = data.setdefault(where, {})
     assert isinstance(mapping, dict)
     if name in mapping:
-        raise TextSyntaxError(f"`{name}` is given twice in the annotation")
+        raise TextSyntaxError(f"`{shorten(name)}` is given twice in the annotation")
     mapping[name] = value
 
 

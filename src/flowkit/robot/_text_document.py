@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from .._plain import shorten
 from ._text_annotate import split_annotation
 from ._text_lex import RESERVED, TextSyntaxError, lex, quote
 from .steps import Document
@@ -60,7 +61,9 @@ def parse_document_line(text: str) -> Document:
         key, equals = rest[index], rest[index + 1] if index + 1 < len(rest) else None
         value = rest[index + 2] if index + 2 < len(rest) else None
         if equals is None or equals.text != "=" or value is None:
-            raise TextSyntaxError(f"expected key=value on the `## document` line at `{key.text}`")
+            raise TextSyntaxError(
+                f"expected key=value on the `## document` line at `{shorten(key.text)}`"
+            )
         name = key.value
         if name == _NS or name.startswith(_NS + "."):
             namespaces[name[len(_NS) + 1 :]] = value.value
@@ -68,7 +71,9 @@ def parse_document_line(text: str) -> Document:
             data[name] = value.value
         else:
             known = ", ".join([*_KEYS, "ns", "ns.PREFIX"])
-            raise TextSyntaxError(f"`{name}` on the `## document` line: use each of {known} once")
+            raise TextSyntaxError(
+                f"`{shorten(name)}` on the `## document` line: use each of {known} once"
+            )
         index += 3
     if namespaces:
         data["namespaces"] = namespaces

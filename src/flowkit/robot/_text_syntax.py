@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._plain import shorten
 from ._specs import BlockSpec
 from ._text_lex import COMPARE_BACK, FLAG, NUMBER, VARIABLE, TextSyntaxError, Token
 from .catalog import Catalog
@@ -31,7 +32,7 @@ class Parts:
 
     def add_field(self, name: str, value: str, *, positional: bool) -> None:
         if name in self.fields or name in self.named:
-            raise TextSyntaxError(f"field `{name}` is given twice")
+            raise TextSyntaxError(f"field `{shorten(name)}` is given twice")
         (self.fields if positional else self.named)[name] = value
 
     def mutation(self) -> dict[str, str] | bool | None:
@@ -42,7 +43,7 @@ class Parts:
         extra = self.bracket if isinstance(self.bracket, dict) else {}
         for name in extra:
             if name in self.positional_mutation:
-                raise TextSyntaxError(f"mutation attribute `{name}` is given twice")
+                raise TextSyntaxError(f"mutation attribute `{shorten(name)}` is given twice")
         return {**self.positional_mutation, **extra}
 
 
@@ -74,7 +75,7 @@ class Tokens:
     def expect(self, text: str, what: str) -> None:
         token = self.peek()
         if token is None or token.text != text or token.kind == "string":
-            found = "the end of the line" if token is None else f"`{token.text}`"
+            found = "the end of the line" if token is None else f"`{shorten(token.text)}`"
             raise TextSyntaxError(f"expected `{text}` {what}, found {found}")
         self.index += 1
 
@@ -109,11 +110,13 @@ class Tokens:
         while not self.at("]", "punct"):
             key = self.take()
             if key.kind != "word":
-                raise TextSyntaxError(f"expected a mutation attribute name, found `{key.text}`")
-            self.expect("=", f"after mutation attribute `{key.text}`")
+                raise TextSyntaxError(
+                    f"expected a mutation attribute name, found `{shorten(key.text)}`"
+                )
+            self.expect("=", f"after mutation attribute `{shorten(key.text)}`")
             if key.text in attributes:
-                raise TextSyntaxError(f"mutation attribute `{key.text}` is given twice")
-            attributes[key.text] = self.value(f"for mutation attribute `{key.text}`")
+                raise TextSyntaxError(f"mutation attribute `{shorten(key.text)}` is given twice")
+            attributes[key.text] = self.value(f"for mutation attribute `{shorten(key.text)}`")
         self.index += 1
         parts.bracket = attributes
 
@@ -123,7 +126,7 @@ class Tokens:
             raise TextSyntaxError(f"expected a value {what}, found the end of the line")
         self.index += 1
         if token.kind not in ("word", "string"):
-            raise TextSyntaxError(f"expected a value {what}, found `{token.text}`")
+            raise TextSyntaxError(f"expected a value {what}, found `{shorten(token.text)}`")
         return token.value
 
     def source(self, parts: Parts) -> None:
@@ -159,13 +162,13 @@ class Tokens:
             elif token.kind in ("word", "string"):
                 if not positional:
                     raise TextSyntaxError(
-                        f"unexpected value `{token.text}` for `{block_type}`; name it like "
-                        "key=value" + (" or quote it" if token.kind == "word" else "")
+                        f"unexpected value `{shorten(token.text)}` for `{block_type}`; name it "
+                        "like key=value" + (" or quote it" if token.kind == "word" else "")
                     )
                 self.index += 1
                 self._positional(positional.pop(0), token.value, parts)
             else:
-                raise TextSyntaxError(f"unexpected `{token.text}` in the parameters")
+                raise TextSyntaxError(f"unexpected `{shorten(token.text)}` in the parameters")
 
     def _is_key(self) -> bool:
         offset = 0
@@ -213,7 +216,7 @@ class Tokens:
     @staticmethod
     def _add_input(parts: Parts, name: str, item: object) -> None:
         if name in parts.inputs:
-            raise TextSyntaxError(f"input `{name}` is given twice")
+            raise TextSyntaxError(f"input `{shorten(name)}` is given twice")
         parts.inputs[name] = item
 
     # -- conditions -----------------------------------------------------------------------
@@ -263,7 +266,7 @@ class Tokens:
         if token.kind != "word":
             raise TextSyntaxError(
                 f"expected a value block (TRUE, 2, N5, F481, robot_io 10, type(...)), "
-                f"found `{token.text}`"
+                f"found `{shorten(token.text)}`"
             )
         self.index += 1
         if self.at("(", "punct") and not self.tokens[self.index].spaced:
@@ -300,7 +303,9 @@ class Tokens:
                 self.expect(";", "between the blocks of a body")
             token = self.take()
             if token.kind not in ("word", "string"):
-                raise TextSyntaxError(f"expected a block like type(...), found `{token.text}`")
+                raise TextSyntaxError(
+                    f"expected a block like type(...), found `{shorten(token.text)}`"
+                )
             chain.append(self.inline_block(token.value))
         self.index += 1
         return chain

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._plain import shorten
+
 __all__ = ["Problem", "errors_only"]
 
 
@@ -35,14 +37,14 @@ class Problem(BaseModel):
         if self.line is not None:
             where.append(f"line {self.line}")
         if self.task is not None:
-            where.append(f"task {self.task!r}")
+            where.append(f"task {shorten(self.task)!r}")
         elif self.stack is not None:
             where.append(f"stack {self.stack}")
         if self.step:
             where.append(f"step {self.step}")
         if self.block_type:
-            ident = f" id={self.block_id!r}" if self.block_id else ""
-            where.append(f"<{self.block_type}{ident}>")
+            ident = f" id={shorten(self.block_id)!r}" if self.block_id else ""
+            where.append(f"<{shorten(self.block_type)}{ident}>")
         prefix = ", ".join(where)
         return f"{prefix + ': ' if prefix else ''}{self.severity} [{self.code}] {self.message}"
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from flowkit.errors import StepTextError
 
+from .._plain import shorten
 from ._text_annotate import Annotation, annotate, parse_annotation, split_annotation
 from ._text_document import parse_document_line, render_document, text_document
 from ._text_lex import TextSyntaxError, lex, quote
@@ -219,8 +220,8 @@ class _Parser:
     def _stray(self, line: _Line) -> str:
         if line.kind == "entry":
             return (
-                f"`{line.text}` is not a step (steps start with a number like `3.`) and no "
-                "block above it takes it; check the indentation"
+                f"`{shorten(line.text)}` is not a step (steps start with a number like `3.`) and "
+                "no block above it takes it; check the indentation"
             )
         return "this step is indented differently from the steps above it; align it with them"
 
@@ -286,7 +287,9 @@ class _Parser:
             if tokens.at("[", "punct"):
                 tokens.mutation(parts)
             if not tokens.done():
-                raise TextSyntaxError(f"unexpected `{tokens.take().text}` after the condition")
+                raise TextSyntaxError(
+                    f"unexpected `{shorten(tokens.take().text)}` after the condition"
+                )
             if not has_body:
                 raise TextSyntaxError("an `if` line ends with `:`, followed by its steps")
             return "controls_if", parts, True, True
@@ -318,7 +321,7 @@ class _Parser:
                         name = f"DO{branch}"
                     else:
                         name = "ELSE"
-                    tokens.expect(":", f"at the end of the `{head.text}` line")
+                    tokens.expect(":", f"at the end of the `{shorten(head.text)}` line")
                 elif head.kind == "word" and tokens.at("=", "punct"):
                     tokens.take()
                     entries.append((head.text, tokens.expression(), line))
@@ -332,7 +335,7 @@ class _Parser:
                         + (", `elif condition:` or `else:`" if is_if else "")
                     )
                 if not tokens.done():
-                    raise TextSyntaxError(f"unexpected `{tokens.take().text}` at the end")
+                    raise TextSyntaxError(f"unexpected `{shorten(tokens.take().text)}` at the end")
             except TextSyntaxError as exc:
                 raise self.fail(str(exc), line) from None
             if name:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._plain import shorten
 from ..cli._inputs import DEMO_LLM
 from ..cli._store import (
     add_store_option,
@@ -201,7 +202,7 @@ def _existing_thread(args: argparse.Namespace) -> Any:
         location = shown(store_location(args))
         where = f" {shlex.join(store_words(args))}" if store_words(args) else ""
         raise _error(
-            f"No thread `{_clip(args.thread)}` in store `{location}`. "
+            f"No thread `{shorten(args.thread)}` in store `{location}`. "
             f"`flowkit threads --store {shlex.quote(location)}` lists the threads there; "
             f'`flowkit sas start "..."{where}` starts one.'
         )
@@ -215,10 +216,6 @@ def _runner(store: Any, llm: Any) -> Any:
     # Steps here are slow (LLM calls), so marking each attempt costs nothing noticeable and
     # lets `flowkit recover` tell a killed step from one still running.
     return Runner(flow, store=store, llm=llm, track_attempts=True)
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 # -- commands --------------------------------------------------------------------------------
@@ -239,7 +236,7 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     output_dir = _output_dir(args.output_dir)
     for option, given in (("--teaching", args.teaching), ("--catalog", args.catalog)):
         if given is not None and not Path(given).is_file():
-            raise _error(f"{option} {given}: no such file.", code=2)
+            raise _error(f"{option} {shorten(given)}: no such file.", code=2)
     spec = args.llm or os.environ.get("FLOWKIT_LLM") or None
     resolved = resolve_llm_spec(spec) if spec else None
     llm = llm_for_spec(resolved)
@@ -247,7 +244,7 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     thread = args.thread or f"sas-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     if thread in store.threads():
         raise _error(
-            f"Thread `{_clip(thread)}` already exists; continue it (`flowkit sas status "
+            f"Thread `{shorten(thread)}` already exists; continue it (`flowkit sas status "
             f"{shlex.quote(thread)}{_again(args, None)}`) or choose another --thread."
         )
     config = {
@@ -269,18 +266,19 @@ def _output_dir(given: str | None) -> str | None:
     if given is None:
         return None
     path = Path(given).expanduser()
+    named = shorten(given)
     if path.exists() and not path.is_dir():
-        raise _error(f"--output-dir {given}: exists and is not a folder; name a folder.", code=2)
+        raise _error(f"--output-dir {named}: exists and is not a folder; name a folder.", code=2)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _error(
-            f"--output-dir {given}: cannot be created ({exc.strerror or exc}); name a folder "
+            f"--output-dir {named}: cannot be created ({exc.strerror or exc}); name a folder "
             "you may write.",
             code=2,
         ) from exc
     if not os.access(path, os.W_OK):
-        raise _error(f"--output-dir {given}: you may not write there; name another folder.")
+        raise _error(f"--output-dir {named}: you may not write there; name another folder.")
     return str(path.absolute())
 
 
@@ -327,25 +325,26 @@ def _cmd_feedback(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_edit(args: argparse.Namespace, out: TextIO) -> int:
-    path = Path(args.file)
+    from ..cli._inputs import read_limited
+    from ..errors import InputTooLargeError
+
+    name = shorten(args.file)
     try:
-        size = path.stat().st_size
-        if size > _MAX_EDIT_BYTES:
-            raise _error(
-                f"{args.file} is {size:,} bytes; an edit may be at most {_MAX_EDIT_BYTES:,}.",
-                code=2,
-            )
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
+        text = read_limited(args.file, what="edit", max_bytes=_MAX_EDIT_BYTES).decode("utf-8")
+    except InputTooLargeError as exc:
         raise _error(
-            f"{args.file} is not UTF-8 text (byte {exc.start}); save it as UTF-8.", 2
+            f"{name} is larger than an edit may be (at most {_MAX_EDIT_BYTES:,} bytes); it was "
+            "not read to its end.",
+            code=2,
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise _error(f"{name} is not UTF-8 text (byte {exc.start}); save it as UTF-8.", 2) from exc
     except OSError as exc:
-        raise _error(f"Cannot read {args.file}: {exc.strerror or exc}.", code=2) from exc
+        raise _error(f"Cannot read {name}: {exc.strerror or exc}.", code=2) from exc
     if "\x00" in text:
-        raise _error(f"{args.file} holds NUL bytes; it is not a text file.", code=2)
+        raise _error(f"{name} holds NUL bytes; it is not a text file.", code=2)
     if not text.strip():
-        raise _error(f"{args.file} is empty; submit the edited task list or module steps.", 2)
+        raise _error(f"{name} is empty; submit the edited task list or module steps.", 2)
     return _resume(args, out, {"action": "edit", "edited": text})
 
 
@@ -382,7 +381,7 @@ def _cmd_demo_files(args: argparse.Namespace, out: TextIO) -> int:
             write_atomically(folder / name, text + "\n")
             written.append(folder / name)
     except OSError as exc:
-        raise _error(f"Cannot write into {args.dir}: {exc.strerror or exc}.") from exc
+        raise _error(f"Cannot write into {shorten(args.dir)}: {exc.strerror or exc}.") from exc
     out.writelines(f"wrote {path}\n" for path in written)
     d = shlex.quote(str(folder))
     out.write(

@@ -1,6 +1,6 @@
 """Stores keep threads: ``MemoryStore`` for tests, ``JsonFileStore`` (the default durable store)
-for local disk, ``PostgresStore`` (the ``flowkit[postgres]`` extra) for many processes, or any
-object implementing the ``Store`` protocol."""
+for local disk, ``PostgresStore`` (the ``flowkit-workflows[postgres]`` extra) for many
+processes, or any object implementing the ``Store`` protocol."""
 
 from __future__ import annotations
 

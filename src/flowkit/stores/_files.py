@@ -24,7 +24,7 @@ __all__ = [
     "os_error",
     "read_snapshot_file",
     "report_ignored_snapshot",
-    "sweep_snapshot_temps",
+    "sweep_temp_files",
     "sync_dir",
     "write_file_atomically",
 ]
@@ -114,27 +114,33 @@ def report_ignored_snapshot(thread_id: str, path: Path, reason: str) -> None:
     get_logger().warning("snapshot_ignored", thread_id=thread_id, path=str(path), reason=reason)
 
 
-#: ``write_atomically``'s temporary names for ``snapshot.json`` (``tempfile.mkstemp``).
-_SNAPSHOT_TEMP = re.compile(r"\.snapshot\.json\.[a-z0-9_]{8}\.tmp")
-#: A temporary file older than this is an orphan: writing a snapshot takes milliseconds, so
-#: only a process killed mid-write leaves one behind.
+#: ``write_atomically``'s temporary names (``tempfile.mkstemp``) for ``snapshot.json`` and for
+#: ``journal.jsonl`` (a compaction writes the new journal beside the old, then renames it).
+_TEMP = re.compile(r"\.(snapshot\.json|journal\.jsonl)\.[a-z0-9_]{8}\.tmp")
+#: A temporary file older than this is an orphan: writing one takes milliseconds, so only a
+#: process killed mid-write leaves one behind.
 STALE_TEMP_SECONDS = 60.0
 
 
-def sweep_snapshot_temps(directory: Path, thread_id: str) -> None:
-    """Remove orphaned snapshot temporary files (exactly that name pattern, and stale)."""
+def sweep_temp_files(directory: Path, thread_id: str, *, locked: bool = False) -> None:
+    """Remove orphaned temporary files of a thread's snapshot and journal (exactly those name
+    patterns, and stale). ``locked``: the caller holds the thread's lock, under which alone a
+    journal is compacted, so a journal temporary file is an orphan whatever its age."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return  # no folder (unknown thread) or unreadable: loading reports it
     now = time.time()
     for entry in entries:
-        if not _SNAPSHOT_TEMP.fullmatch(entry.name):
+        found = _TEMP.fullmatch(entry.name)
+        if found is None:
             continue
         try:
-            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
+            orphan = locked and found.group(1) == "journal.jsonl"
+            if orphan or now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
                 os.unlink(entry.path)
-                get_logger().debug("snapshot_temp_removed", thread_id=thread_id, path=entry.path)
+                event = f"{found.group(1).split('.')[0]}_temp_removed"
+                get_logger().debug(event, thread_id=thread_id, path=entry.path)
         except OSError:
             continue  # gone already, or not ours to remove: harmless either way
 

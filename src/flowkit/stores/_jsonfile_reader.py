@@ -3,7 +3,9 @@
 Loading is the subtle half of the file store, apart from the writes so each can be read on
 its own: it reads only what another writer added since this process last looked (the
 ``JournalTail``), else from an intact snapshot that lines up with the journal, else the whole
-journal; a torn last line is skipped and reported. ``JsonFileStore`` adds the writes.
+journal; a torn last line is skipped and reported. Before it trusts a snapshot, the first load
+checks the checksums of the records the snapshot stands for, so damage there is reported when
+the thread is loaded, not only when its history is read. ``JsonFileStore`` adds the writes.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from ._files import (
     os_error,
     read_snapshot_file,
     report_ignored_snapshot,
-    sweep_snapshot_temps,
+    sweep_temp_files,
 )
 from ._ids import check_thread_id, is_thread_id
-from ._jsonl import Scan, line_crc, scan_lines
+from ._jsonl import Scan, line_crc, scan_lines, sealed_lines_intact
 from ._protocol import AnyRecord, ThreadLog
 
 __all__ = ["JOURNAL", "SNAPSHOT", "JournalTail", "JsonFileReader"]
@@ -40,7 +42,8 @@ class JournalTail:
     """What this process knows of a journal's end: last good version, its byte offset, line.
 
     ``capacity`` is the file's size as this process last saw it (data plus preallocated zeros),
-    ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write.
+    ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write,
+    ``unterminated`` whether the last record lacks its newline (the next write adds it).
     """
 
     version: int
@@ -53,6 +56,7 @@ class JournalTail:
     #: The journal file's inode: a compaction replaces the file, and offsets into the old
     #: one mean nothing in the new one (-1: not known, checked by content only).
     ino: int = -1
+    unterminated: bool = False
 
 
 class JsonFileReader:
@@ -67,6 +71,8 @@ class JsonFileReader:
         self._handles = JournalHandles(max_open_files)
         self._guard = threading.RLock()
         self._torn_logged: set[str] = set()  # torn-tail warnings already logged (once each)
+        # thread -> (journal inode, bytes before a snapshot whose checksums were checked)
+        self._verified: dict[str, tuple[int, int]] = {}
 
     # -- paths and file handles ----------------------------------------------------------
 
@@ -135,6 +141,7 @@ class JsonFileReader:
             scan.size - snapshot_at,
             dirty=scan.torn is not None,
             ino=self._inode(thread_id),
+            unterminated=scan.unterminated,
         )
 
     def _extend(self, tail: JournalTail, scan: Scan) -> None:
@@ -143,21 +150,40 @@ class JsonFileReader:
         tail.since_snapshot += scan.size - tail.size
         tail.size, tail.lines = scan.size, scan.lines
         tail.dirty = scan.torn is not None
+        tail.unterminated = scan.unterminated
 
-    def _report(self, thread_id: str, torn: str | None) -> tuple[str, ...]:
-        if torn is None:
-            return ()
-        if torn not in self._torn_logged:  # a command may read the thread many times
-            self._torn_logged.add(torn)
-            get_logger().warning("journal_torn_record_skipped", thread_id=thread_id, detail=torn)
-        return (torn,)
+    def _report(self, thread_id: str, scan: Scan) -> tuple[str, ...]:
+        found = []
+        for event, detail in (
+            ("journal_torn_record_skipped", scan.torn),
+            ("journal_line_end_missing", scan.note),
+        ):
+            if detail is None:
+                continue
+            found.append(detail)
+            if detail not in self._torn_logged:  # a command may read the thread many times
+                self._torn_logged.add(detail)
+                get_logger().warning(event, thread_id=thread_id, detail=detail)
+        return tuple(found)
+
+    def _before_snapshot_intact(self, thread_id: str, end: int) -> bool:
+        """Whether the journal's lines before byte ``end`` pass their checksums (checked once
+        per journal file and store object: later loads read only what is new)."""
+        ino = self._inode(thread_id)
+        known = self._verified.get(thread_id)
+        if known is not None and known[0] == ino and known[1] >= end:
+            return True
+        if not sealed_lines_intact(self._read_from(thread_id, 0, limit=end)):
+            return False
+        self._verified[thread_id] = (ino, end)
+        return True
 
     def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
         with self._guard:
             tail = self._tails.get(check_thread_id(thread_id))
             if thread_id not in self._swept:
                 self._swept.add(thread_id)
-                sweep_snapshot_temps(self._dir(thread_id), thread_id)
+                sweep_temp_files(self._dir(thread_id), thread_id)
             if tail is not None and tail.ino != -1 and tail.ino != self._inode(thread_id):
                 del self._tails[thread_id]  # compacted (or replaced) since we read it
                 tail = None
@@ -177,7 +203,7 @@ class JsonFileReader:
                     return ThreadLog(
                         records=scan.records,
                         base=after,
-                        warnings=self._report(thread_id, scan.torn),
+                        warnings=self._report(thread_id, scan),
                     )
                 del self._tails[thread_id]
             found = self._read_snapshot(thread_id)
@@ -191,6 +217,11 @@ class JsonFileReader:
                     # the snapshot follows, so the snapshot cannot be trusted.
                     return self._load_ignoring_snapshot(
                         thread_id, reason=f"the journal does not hold record {snapshot.version}"
+                    )
+                if not self._before_snapshot_intact(thread_id, offset - envelope.record_bytes):
+                    # Damage before the snapshot: the full read names the line (and raises).
+                    return self._load_ignoring_snapshot(
+                        thread_id, reason="a record before it fails its checksum"
                     )
                 data = data[envelope.record_bytes :]
                 try:
@@ -212,7 +243,7 @@ class JsonFileReader:
                 return ThreadLog(
                     records=scan.records,
                     snapshot=snapshot,
-                    warnings=self._report(thread_id, scan.torn),
+                    warnings=self._report(thread_id, scan),
                 )
             return self._load_full(thread_id)
 
@@ -222,7 +253,7 @@ class JsonFileReader:
         self._remember(
             thread_id, scan, version=0, snapshot_bytes=start_bytes, snapshot_at=start_bytes
         )
-        return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan.torn))
+        return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan))
 
     def _load_ignoring_snapshot(self, thread_id: str, *, reason: str) -> ThreadLog:
         log = self._load_full(thread_id)

@@ -6,9 +6,10 @@ The checksum covers the line without that member, i.e. ``line[:-18] + b"}"``. Li
 format v1 have no checksum and are still read.
 
 Scanning tells a torn tail (a write a crash cut short, or the zero-filled blocks a power loss
-leaves: skipped) from damage (a complete line that fails its checksum or format, anywhere, or
-a last line no crash can leave: ``CorruptStoreError`` naming the file and line) and from
-records of a newer format.
+leaves: skipped; see ``_tears``) from damage (a complete line that fails its checksum or format,
+anywhere, or a last line no crash can leave: ``CorruptStoreError`` naming the file and line)
+and from records of a newer format. A last record complete and intact but without its newline
+is kept (``Scan.unterminated``); the next append writes the newline first.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .._records import FORMAT_VERSION, UNSEALED_VERSION, RecordAdapter
 from .._untrusted import parse_json
 from ..errors import CorruptStoreError, InputTooDeepError, StoreError
 from ._protocol import AnyRecord
+from ._tears import holds_record, torn_write
 
 __all__ = [
     "Scan",
@@ -34,6 +36,7 @@ __all__ = [
     "offset_after_line",
     "scan_lines",
     "seal",
+    "sealed_lines_intact",
     "unseal",
     "write_all",
 ]
@@ -66,12 +69,29 @@ def line_crc(line: bytes) -> int:
 
 @dataclass(slots=True)
 class Scan:
-    """Records read from journal bytes, where the good bytes end, and any torn tail."""
+    """Records read from journal bytes, where the good bytes end, and any torn tail.
+
+    ``unterminated``: the last record is complete and intact but its newline is missing (a
+    write cut short at its last byte, or that byte zeroed); ``size`` is then just after the
+    record, and ``note`` says so.
+    """
 
     records: list[AnyRecord]
     size: int  # byte offset after the last good record
     lines: int
     torn: str | None
+    unterminated: bool = False
+    note: str | None = None
+
+
+def _read_record(raw: bytes) -> AnyRecord:
+    body, intact = unseal(raw)
+    if intact is False:
+        raise ValueError("its checksum does not match its content")
+    record = RecordAdapter.validate_json(body)
+    if intact is None and record.v > UNSEALED_VERSION:
+        raise ValueError(f"a format v{record.v} record must carry a checksum")
+    return record
 
 
 def scan_lines(
@@ -81,6 +101,7 @@ def scan_lines(
     records: list[AnyRecord] = []
     pos = 0
     torn: str | None = None
+    unterminated = False
     while pos < len(data):
         if data[pos] in b"\0\n":
             rest = data[pos:].strip(b"\0")
@@ -90,31 +111,27 @@ def scan_lines(
                 torn = f"{path}:{line + 1}: stray bytes after the last record skipped"
                 break
         end = data.find(b"\n", pos)
-        raw = data[pos:] if end == -1 else data[pos:end]
         line += 1
-        if end == -1 and _could_be_torn(raw, ended=False):
-            # No line end: a write that never finished. Appends end every record with a
-            # newline, so this is the crash's torn tail and nothing follows it.
-            torn = _torn(path, line, raw)
-            line -= 1
-            break
-        body, intact = unseal(raw)
+        # Zeros after the last line are free space, not part of it.
+        raw = data[pos:].rstrip(b"\0") if end == -1 else data[pos:end]
         try:
-            if intact is False:
-                raise ValueError("its checksum does not match its content")
-            record = RecordAdapter.validate_json(body)
-            if intact is None and record.v > UNSEALED_VERSION:
-                raise ValueError(f"a format v{record.v} record must carry a checksum")
+            record = _read_record(raw)
         except ValueError as exc:
-            problem, complete = _diagnose(raw, exc)
+            committed = holds_record(raw)
             last = end == -1 or not data[end + 1 :].strip(b"\0")
-            if not complete and last and _could_be_torn(raw, ended=True):
-                # Unparseable last line with zeros inside it (blocks a power loss never
-                # wrote), and only zeros (free space) after it: also a torn tail.
-                # A complete JSON line failing its checksum is damage, never a torn write.
+            if last and not committed and torn_write(raw, ended=end != -1, at=offset + pos):
                 torn = _torn(path, line, raw)
                 line -= 1
                 break
+            problem = _diagnose(raw, exc)[0]
+            if raw.startswith(b"\0") and not committed:
+                problem = _stray(offset + pos, raw, line)
+            if committed:
+                problem = (
+                    "Journal line holds a complete record followed by bytes where its line "
+                    "end belongs (overwritten, or records run together): damage to a "
+                    "committed record, not a torn write"
+                )
             raise CorruptStoreError(problem, thread_id=thread_id, path=path, line=line) from exc
         if record.v > FORMAT_VERSION:
             raise CorruptStoreError(
@@ -131,19 +148,60 @@ def scan_lines(
             )
         version = record.version
         records.append(record)
+        if end == -1:
+            # Complete and intact, only its newline missing: the record was written whole,
+            # so it is kept (never dropped as torn); the next append adds the newline.
+            unterminated = True
+            pos += len(raw)
+            break
         pos = end + 1
-    return Scan(records, offset + pos, line, torn)
+    note = None
+    if unterminated:
+        note = (
+            f"{path}:{line}: the last record has no line end (a write cut short at its last "
+            "byte, or that byte damaged); it is complete and intact, so it is kept, and the "
+            "next write adds the line end"
+        )
+    return Scan(records, offset + pos, line, torn, unterminated, note)
 
 
-def _could_be_torn(raw: bytes, *, ended: bool) -> bool:
-    """Whether an unreadable last line can be a write a crash cut short.
+def sealed_lines_intact(data: bytes) -> bool:
+    """Whether every line of ``data`` (whole lines, each ending with a newline) is a sealed
+    line whose checksum holds, or a v1 record (which has none).
 
-    Appends write whole JSON lines, so a tear is the start of a record without its newline, or
-    holds the zeros of blocks a power loss never wrote. Anything else (``garbage``, half a
-    record ending in a newline) was put there by something other than flowkit: damage.
+    Cheap (a CRC per line, no parsing): how a load that starts from a snapshot still notices
+    damage to the records before it. On ``False`` the caller reads the journal in full, which
+    names the damaged line.
     """
-    written = raw.rstrip(b"\0")  # zeros after it are free space, not part of the line
-    return b"\0" in written or (not ended and written.startswith(b"{"))
+    if data and not data.endswith(b"\n"):
+        return False
+    start = 0
+    while start < len(data):
+        end = data.index(b"\n", start)
+        raw = memoryview(data)[start:end]
+        found = _SEAL.search(data, max(start, end - _SEAL_LEN), end)
+        if found is not None and found.end() == end:
+            if zlib.crc32(b"}", zlib.crc32(raw[:-_SEAL_LEN])) != int(found.group(1), 16):
+                return False
+        else:
+            try:
+                if _read_record(bytes(raw)).v > UNSEALED_VERSION:
+                    return False
+            except ValueError:
+                return False
+        start = end + 1
+    return True
+
+
+def _stray(at: int, raw: bytes, line: int) -> str:
+    """Bytes amid the zeros after the last record that no crash leaves there."""
+    found = at + len(raw) - len(raw.lstrip(b"\0"))
+    return (
+        f"Journal has bytes amid the free space after its last record (at byte {found}). A "
+        "crash leaves only whole 512-byte sectors of zeros, so these may be what is left of a "
+        f"damaged record: if line {line - 1} is the thread's last step, cut the file at byte "
+        f"{at} to drop them"
+    )
 
 
 def _torn(path: str, line: int, raw: bytes) -> str:

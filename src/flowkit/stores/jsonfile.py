@@ -5,9 +5,10 @@ append), an occasional ``snapshot.json`` (replaced atomically) so loading skips 
 lock file (under ``locks/``, removed with the thread: ``_locks``) held while a process runs the
 thread, and with attempt tracking an ``attempt.json`` naming the node last started. Lines and
 snapshots carry a checksum (format v2). A torn last line left by a crash, or a zero-filled tail
-left by a power loss, is detected, skipped, reported and cut off by the next writer; damage
-anywhere else fails only that thread, naming the file and line. A snapshot is used only if
-intact and lined up with the journal.
+left by a power loss, is detected, skipped, reported and cut off by the next writer; a
+complete record never is (``_tears`` tells the two apart), and damage anywhere else fails
+only that thread, naming the file and line. A snapshot is used only if intact and lined up
+with the journal.
 
 Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``); this module adds the writes:
 create, append, snapshots, compaction, deletion, attempt markers and locks.
@@ -24,7 +25,7 @@ from .._marker import AttemptMarker
 from .._records import RecordAdapter, Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ._attempts import read_attempt, write_attempt
-from ._files import SnapshotFile, os_error, sync_dir, write_file_atomically
+from ._files import SnapshotFile, os_error, sweep_temp_files, sync_dir, write_file_atomically
 from ._ids import check_thread_id
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
 from ._jsonl import encode, line_crc, offset_after_line, unseal, write_all
@@ -123,6 +124,8 @@ class JsonFileStore(JsonFileReader):
                     actual=tail.version,
                 )
             at_tail = snapshot.version == tail.version
+            if at_tail and tail.unterminated:
+                return  # the record lacks its newline until the next append: snapshot later
             if at_tail:
                 offset, line = tail.size, tail.lines
             else:
@@ -259,6 +262,19 @@ class JsonFileStore(JsonFileReader):
             tail.capacity = tail.size
         if tail.capacity < 0:
             tail.capacity = os.fstat(fd).st_size
+        if tail.unterminated:
+            # The last record is whole but lost its newline: put it back before writing on.
+            try:
+                write_all(fd, b"\n", tail.size)
+                self._sync(fd)
+            except OSError as exc:
+                raise os_error(
+                    "write", self._journal_path(thread_id), exc, thread_id=thread_id
+                ) from exc
+            tail.size += 1
+            tail.since_snapshot += 1
+            tail.capacity = max(tail.capacity, tail.size)
+            tail.unterminated = False
         return tail
 
     def delete(self, thread_id: str) -> None:
@@ -280,6 +296,7 @@ class JsonFileStore(JsonFileReader):
             tombstone = self._threads_dir / f".deleted-{thread_id}-{secrets.token_hex(4)}"
             self._handles.drop(thread_id)
             self._tails.pop(thread_id, None)
+            self._verified.pop(thread_id, None)
             try:
                 os.rename(directory, tombstone)
                 sync_dir(self.fsync, self._threads_dir)
@@ -299,8 +316,11 @@ class JsonFileStore(JsonFileReader):
 
     def compact(self, thread_id: str, start: StartRecord) -> int:
         """Rewrite the journal as ``start`` and the records after it (a new file renamed over
-        the old, so readers see one or the other) and drop the snapshot."""
+        the old, so readers see one or the other) and drop the snapshot. What a compaction
+        killed mid-write left (its temporary file) goes first: only a compaction writes one,
+        always under the lock held here."""
         with self._guard, self._lock_file(thread_id):
+            sweep_temp_files(self._dir(thread_id), thread_id, locked=True)
             scan = self._full_scan(check_thread_id(thread_id))
             records = scan.records
             first = records[0].version
@@ -310,6 +330,7 @@ class JsonFileStore(JsonFileReader):
             directory = self._dir(thread_id)
             self._handles.drop(thread_id)
             self._tails.pop(thread_id, None)
+            self._verified.pop(thread_id, None)
             # The snapshot points into the old file; without it, loading reads the new one
             # from its start record (which is a whole state anyway).
             try:

@@ -118,7 +118,13 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
 
 
 @node(
-    reads=["sas_step1_generated_tasks", "sas_step2_module_steps", "run_output_directory", "config"],
+    reads=[
+        "sas_step1_generated_tasks",
+        "sas_step2_module_steps",
+        "run_output_directory",
+        "config",
+        "current_user_request",
+    ],
     writes=[
         "mapped_program",
         "sas_step3_mapping_report",
@@ -133,13 +139,16 @@ def generate_individual_xmls(state: SasState, ctx: Context) -> dict[str, Any]:
     ],
 )
 def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
-    """Map logical point/number/flag names onto the teaching tables (seed 002 node 6)."""
+    """Map logical point/number/flag names onto the teaching tables (seed 002 node 6); the
+    demo's own request, given no table, maps onto the demo cell's."""
     from ...robot.params import apply_teaching
+    from ...sas.demo import teaching_for
 
     program = build_program(_ordered_tasks(state, state.sas_step2_module_steps))
     out = Path(state.run_output_directory or ".")
+    teaching = state.config.teaching_file or teaching_for(state.current_user_request)
     try:
-        mapped, report = apply_teaching(program, state.config.teaching_file, out)
+        mapped, report = apply_teaching(program, teaching, out)
     except (FlowkitError, OSError) as exc:
         return _fail(PARAMETER_MAPPING, f"Parameter mapping failed: {exc}; fix it, then retry.")
     summary = report.to_markdown()
@@ -147,7 +156,10 @@ def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
     update: dict[str, Any] = {
         "mapped_program": mapped,
         "sas_step3_mapping_report": summary,
-        "messages": [f"assistant: parameters mapped ({len(report.entries)} name(s))"],
+        "messages": [
+            f"assistant: parameters mapped ({len(report.entries)} name(s))"
+            + ("" if teaching == state.config.teaching_file else f" onto the demo's {teaching}")
+        ],
         "current_step_description": "parameters mapped; merging the program",
     }
     if unmapped:

@@ -27,6 +27,7 @@ __all__ = [
     "demo_file",
     "record_cassette",
     "run_sas_demo",
+    "teaching_for",
 ]
 
 REQUEST = (
@@ -49,6 +50,15 @@ RECORD_WITH = "python -m flowkit.sas.demo --record"
 def demo_file(name: str) -> Path:
     """A file shipped with the demo (answers.json, cassette.json, teaching.yaml)."""
     return Path(str(resources.files(__name__).joinpath(name)))
+
+
+def teaching_for(request: str) -> str | None:
+    """The demo's teaching table for the demo's own :data:`REQUEST` (it describes the demo
+    cell, whose points that table holds), else None: the demo runs without ``--teaching``,
+    from the shell or a server, and a request of one's own never gets the demo's points."""
+    if " ".join(request.split()) != " ".join(REQUEST.split()):
+        return None
+    return str(demo_file("teaching.yaml"))
 
 
 #: The shipped cassette (``--llm replay:demo``); it answers only :data:`REQUEST` and
