@@ -48,7 +48,7 @@ def _problem() -> str | None:
         import psycopg
         import psycopg_pool  # noqa: F401
     except ImportError:
-        return "psycopg and psycopg-pool (pip install 'flowkit[postgres]')"
+        return "psycopg and psycopg-pool (pip install 'flowkit-workflows[postgres]')"
     try:
         # Generous: a loaded machine may take seconds to connect, and the answer is cached
         # for the run (a slow probe would fail or skip every PostgreSQL test).

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from ._distribution import install_hint
 from ._logging import get_logger
 from .errors import (
     ConflictError,
@@ -85,7 +86,7 @@ def work_queue(store: object) -> WorkQueue:
     if not isinstance(store, WorkQueue):
         raise RunError(
             f"Queued work needs a store with a work queue that workers share; {store!r} has "
-            "none. Use PostgresStore (pip install 'flowkit[postgres]'), or call start/resume.",
+            f"none. Use PostgresStore ({install_hint('postgres')}), or call start/resume.",
             thread_id="",
         )
     return store

@@ -68,7 +68,7 @@ def test_a_missing_driver_says_exactly_what_to_install() -> None:
         "except StoreError as exc:\n    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert INSTALL == "pip install 'flowkit[postgres]'"
+    assert INSTALL == "pip install 'flowkit-workflows[postgres]'"
     assert INSTALL in out.stdout
 
 

@@ -1,7 +1,7 @@
 """PostgreSQL: threads shared by many processes, with compare-and-set, leases and events.
 
-Needs the ``flowkit[postgres]`` extra (psycopg 3 and psycopg-pool); nothing here is imported
-by ``import flowkit``. Create the schema once with ``flowkit store init URL`` (or
+Needs the ``flowkit-workflows[postgres]`` extra (psycopg 3 and psycopg-pool); nothing here is
+imported by ``import flowkit``. Create the schema once with ``flowkit store init URL`` (or
 ``migrate(url)``), then ``PostgresStore(url)`` is a ``Store`` like any other. See
 docs/scale-out.md.
 """

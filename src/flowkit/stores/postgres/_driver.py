@@ -1,4 +1,4 @@
-"""The PostgreSQL driver behind the ``flowkit[postgres]`` extra, loaded only when used.
+"""The PostgreSQL driver behind the ``postgres`` extra, loaded only when used.
 
 ``load_driver`` imports psycopg 3 and its pool, or says exactly what to install. ``pg_error``
 maps the driver's errors to ``StoreError`` at the boundary, with the URL's password hidden.
@@ -10,25 +10,24 @@ import re
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..._distribution import install_hint
 from ...errors import StoreError
 
 if TYPE_CHECKING:
     import psycopg
-    import psycopg_pool
 
 __all__ = [
     "INSTALL",
     "check_url",
     "connect",
     "load_driver",
-    "open_pool",
     "pg_error",
     "redact",
     "valid_schema",
 ]
 
 #: What to run when the driver is missing (the exact words the error carries).
-INSTALL = "pip install 'flowkit[postgres]'"
+INSTALL = install_hint("postgres")
 
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _USERINFO = re.compile(r"(://[^:/@\s]*:)\S*@")
@@ -87,28 +86,6 @@ def pg_error(exc: Exception, url: str, action: str, *, thread_id: str | None = N
         "server runs and the URL is right; nothing was changed by the failed call.",
         thread_id=thread_id,
     )
-
-
-def open_pool(
-    url: str, *, min_size: int, max_size: int, timeout: float
-) -> psycopg_pool.ConnectionPool:
-    """A pool of autocommit connections to ``url``; a server that cannot be reached fails now."""
-    psycopg, pool_module = load_driver()
-    pool: psycopg_pool.ConnectionPool = pool_module.ConnectionPool(
-        url,
-        min_size=min_size,
-        max_size=max_size,
-        timeout=timeout,
-        kwargs={"autocommit": True},
-        open=False,
-        name="flowkit",
-    )
-    try:
-        pool.open(wait=True, timeout=timeout)
-    except (psycopg.Error, pool_module.PoolTimeout) as exc:
-        pool.close()
-        raise pg_error(exc, url, "open its connection pool") from exc
-    return pool
 
 
 def connect(url: str, *, timeout: float) -> psycopg.Connection[tuple[Any, ...]]:

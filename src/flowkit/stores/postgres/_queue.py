@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConflictError, StoreError
 from .._ids import check_thread_id
+from ._pool import retried
 
 if TYPE_CHECKING:
     import psycopg
@@ -95,13 +96,19 @@ class WorkQueue:
 
         Threads with queued items come first (oldest item first), then orphans.
         """
-        params = {"flows": list(flows), "owner": self._leases.owner, "ttl": self._leases.lease_s}
-        with self._conn() as conn:
+        leases = self._leases
+        with leases.reclaiming() as behind, self._conn() as conn:
+            params = {
+                "flows": list(flows),
+                "owner": leases.owner,
+                "ttl": leases.lease_s,
+                "behind": behind,
+            }
             for statement in ("claim_work", "claim_orphan"):
                 row = conn.execute(self._q(statement), params).fetchone()
                 if row is not None:
                     thread_id = str(row[0])
-                    self._leases.adopt(thread_id)
+                    leases.adopt(thread_id)
                     return thread_id
         return None
 
@@ -117,14 +124,14 @@ class WorkQueue:
 
     def next_item(self, thread_id: str) -> WorkItem | None:
         """The thread's oldest queued item, if any."""
-        with self._conn(thread_id) as conn:
-            row = conn.execute(self._q("next_item"), (thread_id,)).fetchone()
+        query = self._q("next_item")
+        row = retried(self._conn, thread_id, lambda c: c.execute(query, (thread_id,)).fetchone())
         return _item(row) if row is not None else None
 
     def work_item(self, item_id: int) -> WorkItem | None:
         """The item ``submit`` returned ``item_id`` for (None if it was deleted)."""
-        with self._conn() as conn:
-            row = conn.execute(self._q("item"), (item_id,)).fetchone()
+        query = self._q("item")
+        row = retried(self._conn, None, lambda c: c.execute(query, (item_id,)).fetchone())
         return _item(row) if row is not None else None
 
     def consume_on_write(self, thread_id: str, item_id: int | None) -> None:
@@ -156,20 +163,24 @@ class WorkQueue:
 
     def status(self, thread_id: str) -> ThreadStatus | None:
         """Where ``thread_id`` stands, or None if there is no such thread."""
-        with self._conn(check_thread_id(thread_id)) as conn:
-            row = conn.execute(self._q("status"), (thread_id,)).fetchone()
+        query = self._q("status")
+        row = retried(
+            self._conn,
+            check_thread_id(thread_id),
+            lambda c: c.execute(query, (thread_id,)).fetchone(),
+        )
         return _status(row) if row is not None else None
 
     def statuses(self, *, flow: str | None = None, status: str | None = None) -> list[ThreadStatus]:
         """Every thread (of ``flow``, with ``status``), sorted by id."""
-        with self._conn() as conn:
-            rows = conn.execute(self._q("statuses"), (flow, flow, status, status)).fetchall()
+        query, params = self._q("statuses"), (flow, flow, status, status)
+        rows = retried(self._conn, None, lambda c: c.execute(query, params).fetchall())
         return sorted((_status(row) for row in rows), key=lambda s: s.thread_id)
 
     def queued(self) -> Iterator[WorkItem]:
         """Items not yet used or rejected, oldest first."""
-        with self._conn() as conn:
-            rows = conn.execute(self._q("queued")).fetchall()
+        query = self._q("queued")
+        rows = retried(self._conn, None, lambda c: c.execute(query).fetchall())
         return (_item(row) for row in rows)
 
 
@@ -197,12 +208,16 @@ def _statements(s: str) -> dict[str, bytes]:
     found = _CACHE.get(s)
     if found is not None:
         return found
-    live = f"SELECT 1 FROM {s}.leases l WHERE l.thread_id = c.thread_id AND l.until >= now()"
+    # A lease this store object left behind (``Leases.reclaiming``) does not keep it off.
+    live = f"""
+        SELECT 1 FROM {s}.leases l WHERE l.thread_id = c.thread_id AND l.until >= now()
+          AND NOT (l.owner = %(owner)s AND l.thread_id = ANY(%(behind)s))
+    """
     take = f"""
         INSERT INTO {s}.leases AS l (thread_id, owner, until)
         SELECT thread_id, %(owner)s, now() + %(ttl)s * interval '1 second' FROM cand
         ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, until = excluded.until
-        WHERE l.until < now()
+        WHERE l.until < now() OR (l.owner = excluded.owner AND l.thread_id = ANY(%(behind)s))
         RETURNING thread_id
     """
     columns = "id, thread_id, flow, input, gate, expected_version, state, error"

@@ -25,6 +25,8 @@ class Statements:
     append_one: bytes
     append_one_notify: bytes
     version: bytes
+    extent: bytes
+    journal: bytes
     load_after: bytes
     load_full: bytes
     records: bytes
@@ -40,6 +42,21 @@ class Statements:
     @classmethod
     def build(cls, s: str) -> Statements:
         wake = f", pg_notify('{_CHANNEL}_{s}', '')"
+        # The version row and the records agree at the end (two index probes): a thread whose
+        # last record row is gone, or whose version row was edited, takes no write.
+        intact = f"""
+                      AND EXISTS (SELECT 1 FROM {s}.records r
+                                  WHERE r.thread_id = %(thread)s AND r.version = %(expected)s)
+                      AND NOT EXISTS (SELECT 1 FROM {s}.records r
+                                      WHERE r.thread_id = %(thread)s
+                                        AND r.version > %(expected)s)"""
+        # What `_continuity.Extent` reads: the version row, the records' run and the snapshot.
+        extent = f"""
+                CROSS JOIN LATERAL (
+                    SELECT min(r.version) AS low, max(r.version) AS high, count(*) AS n,
+                        count(*) FILTER (WHERE r.kind = 'start') AS starts,
+                        min(r.version) FILTER (WHERE r.kind = 'start') AS start_at
+                    FROM {s}.records r WHERE r.thread_id = t.thread_id) j"""
         create = f"""
                 WITH made AS (
                     INSERT INTO {s}.threads (thread_id, flow, version, status, next)
@@ -60,7 +77,7 @@ class Statements:
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
                         updated_at = now(), retry_at = NULL
-                    WHERE thread_id = %(thread)s AND version = %(expected)s
+                    WHERE thread_id = %(thread)s AND version = %(expected)s{{intact}}
                     RETURNING thread_id, incarnation
                 ), rec AS (
                     INSERT INTO {s}.records (thread_id, version, kind, body)
@@ -81,7 +98,7 @@ class Statements:
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
                         updated_at = now(), retry_at = NULL
-                    WHERE thread_id = %(thread)s AND version = %(expected)s
+                    WHERE thread_id = %(thread)s AND version = %(expected)s{{intact}}
                     RETURNING thread_id, incarnation
                 ), rec AS (
                     INSERT INTO {s}.records (thread_id, version, kind, body)
@@ -93,36 +110,51 @@ class Statements:
                 SELECT incarnation{{wake}} FROM bump
             """
         return cls(
-            append_one=one.format(wake="").encode(),
-            append_one_notify=one.format(wake=wake).encode(),
+            append_one=one.format(wake="", intact=intact).encode(),
+            append_one_notify=one.format(wake=wake, intact=intact).encode(),
             create=create.format(wake="").encode(),
             create_notify=create.format(wake=wake).encode(),
-            append=append.format(wake="").encode(),
-            append_notify=append.format(wake=wake).encode(),
+            append=append.format(wake="", intact=intact).encode(),
+            append_notify=append.format(wake=wake, intact=intact).encode(),
             version=f"SELECT version FROM {s}.threads WHERE thread_id = %s".encode(),
+            extent=f"""
+                SELECT t.version, j.low, j.high, j.n, j.starts, j.start_at, sn.version
+                FROM {s}.threads t LEFT JOIN {s}.snapshots sn ON sn.thread_id = t.thread_id
+                {extent}
+                WHERE t.thread_id = %(thread)s
+            """.encode(),
+            journal=f"""
+                SELECT version, kind FROM {s}.records WHERE thread_id = %(thread)s
+                ORDER BY version
+            """.encode(),
             load_after=f"""
-                SELECT t.version, t.incarnation, r.version, r.body, r.kind
+                SELECT t.version, t.incarnation, r.version,
+                    CASE WHEN r.version > %(after)s THEN r.body END
                 FROM {s}.threads t
-                LEFT JOIN {s}.records r ON r.thread_id = t.thread_id AND r.version > %(after)s
+                LEFT JOIN {s}.records r ON r.thread_id = t.thread_id AND r.version >= %(after)s
                 WHERE t.thread_id = %(thread)s
                 ORDER BY r.version
             """.encode(),
             # One statement, so the snapshot and the records after it are read consistently.
             load_full=f"""
-                SELECT 0 AS part, t.version, t.incarnation, s.body
-                FROM {s}.threads t LEFT JOIN {s}.snapshots s ON s.thread_id = t.thread_id
+                SELECT 0 AS part, t.version, t.incarnation, sn.body,
+                    j.low, j.high, j.n, j.starts, j.start_at, sn.version
+                FROM {s}.threads t LEFT JOIN {s}.snapshots sn ON sn.thread_id = t.thread_id
+                {extent}
                 WHERE t.thread_id = %(thread)s
                 UNION ALL
-                SELECT 1, r.version, NULL, r.body FROM {s}.records r
+                SELECT 1, r.version, NULL, r.body, NULL, NULL, NULL, NULL, NULL, NULL
+                FROM {s}.records r
                 WHERE r.thread_id = %(thread)s AND r.version > COALESCE(
                     (SELECT version FROM {s}.snapshots WHERE thread_id = %(thread)s), -1)
                 ORDER BY 1, 2
             """.encode(),
             records=f"""
-                SELECT 0 AS part, t.version, NULL::bytea FROM {s}.threads t
+                SELECT 0 AS part, t.version, NULL::bytea, NULL::text FROM {s}.threads t
                 WHERE t.thread_id = %(thread)s
                 UNION ALL
-                SELECT 1, r.version, r.body FROM {s}.records r WHERE r.thread_id = %(thread)s
+                SELECT 1, r.version, r.body, r.kind FROM {s}.records r
+                WHERE r.thread_id = %(thread)s
                 ORDER BY 1, 2
             """.encode(),
             threads=f"SELECT thread_id FROM {s}.threads".encode(),

@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..._logging import get_logger
 from ..._records import Snapshot, StartRecord
-from ...errors import ConflictError, StoreError, ThreadExistsError
+from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExistsError
 from ...errors import ThreadNotFoundError as NotFound
 from .._ids import check_thread_id
 from .._jsonl import encode
 from .._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
-from ._driver import check_url, connect, load_driver, open_pool, pg_error, redact, valid_schema
+from ._continuity import Extent, breakage, broken_journal, check_run, describe, run_problems
+from ._driver import check_url, connect, load_driver, pg_error, redact, valid_schema
 from ._eventrows import event_body
 from ._leases import Leases
+from ._pool import open_pool, retried
 from ._queue import WorkQueue
 from ._rows import record_from_row, snapshot_from_row
 from ._schema import schema_version
@@ -182,6 +184,10 @@ class PostgresStore(WorkQueue):
             else (sql.append_notify if wake else sql.append)
         )
         with self._conn(thread_id) as conn, self._consuming(conn, thread_id):
+            if thread_id not in self._known:  # never read here: check the whole run first
+                broken = breakage(conn, self._sql, self.schema, thread_id)
+                if broken is not None:
+                    raise broken
             row = conn.execute(statement, params).fetchone()
             if row is None:
                 raise self._refusal(conn, thread_id, expected_version)
@@ -209,16 +215,19 @@ class PostgresStore(WorkQueue):
 
     def _refusal(
         self, conn: psycopg.Connection[Any], thread_id: str, expected: int
-    ) -> ConflictError | NotFound:
-        row = conn.execute(self._sql.version, (thread_id,)).fetchone()
+    ) -> ConflictError | NotFound | CorruptStoreError:
+        """Why a write was refused: an unknown thread, a broken one, or another writer."""
+        row = conn.execute(self._sql.extent, {"thread": thread_id}).fetchone()
         if row is None:
             return NotFound(thread_id)
-        return _conflict(thread_id, expected, int(row[0]))
+        extent = Extent.from_row(row)
+        broken = breakage(conn, self._sql, self.schema, thread_id, extent)
+        return broken or _conflict(thread_id, expected, extent.version)
 
     def _check_version(self, thread_id: str, expected: int) -> None:
         with self._conn(thread_id) as conn:
             refusal = self._refusal(conn, thread_id, expected)
-        if isinstance(refusal, NotFound) or refusal.actual != expected:
+        if not isinstance(refusal, ConflictError) or refusal.actual != expected:
             raise refusal
 
     # -- reading -------------------------------------------------------------------------------
@@ -227,43 +236,46 @@ class PostgresStore(WorkQueue):
         check_thread_id(thread_id)
         known = self._known.get(thread_id)
         if after is not None and known is not None:
-            with self._conn(thread_id) as conn:
-                rows = conn.execute(
-                    self._sql.load_after, {"thread": thread_id, "after": after}
-                ).fetchall()
+            params = {"thread": thread_id, "after": after}
+            rows = retried(
+                self._conn, thread_id, lambda c: c.execute(self._sql.load_after, params).fetchall()
+            )
             if not rows:
                 raise NotFound(thread_id)
             version, incarnation = int(rows[0][0]), int(rows[0][1])
-            # Honoured only where the journal still holds every record after `after`: a
-            # compaction past it leaves a start record first, and the whole log is needed.
-            first = rows[0][2]
-            whole = (first is None and after == version) or (
-                first == after + 1 and rows[0][4] != "start"
-            )
-            if incarnation == known.incarnation and whole:
-                found = [
-                    record_from_row(self.schema, thread_id, r[2], r[3])
-                    for r in rows
-                    if r[2] is not None
-                ]
-                with self._guard:
-                    known.version = version
-                    known.since_snapshot += sum(len(r[3]) for r in rows if r[3] is not None)
-                return ThreadLog(records=found, base=after)
+            # Honoured only where the record at `after` is still there and the rows after it
+            # run without a gap up to the version row; a compaction past `after` leaves a
+            # start record first. Else the whole log is read (and checked).
+            if incarnation == known.incarnation and rows[0][2] == after:
+                found = [record_from_row(self.schema, thread_id, r[2], r[3]) for r in rows[1:]]
+                if not run_problems(found, after=after, version=version):
+                    with self._guard:
+                        known.version = version
+                        known.since_snapshot += sum(len(r[3]) for r in rows[1:])
+                    return ThreadLog(records=found, base=after)
         return self._load_full(thread_id)
 
     def _load_full(self, thread_id: str) -> ThreadLog:
-        with self._conn(thread_id) as conn:
+        def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
             rows = conn.execute(self._sql.load_full, {"thread": thread_id}).fetchall()
-        if not rows or rows[0][0] != 0:
-            raise NotFound(thread_id)
-        _, version, incarnation, raw_snapshot = rows[0]
+            if not rows or rows[0][0] != 0:
+                raise NotFound(thread_id)
+            extent = Extent.from_row((rows[0][1], *rows[0][4:]))
+            broken = breakage(conn, self._sql, self.schema, thread_id, extent)
+            if broken is not None:
+                raise broken
+            return rows
+
+        rows = retried(self._conn, thread_id, read)
+        version, incarnation, raw_snapshot = rows[0][1:4]
         snapshot = (
             snapshot_from_row(self.schema, thread_id, raw_snapshot)
             if raw_snapshot is not None
             else None
         )
         found = [record_from_row(self.schema, thread_id, r[1], r[3]) for r in rows[1:]]
+        after = snapshot.version if snapshot is not None else None
+        check_run(self.schema, thread_id, found, after=after, version=int(version))
         base_bytes = len(raw_snapshot) if raw_snapshot is not None else len(rows[1][3])
         since = sum(len(r[3]) for r in rows[1:]) - (0 if raw_snapshot is not None else base_bytes)
         with self._guard:
@@ -271,15 +283,23 @@ class PostgresStore(WorkQueue):
         return ThreadLog(records=found, snapshot=snapshot)
 
     def records(self, thread_id: str) -> list[AnyRecord]:
-        with self._conn(check_thread_id(thread_id)) as conn:
-            rows = conn.execute(self._sql.records, {"thread": thread_id}).fetchall()
+        params = {"thread": check_thread_id(thread_id)}
+        rows = retried(
+            self._conn, thread_id, lambda c: c.execute(self._sql.records, params).fetchall()
+        )
         if not rows or rows[0][0] != 0:
             raise NotFound(thread_id)
-        return [record_from_row(self.schema, thread_id, r[1], r[2]) for r in rows[1:]]
+        version = int(rows[0][1])
+        problems = describe(version, None, [(int(r[1]), str(r[3])) for r in rows[1:]])
+        if problems:
+            raise broken_journal(self.schema, thread_id, problems)
+        found = [record_from_row(self.schema, thread_id, r[1], r[2]) for r in rows[1:]]
+        check_run(self.schema, thread_id, found, after=None, version=version)
+        return found
 
     def threads(self) -> list[str]:
-        with self._conn() as conn:
-            return sorted(str(row[0]) for row in conn.execute(self._sql.threads))
+        rows = retried(self._conn, None, lambda c: c.execute(self._sql.threads).fetchall())
+        return sorted(str(row[0]) for row in rows)
 
     # -- snapshots -----------------------------------------------------------------------------
 
@@ -332,6 +352,9 @@ class PostgresStore(WorkQueue):
             row = conn.execute(select, params).fetchone()
             if row is None:
                 raise NotFound(thread_id)
+            broken = breakage(conn, self._sql, self.schema, thread_id)
+            if broken is not None:
+                raise broken
             check_compaction(thread_id, start, int(row[1]), int(row[0]))
             dropped = conn.execute(drop, params).rowcount
             conn.execute(insert, params)
@@ -352,8 +375,12 @@ class PostgresStore(WorkQueue):
     def last_attempt(self, thread_id: str) -> AttemptMarker | None:
         from ..._marker import AttemptMarker
 
-        with self._conn(check_thread_id(thread_id)) as conn:
-            row = conn.execute(self._sql.last_attempt, (thread_id,)).fetchone()
+        query = self._sql.last_attempt
+        row = retried(
+            self._conn,
+            check_thread_id(thread_id),
+            lambda c: c.execute(query, (thread_id,)).fetchone(),
+        )
         if row is None:
             raise NotFound(thread_id)
         if row[0] is None:
