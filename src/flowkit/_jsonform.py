@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
+from ._faithful import loose_fields, unfaithful
 from ._long_numbers import SAFE_BITS, int_too_long
 from .errors import UnstorableValueError
 
@@ -41,15 +42,19 @@ def dump_update(
     """The JSON form of a normalised update, field by field; ``UnstorableValueError`` if any
     field cannot be stored faithfully."""
     fields = schema.fields
+    loose = loose_fields(schema.model)
     out: dict[str, Any] = {}
     for key, value in update.items():
-        out[key] = _dump(
-            partial(fields[key].adapter.dump_python, value, mode="json"),
+        adapter = fields[key].adapter
+        out[key] = stored = _dump(
+            partial(adapter.dump_python, value, mode="json"),
             thread_id=thread_id,
             who=who,
             field=key,
         )
         _check_floats(value, thread_id=thread_id, who=who, field=key)
+        if key in loose:
+            _check_faithful(adapter, value, stored, thread_id=thread_id, who=who, field=key)
     return out
 
 
@@ -69,10 +74,29 @@ def dump_state(
                 field=name,
             )
         raise
+    loose = loose_fields(type(model))
     for key, value in data.items():
         check_json_form(value, thread_id=thread_id, who=who, field=key)
-        _check_floats(getattr(model, key, None), thread_id=thread_id, who=who, field=key)
+        written = getattr(model, key, None)
+        _check_floats(written, thread_id=thread_id, who=who, field=key)
+        adapter = loose.get(key)
+        if adapter is not None:
+            _check_faithful(adapter, written, value, thread_id=thread_id, who=who, field=key)
     return data
+
+
+def _check_faithful(
+    adapter: TypeAdapter[Any], value: Any, stored: Any, *, thread_id: str, who: str, field: str
+) -> None:
+    found = unfaithful(adapter, value, stored)
+    if found is not None:
+        reason, path = found
+        where = field + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+        reason += (
+            " in a field of any type (JSON would give it back changed after a resume; "
+            "or declare the field's type)"
+        )
+        raise UnstorableValueError(reason, thread_id=thread_id, node=who, field=field, at=where)
 
 
 def _dump(produce: Callable[[], Any], *, thread_id: str, who: str, field: str) -> Any:

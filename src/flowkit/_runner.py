@@ -536,6 +536,13 @@ class Runner(Generic[S, D]):
                 "state fields to new values, e.g. {'count': 3}.",
                 thread_id=thread_id,
             )
+        for name, text in (("reason", reason), ("actor", actor)):
+            if not isinstance(text, str):
+                raise InvalidStateError(
+                    f"Cannot patch thread `{thread_id}` with a {type(text).__name__} as `{name}`: "
+                    f"`{name}` is text, kept in the thread's history; pass a str.",
+                    thread_id=thread_id,
+                )
         if child is None and goto is not None and goto not in self.flow.states:
             raise InvalidStateError(
                 f"Cannot move thread `{thread_id}` to `{goto}`: not a state of flow "

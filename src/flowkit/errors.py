@@ -453,7 +453,10 @@ class UnstorableValueError(StoreError):
     """A value that JSON cannot carry faithfully was refused before anything was written.
 
     NaN or ±inf floats, bytes that are not UTF-8, objects with no JSON form, strings with lone
-    surrogates and containers nested past ``flowkit._jsonform.MAX_NESTING``. ``node`` is the
+    surrogates, containers nested past ``flowkit._jsonform.MAX_NESTING``, integers of more
+    digits than Python reads back, and, in a field that admits any type (``Any``, a bare
+    ``dict``, ...), a value JSON would give back changed (a tuple, a set, an int key, a
+    datetime, a model). ``node`` is the
     node, gate, ``update_state`` or ``start`` that produced it; ``field`` the state (or gate
     input) field; ``at`` the place inside it (``scores[3].value``). The thread is unchanged.
     """

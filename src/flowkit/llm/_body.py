@@ -14,7 +14,13 @@ import time
 from collections.abc import Mapping
 from typing import Literal
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "BodyLimitError", "Budget", "LineSplitter"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "BodyLimitError",
+    "Budget",
+    "LineSplitter",
+    "not_text",
+]
 
 #: Chat answers are kilobytes; 10 MiB leaves room for long ones and still bounds memory.
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
@@ -24,10 +30,11 @@ _EOL = re.compile(r"\r\n|\r|\n")
 
 
 class BodyLimitError(Exception):
-    """An attempt ran past its deadline or its size cap while the body was arriving."""
+    """An attempt ran past its deadline or its size cap while the body was arriving, or the
+    body is not text (``kind`` "response": bytes that are not UTF-8)."""
 
-    def __init__(self, kind: Literal["timeout", "too_large"], detail: str) -> None:
-        self.kind: Literal["timeout", "too_large"] = kind
+    def __init__(self, kind: Literal["timeout", "too_large", "response"], detail: str) -> None:
+        self.kind: Literal["timeout", "too_large", "response"] = kind
         self.detail = detail
         super().__init__(detail)
 
@@ -84,7 +91,9 @@ class LineSplitter:
     """
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        # Strict: an answer is handed over as the model wrote it, never with U+FFFD put in
+        # for bytes that were not text.
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._pieces: list[str] = []  # the line being received, in pieces
         self._after_cr = False  # the text so far ends with CR: a LF next completes a CRLF
 
@@ -95,7 +104,7 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[str]:
         """The lines ``data`` completes; a partial last line waits for the next call."""
-        text = self._decoder.decode(data)
+        text = self._decode(data)
         if self._after_cr and text:
             self._after_cr = False
             if text[0] == "\n":  # the second half of a CRLF split across chunks
@@ -112,8 +121,19 @@ class LineSplitter:
         self._after_cr = self._after_cr or text.endswith("\r")
         return lines
 
+    def _decode(self, data: bytes, *, final: bool = False) -> str:
+        try:
+            return self._decoder.decode(data, final)
+        except UnicodeDecodeError as exc:
+            raise BodyLimitError("response", not_text(exc)) from None
+
     def end(self) -> list[str]:
         """The last line, once the body has ended."""
-        tail = "".join(self._pieces) + self._decoder.decode(b"", final=True)
+        tail = "".join(self._pieces) + self._decode(b"", final=True)
         self._pieces.clear()
         return [tail] if tail else []
+
+
+def not_text(exc: UnicodeDecodeError) -> str:
+    """What a body that is not UTF-8 text is said to be, in error text."""
+    return f"bytes that are not UTF-8 text (a {exc.reason} at byte {exc.start} of a piece)"

@@ -22,7 +22,7 @@ import httpx
 from pydantic import BaseModel, SecretStr
 
 from flowkit.errors import LLMConfigError, LLMError
-from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget
+from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget, not_text
 from flowkit.llm._exchange import (
     ChatExchange,
     Exchange,
@@ -305,11 +305,19 @@ class HTTPChatLLM(ChatExchange):
 
     def _received(
         self, response: httpx.Response, request: HTTPRequest, body: bytes | OpenBody
-    ) -> HTTPResponse:
+    ) -> HTTPResponse | TransportFailure:
         if isinstance(body, OpenBody):
             text, handle = "", body
-        else:
+        elif not response.is_success:  # only ever error text
             text, handle = body.decode(response.encoding or "utf-8", errors="replace"), None
+        else:
+            try:
+                # An answer is handed over as written: bytes that are not text are refused,
+                # never replaced with U+FFFD.
+                text, handle = body.decode(response.encoding or "utf-8"), None
+            except (UnicodeDecodeError, LookupError) as exc:
+                detail = not_text(exc) if isinstance(exc, UnicodeDecodeError) else str(exc)
+                return TransportFailure("response", detail, exc)
         return HTTPResponse(
             status=response.status_code,
             headers={k.lower(): v for k, v in response.headers.items()},

@@ -154,8 +154,8 @@ class StreamDecoder:
         )
 
     def cut(self, kind: str, detail: str) -> LLMError:
-        """The error for a stream that failed midway (``kind``: timeout, too_large, or any
-        other: the connection was cut)."""
+        """The error for a stream that failed midway (``kind``: timeout, too_large,
+        response (bytes that are not text), or any other: the connection was cut)."""
         received = f"after {len(self.text)} characters"
         if kind == "timeout":
             return LLMTimeoutError(
@@ -164,7 +164,7 @@ class StreamDecoder:
                 "the whole answer).",
                 model=self._model,
             )
-        if kind == "too_large":
+        if kind in ("too_large", "response"):
             return LLMResponseError(
                 f"The stream from {self._where} was stopped {received}: {detail}.",
                 model=self._model,
