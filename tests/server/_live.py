@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,14 @@ def free_port() -> int:
 
 
 def serve_command(
-    store: str, port: int, token: str, *options: str
+    store: str, port: int, token: str, *options: str, targets: Sequence[str] = ("review",)
 ) -> tuple[subprocess.Popen[str], str]:
-    """``flowkit serve review --store STORE`` on ``port`` in a process, up; and its base URL.
+    """``flowkit serve review --store STORE`` (or other ``targets``) on ``port`` in a process,
+    up; and its base URL.
 
     Its stdout and stderr are pipes (read them with ``communicate`` after ``terminate``)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "flowkit", "serve", "review", "--store", store,
+        [sys.executable, "-m", "flowkit", "serve", *targets, "--store", store,
          "--port", str(port), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

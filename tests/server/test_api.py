@@ -133,7 +133,12 @@ def test_a_body_not_sent_as_json_is_415_saying_how_to_send_it(
 def test_json_of_the_wrong_shape_is_still_422(client: TestClient) -> None:
     start(client)
     wrong = client.post("/threads/doc/resume", json="approve", headers=AUTH)
-    assert "valid dictionary" in problem(wrong, 422, "invalid_request")["detail"]
+    body = problem(wrong, 422, "invalid_request")
+    [error] = body["errors"]
+    assert error["loc"] == ["body"] and error["msg"]  # the reason in pydantic's words
+    assert body["detail"] == (
+        f"The request is not valid: body: {error['msg']} (1 error(s) in `errors`)."
+    )
 
 
 def test_the_document_promises_415_exactly_where_a_body_is_taken(client: TestClient) -> None:

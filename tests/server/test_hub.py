@@ -137,3 +137,111 @@ def test_closing_the_streams_ends_every_subscription_and_refuses_new_ones() -> N
         await hub.stop()
 
     asyncio.run(main())
+
+
+class CountingStore:
+    """A store that counts what the hub reads from it: journal reads (``records``) and the
+    records they parsed, and loads (a subscription's first look at where the thread is)."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+        self.reads = 0
+        self.loads = 0
+        self.parsed = 0
+
+    def records(self, thread_id: str) -> Any:
+        found = self.inner.records(thread_id)
+        self.reads += 1
+        self.parsed += len(found)
+        return found
+
+    def load(self, thread_id: str, *, after: int | None = None) -> Any:
+        log = self.inner.load(thread_id, after=after)
+        self.loads += 1
+        return log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def follow(hub: Hub, after: int, last: int) -> tuple[list[int], int]:
+    """Read the thread from ``after`` as an EventSource does: on ``lagging``, reconnect with
+    the id it carries. The checkpoint versions received, and the connections it took."""
+    versions: list[int] = []
+    connections = 0
+    while not versions or versions[-1] < last:
+        connections += 1
+        sub = await hub.subscribe("c", counter.change_classes, after=after, private=True)
+        for name, event_id, data in await drain(hub, sub):
+            if name == "checkpoint":
+                versions.append(data["version"])
+            after = int(event_id.partition(".")[0])  # the Last-Event-ID it would send
+        hub.unsubscribe(sub)
+        assert connections < 50, "no progress"
+    return versions, connections
+
+
+def test_clients_that_do_not_read_are_dropped_without_reading_the_journal_and_resume() -> None:
+    async def main() -> None:
+        inner = MemoryStore()
+        store = CountingStore(inner)
+        hub = Hub(store, ring_size=16)  # type: ignore[arg-type]
+        hub.start()
+        runner = Runner(counter, store=tap(inner, hub))
+        runner.start("c", {"steps": 1200})
+        # 20 clients that do not read: their streams wait while the whole run is written.
+        idle = [
+            await hub.subscribe("c", counter.change_classes, after=None, private=True)
+            for _ in range(20)
+        ]
+        start = idle[0].cursor
+        await asyncio.to_thread(runner.resume, "c", {"go": True})
+        await asyncio.sleep(0.05)  # the tap's hand-over runs on the loop
+        last = store.inner.records("c")[-1].version
+        store.reads = store.parsed = store.loads = 0
+        for sub in idle:
+            # Far behind the ring: dropped at once, with the id to resume from.
+            assert await drain(hub, sub) == [
+                ("lagging", str(start), {"version": start, "detail": ANY_TEXT})
+            ]
+            hub.unsubscribe(sub)
+        assert (store.reads, store.parsed, store.loads) == (0, 0, 0)
+        # Each comes back with Last-Event-ID: one read of its backlog, every event once.
+        for _ in idle:
+            versions, connections = await follow(hub, start, last)
+            assert versions == list(range(start + 1, last + 1))
+            assert connections == 1
+        assert store.reads == len(idle)
+        assert store.parsed == len(idle) * len(store.inner.records("c"))
+        await hub.stop()
+
+    asyncio.run(main())
+
+
+def test_a_backlog_past_its_bound_is_sent_over_several_connections_once_each() -> None:
+    async def main() -> None:
+        inner = MemoryStore()
+        store = CountingStore(inner)
+        hub = Hub(store, ring_size=16, backlog_size=100)  # type: ignore[arg-type]
+        hub.start()
+        runner = Runner(counter, store=tap(inner, hub))
+        runner.start("c", {"steps": 450})
+        await asyncio.to_thread(runner.resume, "c", {"go": True})
+        last = store.inner.records("c")[-1].version
+        store.reads = 0
+        versions, connections = await follow(hub, 0, last)
+        assert versions == list(range(1, last + 1))  # in order, none twice, none missed
+        assert connections == store.reads == 5  # 100 records each: at most one read each
+        await hub.stop()
+
+    asyncio.run(main())
+
+
+class _AnyText:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and bool(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+ANY_TEXT: Any = _AnyText()

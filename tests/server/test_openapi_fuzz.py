@@ -2,12 +2,19 @@
 and every response matches what the document says (status, media type, body schema).
 
 Bounded: a few dozen examples per operation, well under a minute. The events stream is left
-out (a stream of a real thread never ends); tests/server/test_events.py covers it.
+out of the in-process runs (a stream of a real thread never ends); the last test runs the
+schemathesis command over the whole document, the stream too, against `flowkit serve`.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import schemathesis
+from _live import free_port, serve_command
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
@@ -56,3 +63,48 @@ def test_the_api_keeps_to_its_openapi_document(case: schemathesis.Case) -> None:
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_without_a_token_every_operation_keeps_to_it_too(case: schemathesis.Case) -> None:
     case.call_and_validate(checks=CHECKS)
+
+
+#: Bodies whose fields are the flow's (a start state, a gate's input, a patch): the document
+#: gives their shape, the thread's own flow and gate decide what fits, and a 422 says why.
+_FLOW_BODIES = r"^/(flows/\{flow\}/threads|threads/\{thread_id\}/(resume|state))$"
+_CONFIG = f"""
+continue-on-failure = true
+max-stream-events = 1
+request-timeout = 10
+workers = 1
+
+[generation]
+max-examples = 15
+
+[[operations]]
+include-path-regex = '{_FLOW_BODIES}'
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409",
+                                                     "422", "429"]
+"""
+
+
+@pytest.mark.slow
+def test_schemathesis_finds_no_mismatch_against_a_real_flowkit_serve(tmp_path: Path) -> None:
+    """Every operation of the served document, events included, against `flowkit serve` on
+    loopback: all of schemathesis's checks and phases (coverage, fuzzing, stateful links), no
+    server error and no response that differs from the document."""
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(_CONFIG)
+    flows = Path(__file__).parent / "serve_flows.py"
+    process, base = serve_command(
+        str(tmp_path / "store"), free_port(), TOKEN,
+        targets=("review", f"{flows}:chat", f"{flows}:owned"),
+    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(config),
+             "run", f"{base}/openapi.json", "-H", f"Authorization: Bearer {TOKEN}",
+             "--seed", "1", "--no-color"],
+            check=False, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert "Tested: 13" in done.stdout  # the whole document, the event stream too

@@ -16,7 +16,7 @@ from _live import free_port, serve_command
 
 from flowkit.cli import main
 
-EXTRA = "pip install 'flowkit[server]'"
+EXTRA = "pip install 'flowkit-workflows[server]'"
 TOKEN = "serve-token-0123456789abcdef"
 
 

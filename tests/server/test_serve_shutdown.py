@@ -176,3 +176,24 @@ def test_a_browser_with_the_review_page_open_does_not_hold_the_server_up(
     assert_stopped_cleanly(code, err)
     assert err == ""
     page.locator("#live", has_text="reconnecting").wait_for()  # and says so, for a person
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_right_after_the_serving_line_stops_the_server(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    # The window between the line and uvicorn taking the signals over: a signal there was
+    # once heard by nobody, and the server served on.
+    for attempt in range(5):
+        server = Served(tmp_path / f"store-{attempt}")
+        server.process.send_signal(sig)
+        try:
+            _, err = server.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.communicate(timeout=30)
+            raise AssertionError(
+                f"attempt {attempt + 1}: still serving 30 s after {sig.name}"
+            ) from None
+        assert_stopped_cleanly(server.process.returncode, err)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .._distribution import install_hint
 from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target
 from ._store import add_store_option, is_database_url, open_for_writing, shown, store_location
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
-_EXTRA = "pip install 'flowkit[server]'"
+_EXTRA = install_hint("server")
 #: Seconds a stopping server waits for running requests, then for runs still going.
 _GRACE_S = 5
 
@@ -39,7 +40,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     serve = commands.add_parser(
         "serve",
         parents=[common],
-        help="serve flows over HTTP: API, live events, review page (needs flowkit[server])",
+        help="serve flows over HTTP: API, live events, review page (needs the server extra)",
     )
     serve.add_argument("targets", nargs="+", metavar="TARGET", help=TARGET_HELP)
     add_store_option(serve)
@@ -58,7 +59,39 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--read-only", action="store_true",
         help="serve without $FLOWKIT_SERVER_TOKEN: nothing can be changed",
     )  # fmt: skip
+    serve.add_argument(
+        "--max-connections", type=_whole, default=1000, metavar="N",
+        help="open connections at most; more are answered 503 (1000, less if `ulimit -n` is low)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--header-timeout", type=_seconds, default=10.0, metavar="SECONDS",
+        help="close a connection whose request headers have not all come by then (10)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--body-timeout", type=_seconds, default=30.0, metavar="SECONDS",
+        help="close a connection whose request body has not all come by then (30)",
+    )  # fmt: skip
     serve.set_defaults(run=_cmd_serve)
+
+
+def _whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a number of seconds") from None
+    if not 0 < value < 86400:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text[:20]} is not between 0 and 86400 seconds")
+    return value
 
 
 def _port(text: str) -> int:
@@ -104,17 +137,28 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     sock = _listen(args.host, args.port)
     port = sock.getsockname()[1]  # --port 0: the one the system chose
     host = f"[{args.host}]" if ":" in args.host else args.host
+    from ..server._limits import Limits
     from ..server._uvicorn import run
 
+    limits = Limits(
+        max_connections=args.max_connections,
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
+    )
+
     hurry = threading.Event()
-    with _following(location, app.state.flowkit.hub.changed):
-        # Ours before uvicorn's: it takes both signals while it serves and puts these back
-        # when it stops, so a signal from then on is heard here (never a KeyboardInterrupt).
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: hurry.set())
+
+    def ready() -> None:
         out.write(f"serving {names} from store {shown(location)} on http://{host}:{port}/\n")
         out.flush()
-        if run(app, sock, grace_s=_GRACE_S):
+
+    with _following(location, app.state.flowkit.hub.changed):
+        # Ours for after the server: ``run`` stops the server on a signal while it serves
+        # (from before ``ready`` says so) and puts these back when it stops, so a signal from
+        # then on is heard here (never a KeyboardInterrupt).
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: hurry.set())
+        if run(app, sock, grace_s=_GRACE_S, ready=ready, limits=limits):
             hurry.set()
     _let_runs_finish(hurry, _GRACE_S)
     return 0

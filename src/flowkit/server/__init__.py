@@ -1,7 +1,7 @@
 """flowkit's HTTP server: an API for the threads of any flow, their events over SSE and
 WebSocket, and a review page for people. Needs the ``server`` extra::
 
-    pip install 'flowkit[server]'
+    pip install 'flowkit-workflows[server]'
 
 ``create_app(flows, store=...)`` builds the ASGI app; ``flowkit serve TARGET... --store DIR``
 runs it with uvicorn. Nothing here is imported by ``import flowkit``. See docs/server.md.
@@ -13,9 +13,10 @@ try:
     import fastapi  # noqa: F401
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on what is installed
+    from .._distribution import install_hint
+
     raise ImportError(
-        f"flowkit.server needs the server extra ({exc.name} is missing): "
-        "pip install 'flowkit[server]'"
+        f"flowkit.server needs the server extra ({exc.name} is missing): {install_hint('server')}"
     ) from exc
 
 from ._app import TOKEN_ENV, Server, create_app

@@ -188,7 +188,8 @@ def _may_read(server: Server, principal: str | None, summary: dict[str, Any]) ->
 )
 def start_thread(request: Request, flow: FlowName, body: StartRequest, principal: Principal) -> Any:
     """Start a thread and run it until it waits, finishes or fails (or, ``wait: false``, let
-    it run on)."""
+    it run on). ``input`` must fit the flow's state (its schema: ``GET /flows``); what does not
+    is a 422 naming the fields."""
     server = server_of(request)
     server.guard.require(principal, "start")
     runner = server.served.runner(flow)
@@ -311,7 +312,9 @@ def fork_thread(
 def update_thread_state(
     request: Request, thread_id: ThreadId, body: UpdateStateRequest, principal: Principal
 ) -> dict[str, Any]:
-    """Patch the state (an audited checkpoint naming the principal and the reason)."""
+    """Patch the state (an audited checkpoint naming the principal and the reason).
+    ``values`` and ``goto`` must fit the thread's flow (its state schema and states: ``GET
+    /flows``); what does not is a 422."""
     server = server_of(request)
     runner, _ = open_thread(server, principal, "update", thread_id)
     result = runner.update_state(

@@ -265,11 +265,25 @@ def _install_handlers(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else "The request failed."
         if exc.status_code == 404:
             detail = "No such resource on this server; GET /docs lists the API."
-        return problem_response(
-            Problem(exc.status_code, code, detail, headers=dict(exc.headers or {}))
-        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route on the path; the path has more.
+            headers["Allow"] = ", ".join(_methods_of(request))
+        return problem_response(Problem(exc.status_code, code, detail, headers=headers))
 
     app.add_exception_handler(Problem, on_problem)
     app.add_exception_handler(FlowkitError, on_flowkit_error)
     app.add_exception_handler(RequestValidationError, on_invalid)
     app.add_exception_handler(StarletteHTTPException, on_http)
+
+
+def _methods_of(request: Request) -> list[str]:
+    """Every method some route takes on the request's path."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)

@@ -1,8 +1,12 @@
 """The event hub: one journal tail per watched thread, fanned out to its subscribers.
 
 Journal records come from the tapped store (``_tap``) and are encoded once into a bounded ring
-shared by every subscriber of the thread; a subscriber behind the ring reads the journal from
-the store instead, so no checkpoint is ever lost, however slow the client. Events that are not
+shared by every subscriber of the thread. A subscriber that asks for records older than the ring
+(``Last-Event-ID``) reads them from the store once, at most ``backlog_size`` of them; one that
+falls behind the ring after that (a client that does not read) costs nothing more: it is
+dropped with a ``lagging`` event whose id is the last version it got, and reconnecting with that
+``Last-Event-ID`` resumes where it left off. So no checkpoint is ever lost, and however many
+clients lag, each costs at most one store read per connection. Events that are not
 journaled (a node started or finished, tokens, ``ctx.emit`` values) go into each subscriber's
 own bounded queue with seed 000's rules (``flowkit.runtime``'s ``ThreadQueue``): progress
 coalesced per type, other events evicted first when it fills. Checkpoints are always sent
@@ -20,21 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
 from .._logging import get_logger
 from ..errors import FlowkitError, ServerConfigError, ThreadNotFoundError
 from ..runtime._queue import Envelope, Priority, ThreadQueue, classify_event, merge_progress
 from ..stores._protocol import AnyRecord, Store
-from ._journal import checkpoint_data, frame
+from ._backlog import encoded_after, latest_version, records_after
+from ._frames import checkpoint_frame, deleted_frame, lagging_frame, live_frame
 from ._problems import Problem
 
-__all__ = ["SHUTTING_DOWN", "Hub", "LiveClassifier", "Subscription"]
+__all__ = ["LAGGING", "SHUTTING_DOWN", "Hub", "LiveClassifier", "Subscription"]
 
 #: A live event's priority and coalescing type for one subscription; ``None`` skips it.
 LiveClassifier = Callable[[Event], "tuple[Priority, str] | None"]
@@ -45,6 +48,8 @@ _RING_BATCH = 64
 _STORE_BATCH = 500
 #: Why every subscription ends when the server stops (a WebSocket then closes "going away").
 SHUTTING_DOWN = "the server is shutting down"
+#: Why a subscriber that fell behind the ring is dropped (it resumes with Last-Event-ID).
+LAGGING = "the client fell behind"
 
 
 @dataclass(eq=False)
@@ -58,6 +63,10 @@ class Subscription:
     classify: LiveClassifier
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     live_sent: int = 0
+    #: Checkpoints read from the store for this subscriber (its one read), still to send;
+    #: whether that read is spent (or never needed: the subscriber started from now).
+    backlog: deque[tuple[int, bytes]] = field(default_factory=deque)
+    store_read: bool = False
     #: Why the subscription ended, and the frames still to send before it does.
     closed: str | None = None
     final: list[bytes] = field(default_factory=list)
@@ -86,17 +95,20 @@ class Hub:
         store: Store,
         *,
         ring_size: int = 1024,
+        backlog_size: int = 2048,
         queue_size: int = 256,
         max_subscribers: int = 2000,
         poll_s: float = 2.0,
         keepalive_s: float = 15.0,
     ) -> None:
-        for name, value in (("ring_size", ring_size), ("queue_size", queue_size),
+        for name, value in (("ring_size", ring_size), ("backlog_size", backlog_size),
+                            ("queue_size", queue_size),
                             ("max_subscribers", max_subscribers)):  # fmt: skip
             if not isinstance(value, int) or value < 1:
                 raise ServerConfigError(f"`{name}` must be at least 1, not {value!r}.")
         self.store = store  # the store itself, not the tapped one: the hub only reads
         self.ring_size = ring_size
+        self.backlog_size = backlog_size
         self.queue_size = queue_size
         self.max_subscribers = max_subscribers
         self.poll_s = poll_s
@@ -198,11 +210,12 @@ class Hub:
         sub = Subscription(
             thread_id, -1, private, ThreadQueue(self.queue_size, high_water), classify
         )
+        sub.store_read = after is None  # from now on: the ring has all it will need
         watch.subscribers.add(sub)
         self._count += 1
         try:
             if fresh or watch.last is None:
-                latest = await asyncio.to_thread(_latest_version, self.store, thread_id)
+                latest = await asyncio.to_thread(latest_version, self.store, thread_id)
                 if watch.last is None or latest > watch.last:
                     watch.last = latest
                 if watch.missed:
@@ -234,7 +247,14 @@ class Hub:
                 return final
             last = watch.last if watch.last is not None else sub.cursor
             if sub.cursor < last:
-                frames = self._from_ring(watch, sub)
+                frames = _from_backlog(sub)
+                if frames is None:
+                    frames = self._from_ring(watch, sub)
+                if frames is None and sub.store_read:
+                    # Behind the ring again: a client that does not keep up is not read the
+                    # journal for again and again; it resumes from its Last-Event-ID.
+                    sub.end(LAGGING, lagging_frame(sub.cursor))
+                    continue
                 if frames is None:
                     frames = await self._from_store(watch, sub)
                 if frames:
@@ -244,7 +264,7 @@ class Hub:
             envelope = sub.queue.take()
             if envelope is not None:
                 sub.live_sent += 1
-                return [_live_frame(envelope.event, f"{sub.cursor}.{sub.live_sent}")]
+                return [live_frame(envelope.event, f"{sub.cursor}.{sub.live_sent}")]
             sub.wake.clear()
             try:
                 await asyncio.wait_for(sub.wake.wait(), self.keepalive_s)
@@ -275,18 +295,18 @@ class Hub:
         return frames
 
     async def _from_store(self, watch: _Watch, sub: Subscription) -> list[bytes]:
+        """The subscriber's one read of the store: up to ``backlog_size`` checkpoints after its
+        cursor, encoded off the loop; the first batch of them."""
+        sub.store_read = True
         try:
-            records = await asyncio.to_thread(
-                _records_after, self.store, sub.thread_id, sub.cursor, _STORE_BATCH
-            )
+            sub.backlog = await asyncio.to_thread(
+                encoded_after, self.store, sub.thread_id, sub.cursor, self.backlog_size,
+                watch.classes,
+            )  # fmt: skip
         except ThreadNotFoundError:
-            sub.end("the thread was deleted", _deleted_frame(sub.thread_id))
+            sub.end("the thread was deleted", deleted_frame(sub.thread_id))
             return []
-        frames = []
-        for record in records:
-            frames.append(_checkpoint_frame(record, watch.classes))
-            sub.cursor = record.version
-        return frames
+        return _from_backlog(sub) or []
 
     # -- feeding (any thread) ------------------------------------------------------------------
 
@@ -318,7 +338,9 @@ class Hub:
 
     # -- on the loop ---------------------------------------------------------------------------
 
-    def _on_records(self, thread_id: str, records: Sequence[AnyRecord]) -> None:
+    def _on_records(
+        self, thread_id: str, records: Sequence[AnyRecord], *, from_store: bool = False
+    ) -> None:
         watch = self._watches.get(thread_id)
         if watch is None:
             return
@@ -330,8 +352,13 @@ class Hub:
             if record.version <= watch.last:
                 continue
             if record.version > watch.last + 1:
-                watch.ring.clear()  # keep the ring contiguous; the gap is read from the store
-            watch.ring.append((record.version, _checkpoint_frame(record, watch.classes)))
+                if not from_store:
+                    # Another process wrote the records in between: read them (and these)
+                    # from the store, so the ring stays whole for the subscribers on it.
+                    self._nudge(thread_id)
+                    break
+                watch.ring.clear()  # the journal itself skips them (compacted): start anew
+            watch.ring.append((record.version, checkpoint_frame(record, watch.classes)))
             watch.last = record.version
             added = True
         if added:
@@ -344,7 +371,7 @@ class Hub:
             return
         watch.ring.clear()
         for sub in watch.subscribers:
-            sub.end("the thread was deleted", _deleted_frame(thread_id))
+            sub.end("the thread was deleted", deleted_frame(thread_id))
 
     def _on_live(self, event: Event) -> None:
         watch = self._watches.get(event.thread_id)
@@ -373,7 +400,7 @@ class Hub:
             return
         try:
             records = await asyncio.to_thread(
-                _records_after, self.store, thread_id, watch.last, _STORE_BATCH, True
+                records_after, self.store, thread_id, watch.last, _STORE_BATCH, True
             )
         except ThreadNotFoundError:
             self._on_deleted(thread_id)
@@ -384,7 +411,9 @@ class Hub:
             )
             return
         if records:
-            self._on_records(thread_id, records)
+            self._on_records(thread_id, records, from_store=True)
+        if len(records) >= _STORE_BATCH:
+            self._nudge(thread_id)  # more than one batch was written elsewhere: read on
 
     async def _poll(self) -> None:
         while True:
@@ -393,66 +422,12 @@ class Hub:
                 await self._refresh(thread_id)
 
 
-def _latest_version(store: Store, thread_id: str) -> int:
-    log = store.load(thread_id)
-    last = log.records[-1] if log.records else log.snapshot
-    if last is None:
-        raise ThreadNotFoundError(thread_id)
-    return last.version
-
-
-def _records_after(
-    store: Store, thread_id: str, after: int, limit: int, cheap: bool = False
-) -> list[AnyRecord]:
-    """Up to ``limit`` records newer than ``after``, oldest first.
-
-    ``cheap``: first ask for an incremental load (nearly free when nothing changed)."""
-    if cheap:
-        log = store.load(thread_id, after=after)
-        if log.base == after:
-            return list(log.records[:limit])
-        newest = log.records[-1] if log.records else log.snapshot
-        if newest is None or newest.version <= after:
-            return []
-        found = [r for r in log.records if r.version > after]
-        if found and found[0].version == after + 1:
-            return found[:limit]
-    found = []
-    for record in store.records(thread_id):
-        if record.version > after:
-            found.append(record)
-            if len(found) >= limit:
-                break
-    return found
-
-
-def _checkpoint_frame(record: AnyRecord, classes: Mapping[str, frozenset[str]]) -> bytes:
-    return frame("checkpoint", checkpoint_data(record, classes), str(record.version))
-
-
-def _live_frame(event: Event, event_id: str) -> bytes:
-    data: dict[str, Any] = {"node": getattr(event, "node", None)}
-    if isinstance(event, NodeStarted):
-        data["attempt"] = event.attempt
-    elif isinstance(event, NodeFinished):
-        data |= {"latency_s": round(event.latency_s, 6), "attempts": event.attempts}
-        if event.error is not None:
-            data["error_type"] = event.error.type
-    elif isinstance(event, TokenStreamed):
-        data |= {"text": event.text, "done": event.done, "call": event.call}
-    elif isinstance(event, Emitted):
-        data["value"] = json_ready(event.value)
-    return frame(event.kind, data, event_id)
-
-
-def json_ready(value: Any) -> Any:
-    """``value`` if JSON can carry it, else a note naming its type (never its repr)."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return {"unserializable": type(value).__name__}
-    return value
-
-
-def _deleted_frame(thread_id: str) -> bytes:
-    return frame("deleted", {"thread_id": thread_id})
+def _from_backlog(sub: Subscription) -> list[bytes] | None:
+    """The next batch of the subscriber's backlog; ``None`` once it is sent."""
+    frames: list[bytes] = []
+    while sub.backlog and len(frames) < _RING_BATCH:
+        version, encoded = sub.backlog.popleft()
+        if version > sub.cursor:
+            frames.append(encoded)
+            sub.cursor = version
+    return frames or None

@@ -72,6 +72,8 @@ class Guarded:
 
         try:
             body = await self._read_body(scope, receive)
+            if body is None:
+                return  # the client left (or was timed out) before its body was whole
             if isinstance(body, Problem):
                 await _send_problem(send_safe, body)
                 return
@@ -118,7 +120,9 @@ class Guarded:
                 ms=round((time.perf_counter() - began) * 1000, 1),
             )
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | Problem:
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | Problem | None:
+        """The whole body, a problem with it, or ``None`` when it never came whole: a body
+        cut short is never handed on as if it were all."""
         declared = _header(scope, b"content-length")
         limit = self.max_body_bytes
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
@@ -128,7 +132,7 @@ class Guarded:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                break
+                return None
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:

@@ -1,12 +1,13 @@
 """Request and response bodies of the HTTP API, as pydantic models (the OpenAPI document's
-schemas). Requests forbid unknown fields, so a misspelt option is a 422, not ignored.
+schemas). Requests forbid unknown fields, so a misspelt option is a 422, not ignored, and their
+flags are JSON booleans (no `0` for `false`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 __all__ = [
     "THREAD_ID_PATTERN",
@@ -36,6 +37,11 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: A JSON true or false: `0` or `"no"` is refused, as the document says, not taken for false.
+#: (Whole numbers stay lax: JSON Schema counts `3.0` as an integer.)
+Flag = Annotated[bool, Strict()]
+
+
 class StartRequest(_Request):
     """Start a thread of the flow named in the path."""
 
@@ -47,7 +53,7 @@ class StartRequest(_Request):
     input: dict[str, Any] | None = Field(
         default=None, description="The start state's fields (default: the state's defaults)"
     )
-    wait: bool = Field(
+    wait: Flag = Field(
         default=True,
         description="Answer when the run waits, finishes or fails (true), or as soon as the "
         "thread exists, letting it run on (false: 202; follow it with its events)",
@@ -61,12 +67,15 @@ class ResumeRequest(_Request):
         default=None, description="The gate's input (see the gate's input_schema); null to retry"
     )
     gate: str | None = Field(
-        default=None, max_length=512, description="Refuse unless the thread waits at this gate"
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="Refuse unless the thread waits at this gate",
     )
     expected_version: int | None = Field(
         default=None, ge=0, description="Refuse (409) if the thread moved past this version"
     )
-    wait: bool = Field(default=True, description="As for start")
+    wait: Flag = Field(default=True, description="As for start")
 
 
 class ForkRequest(_Request):
@@ -82,7 +91,9 @@ class UpdateStateRequest(_Request):
     """Patch a thread's state: an audited checkpoint of its own (who, why)."""
 
     values: dict[str, Any] = Field(default_factory=dict, description="Fields to change")
-    goto: str | None = Field(default=None, max_length=512, description="Also move it here")
+    goto: str | None = Field(
+        default=None, min_length=1, max_length=512, description="Also move it here (a state)"
+    )
     reason: str = Field(default="", max_length=2000, description="Why (kept in history)")
     expected_version: int | None = Field(default=None, ge=0)
 

@@ -4,7 +4,8 @@ protocol.
 ``GET /threads/{id}/events`` sends ``ready`` (the position it starts from), then a
 ``checkpoint`` per journal record (id: its version) and live events (``node_started``,
 ``node_finished``, and for principals ``token`` and ``custom``); ``Last-Event-ID`` (or
-``?last_event_id=``) resumes from the journal. ``deleted`` ends the stream when the thread is.
+``?last_event_id=``) resumes from the journal. ``deleted`` ends the stream when the thread is;
+``lagging`` when the client fell behind (reconnecting with its id resumes: ``_hub``).
 
 ``/threads/{id}/ws`` sends ``{"type": "message", "speaker", "text"}`` and ``{"type":
 "status", "character", "status"}`` as nodes ``ctx.emit`` them (messages are never dropped;
@@ -42,10 +43,30 @@ __all__ = ["router"]
 
 router = APIRouter()
 
+#: One server-sent event as a client parses it (OpenAPI before 3.2: ``schema`` describes each
+#: event of a ``text/event-stream``); ``data`` is one line of JSON.
+_SSE_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {
+            "type": "string",
+            "enum": ["ready", "checkpoint", "node_started", "node_finished", "token", "custom",
+                     "deleted", "lagging"],
+        },
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "id": {"type": "string", "pattern": r"^\d{1,12}(\.\d{1,12})?$"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+}  # fmt: skip
+#: ``Last-Event-ID`` as sent back: an id of this stream (blank: from now).
+_EVENT_ID_PATTERN = r"^\s*(\d{1,12}(\.\d{1,12})?)?\s*$"
+
 _SSE_DOC: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "A stream of server-sent events (ready, checkpoint, live events)",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "description": "A stream of server-sent events: ready, checkpoint, live events; "
+        "deleted or lagging end it",
+        "content": {"text/event-stream": {"schema": _SSE_EVENT}},
     },
     400: {"description": "Last-Event-ID is not an id this server sent"},
     403: {"description": "The authorisation hook denied it"},
@@ -64,7 +85,12 @@ async def thread_events(
     request: Request,
     thread_id: ThreadId,
     last_event_id: Annotated[
-        str | None, Query(max_length=40, description="As the Last-Event-ID header")
+        str | None,
+        Query(
+            max_length=40,
+            description="As the Last-Event-ID header",
+            json_schema_extra={"pattern": _EVENT_ID_PATTERN},  # checked as the header is: 400
+        ),
     ] = None,
 ) -> StreamingResponse:
     """The thread's events as server-sent events; reconnect with ``Last-Event-ID`` to get

@@ -11,23 +11,48 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
+from collections.abc import Callable
+from dataclasses import replace
 from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
 
+from .._logging import get_logger
 from ._app import Server
 from ._hub import Hub
+from ._limits import Limits, fitting_connections, guarded_protocol
 
 __all__ = ["run"]
 
 
-def run(app: FastAPI, sock: socket.socket, *, grace_s: int = 5) -> bool:
+def run(
+    app: FastAPI,
+    sock: socket.socket,
+    *,
+    grace_s: int = 5,
+    ready: Callable[[], None] = lambda: None,
+    limits: Limits | None = None,
+) -> bool:
     """Serve ``app`` on the listening ``sock`` until SIGINT or SIGTERM; return once stopped,
-    whether a second signal hurried it (then nothing else should wait either)."""
+    whether a second signal hurried it (then nothing else should wait either).
+
+    ``ready`` is called (to say the server is up) once a signal already stops the server:
+    uvicorn takes the signals over only later, once its loop runs, and a signal in between
+    must not be lost. ``limits``: connections and request deadlines (``Limits()``)."""
+    limits = limits or Limits()
+    cap = fitting_connections(limits.max_connections)
+    if cap < limits.max_connections:
+        get_logger().warning(
+            "server_connections_capped", asked=limits.max_connections, cap=cap,
+            reason="open-files limit (ulimit -n)",
+        )  # fmt: skip
+        limits = replace(limits, max_connections=cap)
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(limits),
         access_log=False,  # the app logs each request itself, without query strings
         log_level="warning",
         server_header=False,
@@ -38,11 +63,18 @@ def run(app: FastAPI, sock: socket.socket, *, grace_s: int = 5) -> bool:
     errors.addFilter(cut_short)
     served: Server = app.state.flowkit
     server = _Server(config, served.hub)
+    previous = {sig: signal.signal(sig, server.handle_exit) for sig in _SIGNALS}
     try:
+        ready()
         server.run(sockets=[sock])
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         errors.removeFilter(cut_short)
     return server.force_exit
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Server(uvicorn.Server):
