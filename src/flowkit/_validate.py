@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ._faithful import loose_fields
 from ._known_fields import suggest
 from ._node import NodeError
 from ._parallel import Parallel
@@ -120,6 +121,12 @@ def _field_problems(flow: Flow) -> list[str]:
             if not flow.schema.accepts(flow.error_field, sample):
                 found.append(
                     f"Field `{flow.error_field}` of {model_name} cannot hold a NodeError; type it "
+                    "`NodeError | None = None`, or pass error_field=None."
+                )
+            elif flow.error_field in loose_fields(flow.state):
+                found.append(
+                    f"Field `{flow.error_field}` of {model_name} admits any type, so a NodeError "
+                    "kept there would read back as a dict after a resume; type it "
                     "`NodeError | None = None`, or pass error_field=None."
                 )
     if "dialog_state" in fields:

@@ -138,3 +138,16 @@ def test_values_json_gives_back_the_same_are_kept_type_for_type(tmp_path: Path) 
         assert getattr(there, name) == getattr(here, name), name
         assert type(getattr(there, name)) is type(getattr(here, name)), name
     assert there.pairs == (3, 4) and there.by_id == {7: "seven"} and there.tags == {"a", "b"}
+
+
+def test_an_error_field_that_admits_any_type_is_refused_at_build() -> None:
+    # A NodeError kept in an Any field would come back as a dict after a resume elsewhere.
+    from flowkit.errors import FlowDefinitionError
+
+    class Loose(BaseModel):
+        error: Any = None
+
+    with pytest.raises(FlowDefinitionError) as caught:
+        Flow(name="loose", state=Loose, start="work", nodes={"work": work},
+             routes={"work": END})  # fmt: skip
+    assert "NodeError | None" in str(caught.value)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from flowkit.errors import LLMConfigError, LLMResponseError, LLMTimeoutError
-from flowkit.llm._body import LineSplitter
+from flowkit.llm._body import BodyLimitError, LineSplitter
 
 from .conftest import complete, drip, huge, ok, stream
 
@@ -203,15 +203,39 @@ def test_one_long_stream_line_is_scanned_once_not_once_per_chunk(monkeypatch, me
     assert counting.scanned <= 2 * size + 16
 
 
-@given(st.binary(max_size=60), st.lists(st.integers(min_value=0, max_value=60), max_size=6))
-def test_line_splitter_gives_the_same_lines_however_the_body_is_cut(body, cuts):
-    whole = LineSplitter()
-    expected = whole.feed(body) + whole.end()
+def _cut(body: bytes, cuts: list[int]) -> list[bytes]:
     pieces, start = [], 0
     for end in sorted(cuts):
         pieces.append(body[start:end])
         start = max(start, end)
     pieces.append(body[start:])
+    return pieces
+
+
+_TEXT = st.text(alphabet=st.sampled_from('ab \r\n\u2028é日🙂{}"'), max_size=40)
+_CUTS = st.lists(st.integers(min_value=0, max_value=160), max_size=6)
+
+
+@given(_TEXT.map(str.encode), _CUTS)
+def test_line_splitter_gives_the_same_lines_however_the_body_is_cut(body, cuts):
+    whole = LineSplitter()
+    expected = whole.feed(body) + whole.end()
     split = LineSplitter()
-    got = [line for piece in pieces for line in split.feed(piece)] + split.end()
+    got = [line for piece in _cut(body, cuts) for line in split.feed(piece)] + split.end()
     assert got == expected
+
+
+@given(
+    _TEXT.map(str.encode),
+    _TEXT.map(str.encode),
+    st.sampled_from([b"\xff", b"\xe9a", b"\xed\xa0\x80"]),
+    _CUTS,
+)
+def test_bytes_that_are_not_text_are_refused_however_the_body_is_cut(before, after, bad, cuts):
+    # Never handed over with U+FFFD in place of what the server sent.
+    split = LineSplitter()
+    with pytest.raises(BodyLimitError) as caught:
+        for piece in _cut(before + bad + after, cuts):
+            split.feed(piece)
+        split.end()
+    assert caught.value.kind == "response"

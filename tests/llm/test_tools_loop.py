@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from flowkit import END, Flow, Runner
+from flowkit import END, Flow, NodeError, Runner
 from flowkit.errors import FlowDefinitionError, LLMConfigError, ToolError, ToolLoopLimitError
 from flowkit.llm import ReplayLLM, Tool, ToolCall, ToolLoop, ToolLoopState
 from flowkit.stores import MemoryStore
@@ -163,7 +163,7 @@ def test_a_model_that_never_stops_asking_is_bounded() -> None:
 
 def test_a_limit_reached_can_be_routed_like_any_node_error() -> None:
     class Guarded(Trip):
-        error: Any = None
+        error: NodeError | None = None
 
     def apologise(state: Guarded) -> dict[str, Any]:
         return {"advice": "sorry"}

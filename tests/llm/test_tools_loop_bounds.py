@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from flowkit import Flow, Gate, Runner
+from flowkit import Flow, Gate, NodeError, Runner
 from flowkit.errors import LLMConfigError, ToolCallLimitError
 from flowkit.llm import ReplayLLM, ToolLoop, ToolLoopState
 from flowkit.stores import MemoryStore
@@ -88,7 +88,7 @@ def test_a_turn_that_hit_the_limit_does_not_doom_the_next_turn(
     tool_server: ToolServer, kind: str
 ) -> None:
     class Guarded(Chat):
-        error: Any = None
+        error: NodeError | None = None
 
     def sorry(state: Guarded) -> dict[str, Any]:
         return {"answer": "sorry", "error": None}
