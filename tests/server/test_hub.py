@@ -185,7 +185,7 @@ def test_clients_that_do_not_read_are_dropped_without_reading_the_journal_and_re
     async def main() -> None:
         inner = MemoryStore()
         store = CountingStore(inner)
-        hub = Hub(store, ring_size=16)  # type: ignore[arg-type]
+        hub = Hub(store, ring_size=16, poll_s=3600)  # type: ignore[arg-type]
         hub.start()
         runner = Runner(counter, store=tap(inner, hub))
         runner.start("c", {"steps": 1200})
@@ -222,7 +222,7 @@ def test_a_backlog_past_its_bound_is_sent_over_several_connections_once_each() -
     async def main() -> None:
         inner = MemoryStore()
         store = CountingStore(inner)
-        hub = Hub(store, ring_size=16, backlog_size=100)  # type: ignore[arg-type]
+        hub = Hub(store, ring_size=16, backlog_size=100, poll_s=3600)  # type: ignore[arg-type]
         hub.start()
         runner = Runner(counter, store=tap(inner, hub))
         runner.start("c", {"steps": 450})

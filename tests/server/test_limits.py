@@ -132,7 +132,7 @@ def test_past_the_connection_cap_new_connections_get_503_until_the_stale_ones_ti
 
 
 def test_a_request_sent_whole_is_served_on_a_kept_alive_connection(serve: object) -> None:
-    base = serve("--header-timeout", "1", "--body-timeout", "1")  # type: ignore[operator]
+    base = serve("--header-timeout", "5", "--body-timeout", "5")  # type: ignore[operator]
     with httpx.Client(headers=AUTH, timeout=WAIT_S) as client:
         for _ in range(3):  # the deadlines start again with each request
             made = client.post(f"{base}/flows/review/threads", json={})

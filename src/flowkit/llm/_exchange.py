@@ -255,14 +255,17 @@ class ChatExchange(ABC):
 
     def _wait_too_long(
         self, status: int | None, retry_after: float | None, request: HTTPRequest, attempts: int
-    ) -> LLMTimeoutError:
+    ) -> LLMUnavailableError:
+        # Still the server's refusal (429/5xx, with its status): nothing timed out; the call
+        # only declines to sleep past its own timeout.
         tries = f" (attempt {attempts})" if attempts > 1 else ""
-        return LLMTimeoutError(
+        return LLMUnavailableError(
             f"POST {request.url} (`{self.model}`) answered HTTP {status}{tries} and asked to wait "
             f"{retry_after:g} s before trying again, longer than the call's timeout of "
             f"{request.timeout:g} s, so the call ends here instead of sleeping past it. Retry "
             "later, or raise the timeout if such waits are acceptable.",
             model=self.model,
+            status_code=status,
         )
 
     def _read(self, response: HTTPResponse, request: HTTPRequest) -> LLMResponse:
