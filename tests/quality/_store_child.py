@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from flowkit.quality.errors import SessionBusyError
+from flowkit.quality.errors import SessionBusyError, StatePersistenceError, qc_code_for
 from flowkit.quality.models import IterationPolicy, Principal
 from flowkit.quality.store_contract import make_issue
 
@@ -53,6 +53,17 @@ def main() -> None:
             result = "busy"
         publish(out / f"{name}.result", result)
         wait_for(out / "stop")
+    elif command == "begin":  # begin a session on episode 1 once; say how it went, and exit
+        try:
+            store.begin_session(1, IterationPolicy(), principal=me)
+            store.commit()
+            result = "ok"
+        except SessionBusyError:
+            result = "busy"
+        except StatePersistenceError as exc:
+            result = str(qc_code_for(exc))
+        store.close()
+        publish(out / "begin.result", result)
     elif command == "stage":  # begin, commit, stage a unit, then wait to be killed
         session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
         store.commit()

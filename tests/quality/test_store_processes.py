@@ -1,6 +1,7 @@
 """The state stores across processes: two processes begin a session on one episode (one
-gets busy), and a process killed with SIGKILL in the middle of a unit, or while committing
-units, leaves every unit whole or absent and the episode unlocked."""
+gets busy), a process killed with SIGKILL in the middle of a unit, or while committing
+units, leaves every unit whole or absent and the episode unlocked, and a process that met
+damaged state does not keep other processes out of the episode."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from flowkit.quality.models import Principal
+from flowkit.quality.errors import StatePersistenceError
+from flowkit.quality.models import IterationPolicy, Principal
 from flowkit.quality.stores import WorkflowStateStore
 
+from ._damage import Backend
 from ._pg import pg_database
 
 CHILD = Path(__file__).with_name("_store_child.py")
@@ -130,3 +133,32 @@ def test_sigkill_while_committing_leaves_whole_units(
         store.commit()
     finally:
         store.close()
+
+
+def _begin_in_child(kind: str, where: str, folder: Path) -> str:
+    result = folder / "begin.result"
+    result.unlink(missing_ok=True)
+    proc = _spawn(kind, where, "begin", folder)
+    assert proc.wait(timeout=60) == 0
+    return result.read_text()
+
+
+def test_a_process_that_met_damaged_state_lets_others_begin_the_episode(
+    backend: tuple[str, str], tmp_path: Path
+) -> None:
+    damaged = Backend(*backend)
+    try:
+        first = damaged.open()
+        session_id = first.begin_session(1, IterationPolicy(), principal=AKI).session_id
+        first.commit()
+        first.end_session(session_id, "completed")
+        first.commit()
+        damaged.damage(session_id)
+        with pytest.raises(StatePersistenceError):
+            first.begin_session(1, IterationPolicy(), principal=AKI)
+        # This process stays up after the failure; another one is told the same, not busy.
+        assert _begin_in_child(*backend, tmp_path) == "QC-009"
+        damaged.repair(session_id)
+        assert _begin_in_child(*backend, tmp_path) == "ok"
+    finally:
+        damaged.close()

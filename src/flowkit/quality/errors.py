@@ -12,7 +12,8 @@ code of the tool envelope::
     ├── PromptExecutionError              internal_error  QC-004 (the LLM call failed)
     ├── TemplateMismatchError             validation_error QC-006
     ├── StatePersistenceError             internal_error  QC-009 (the state store failed)
-    │   └── StaleStateError               busy            QC-009 (state_version moved on)
+    │   ├── StaleStateError               busy            QC-009 (state_version moved on)
+    │   └── CorruptStateError             internal_error  QC-009 (stored state unreadable)
     ├── ToolUnavailableError              not_found       QC-012
     ├── ManualAlignmentRequired           validation_error QC-013
     ├── ManuscriptCacheMissError          not_found       QC-015
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..errors import FlowkitError, LLMError, LLMTimeoutError, LLMUnavailableError, StoreError
@@ -37,6 +39,7 @@ __all__ = [
     "PORTABLE_CODES",
     "QC_CODES",
     "AccessDeniedError",
+    "CorruptStateError",
     "IssueNotFoundError",
     "ManualAlignmentRequired",
     "ManualUploadPending",
@@ -137,10 +140,18 @@ class PromptExecutionError(QualityError):
 
 
 class TemplateMismatchError(QualityError):
-    """A check template does not fit the step asking for it (QC-006)."""
+    """A check template does not fit the step asking for it (QC-006); ``.template`` is its
+    file and ``.field`` the field that does not fit (``None``: the file as a whole)."""
 
     qc_code = "QC-006"
     code = "validation_error"
+
+    def __init__(
+        self, message: str, *, template: Path | None = None, field: str | None = None
+    ) -> None:
+        self.template = template
+        self.field = field
+        super().__init__(message)
 
 
 class StatePersistenceError(QualityError):
@@ -159,6 +170,17 @@ class StaleStateError(StatePersistenceError):
         self.session_id = session_id
         self.expected = expected
         self.actual = actual
+        super().__init__(message)
+
+
+class CorruptStateError(StatePersistenceError):
+    """A session's stored state cannot be read (a damaged document or row, §6.3). The write
+    that met it was rolled back and this handle let go of the session's episode lock; the
+    store logged ``quality_store_corrupt`` for the administrator. Only that session is
+    affected."""
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        self.session_id = session_id
         super().__init__(message)
 
 

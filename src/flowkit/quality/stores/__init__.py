@@ -1,5 +1,5 @@
 """Workflow state stores of the quality workflow: the ``WorkflowStateStore`` protocol, the
-JSON-file store, and (``pip install "flowkit[postgres]"``) the PostgreSQL store, imported
+JSON-file store, and (``pip install 'flowkit-workflows[postgres]'``) the PostgreSQL store, imported
 only when asked for."""
 
 from __future__ import annotations

@@ -1,24 +1,32 @@
 """What every ``WorkflowStateStore`` backend shares: the unit being staged, the versions this
 handle saw and the episode locks it holds, on top of ``ReadableStore``'s reads and access rule
 (``_reads``). A backend supplies raw reads, one atomic ``_apply`` of a unit (checking the
-version) and a cross-process episode lock."""
+version) and a cross-process episode lock.
+
+A write that meets a session whose stored state cannot be read (the backend raises
+``CorruptStateError``) rolls its unit back and lets go of that session's episode lock before the
+error reaches the caller (seed 003 §6.3), so the episode is not blocked until the process
+exits and nothing staged is written by a later ``commit``."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
 from ..._logging import get_logger
 from ..errors import (
+    CorruptStateError,
     IssueNotFoundError,
     QualityInputError,
     SessionBusyError,
     SessionNotFoundError,
     StaleStateError,
+    StatePersistenceError,
 )
 from ..ids import check_episode, session_id_for
 from ..models import (
@@ -95,7 +103,7 @@ class StagedStore(ReadableStore):
         check_principal(principal)
         if not isinstance(iteration_policy, IterationPolicy):
             raise QualityInputError("iteration_policy must be an IterationPolicy.")
-        with self._mutex:
+        with self._writing():
             self._fresh_unit("begin_session")
             if not self._try_lock(episode_number):
                 raise SessionBusyError(
@@ -103,8 +111,13 @@ class StagedStore(ReadableStore):
                     "wait for it to finish (`flowkit quality status` shows it).",
                     episode_number=episode_number,
                 )
-            ids = self._session_ids(episode_number)
-            active = [s for s in map(self._read_session, ids) if s and s.current_status == "active"]
+            try:
+                ids = self._session_ids(episode_number)
+                sessions = list(map(self._read_session, ids))
+            except BaseException:
+                self._unlock(episode_number)
+                raise
+            active = [s for s in sessions if s and s.current_status == "active"]
             if active:
                 self._unlock(episode_number)
                 newest = max(active, key=lambda s: s.created_at)
@@ -129,7 +142,7 @@ class StagedStore(ReadableStore):
             return SessionContext(session=session)
 
     def resume_session(self, session_id: str, *, principal: Principal) -> SessionContext:
-        with self._mutex:
+        with self._writing():
             current = self.get_session(session_id, principal=principal)
             if current.current_status != "active":
                 raise QualityInputError(
@@ -161,7 +174,7 @@ class StagedStore(ReadableStore):
         manuscript_hash: str | None = None,
         iteration_policy: IterationPolicy | None = None,
     ) -> None:
-        with self._mutex:
+        with self._writing():
             session = self._staged_session(session_id)
             changes: dict[str, object] = {}
             if manuscript_hash is not None:
@@ -175,7 +188,7 @@ class StagedStore(ReadableStore):
     def end_session(self, session_id: str, status: Literal["completed", "failed"]) -> None:
         if status not in ("completed", "failed"):
             raise QualityInputError(f"A session ends completed or failed, not {status!r}.")
-        with self._mutex:
+        with self._writing():
             session = self._staged_session(session_id)
             self._unit.session = session.model_copy(
                 update={"current_status": status, "lock_status": "released"}
@@ -183,7 +196,7 @@ class StagedStore(ReadableStore):
             self._unit.releases = True
 
     def release_session(self, session_id: str) -> None:
-        with self._mutex:
+        with self._writing():
             session = self._staged_session(session_id)
             self._unit.session = session.model_copy(update={"lock_status": "released"})
             self._unit.releases = True
@@ -192,19 +205,19 @@ class StagedStore(ReadableStore):
 
     def record_step_execution(self, payload: StepExecution) -> None:
         _check_type(payload, StepExecution, "record_step_execution")
-        with self._mutex:
+        with self._writing():
             self._touch(payload.session_id)
             self._unit.steps[(payload.step_id, payload.attempt)] = payload
 
     def record_issue(self, issue: Issue) -> None:
         _check_type(issue, Issue, "record_issue")
-        with self._mutex:
+        with self._writing():
             self._touch(issue.session_id)
             self._unit.issues[issue.issue_id] = issue
 
     def record_issue_resolution(self, resolution: IssueResolution) -> None:
         _check_type(resolution, IssueResolution, "record_issue_resolution")
-        with self._mutex:
+        with self._writing():
             staged = self._unit.issues.get(resolution.issue_id)
             session_id = staged.session_id if staged else self._issue_session(resolution.issue_id)
             if session_id is None:
@@ -219,28 +232,26 @@ class StagedStore(ReadableStore):
 
     def append_fetch_log(self, log: ManuscriptFetchLog) -> None:
         _check_type(log, ManuscriptFetchLog, "append_fetch_log")
-        with self._mutex:
+        with self._writing():
             self._touch(log.session_id)
             self._unit.fetch.append(log)
 
     # -- units ---------------------------------------------------------------------------------
 
     def commit(self) -> None:
-        with self._mutex:
+        with self._writing():
             unit = self._unit
             if unit.empty():
                 return
             assert unit.session_id is not None
-            base = unit.session or self._read_session(unit.session_id)
-            if base is None:  # deleted under us
-                self.rollback()
-                raise SessionNotFoundError(
-                    f"Session {unit.session_id} no longer exists.", session_id=unit.session_id
-                )
             version = 0 if unit.expected is None else unit.expected + 1
-            session = base.model_copy(update={"state_version": version})
             try:
-                self._apply(unit, session)
+                base = unit.session or self._read_session(unit.session_id)
+                if base is None:  # deleted under us
+                    raise SessionNotFoundError(
+                        f"Session {unit.session_id} no longer exists.", session_id=unit.session_id
+                    )
+                self._apply(unit, base.model_copy(update={"state_version": version}))
             except BaseException:
                 self.rollback()
                 raise
@@ -282,6 +293,30 @@ class StagedStore(ReadableStore):
         self.close()
 
     # -- helpers -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the handle for a write; one that meets damaged state rolls the unit back and
+        lets go of the damaged session's lock (§6.3), then raises."""
+        with self._mutex:
+            try:
+                yield
+            except CorruptStateError as exc:
+                self._drop_damaged(exc.session_id)
+                raise
+
+    def _drop_damaged(self, session_id: str) -> None:
+        unit, self._unit = self._unit, Unit()
+        episodes = list(unit.locked)
+        self._known.pop(session_id, None)
+        held = self._held.pop(session_id, None)
+        if held is not None:
+            episodes.append(held)
+        for episode in episodes:
+            try:
+                self._unlock(episode)
+            except StatePersistenceError as exc:  # a lost connection takes its locks with it
+                self._log.warning("quality_unlock_failed", error=type(exc).__name__)
 
     def _fresh_unit(self, what: str) -> None:
         if not self._unit.empty():

@@ -20,10 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..._atomic import write_atomically
-from ..._plain import describe_validation_error, shorten
 from ..._untrusted import parse_json
 from ..errors import StatePersistenceError
 from ..ids import episode_of
@@ -35,6 +34,7 @@ from ..models import (
     Session,
     StepExecution,
 )
+from ._corrupt import corrupt_state
 from ._staged import StagedStore, Unit, stale
 
 __all__ = ["JsonWorkflowStateStore"]
@@ -95,15 +95,12 @@ class JsonWorkflowStateStore(StagedStore):
                 raise ValueError("not a session document of this version")
             _Document.model_validate(doc)  # every record readable, or none is trusted
         except ValueError as exc:  # also not UTF-8, too deep, or a record of the wrong shape
-            self._log.error("quality_store_corrupt", session_id=session_id)
-            reason = (
-                describe_validation_error(exc)
-                if isinstance(exc, ValidationError)
-                else shorten(str(exc))
-            )
-            raise StatePersistenceError(
-                f"The state of session {session_id} in {path} cannot be read ({reason}); "
-                "restore the file from a backup or remove it to drop the session."
+            raise corrupt_state(
+                session_id,
+                store="json",
+                where=str(path),
+                fix="restore the file from a backup or remove it to drop the session.",
+                cause=exc,
             ) from exc
         for issue_id in doc.get("issues", {}):
             self._issue_index[issue_id] = session_id

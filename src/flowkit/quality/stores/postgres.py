@@ -6,7 +6,7 @@ back, so nothing of the unit is visible. Episode locks are session-level advisor
 connection of their own: PostgreSQL drops them when the connection ends, so a killed process
 never leaves an episode locked. Records are kept as JSONB beside the columns queries use.
 
-Needs ``pip install "flowkit[postgres]"``; ``import flowkit`` never imports psycopg.
+Needs ``pip install 'flowkit-workflows[postgres]'``; ``import flowkit`` never imports psycopg.
 """
 
 from __future__ import annotations
@@ -14,13 +14,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from ..._distribution import install_hint
 from ..errors import StatePersistenceError
 from ..models import Issue, IssueResolution, ManuscriptFetchLog, Session, StepExecution
+from ._corrupt import corrupt_state
 from ._staged import StagedStore, Unit, stale
 
 __all__ = ["SCHEMA", "PostgresWorkflowStateStore"]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_PG_FIX = "restore its rows from a backup, or delete the session's row to drop the session."
 
 #: First key of the two-key advisory locks this store takes (the second is the episode).
 _LOCK_SPACE = 0x51C0
@@ -73,7 +80,7 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise StatePersistenceError(
-            'The PostgreSQL store needs psycopg: pip install "flowkit[postgres]".'
+            f"The PostgreSQL store needs psycopg: {install_hint('postgres')}."
         ) from exc
     return psycopg
 
@@ -119,7 +126,7 @@ class PostgresWorkflowStateStore(StagedStore):
 
     def _read_session(self, session_id: str) -> Session | None:
         rows = self._rows("SELECT record FROM quality_sessions WHERE session_id = %s", session_id)
-        return Session.model_validate(rows[0][0]) if rows else None
+        return _read(Session, rows[0][0], session_id, "quality_sessions") if rows else None
 
     def _session_ids(self, episode_number: int | None) -> list[str]:
         if episode_number is None:
@@ -132,27 +139,24 @@ class PostgresWorkflowStateStore(StagedStore):
             )
         return [r[0] for r in rows]
 
-    def _records(self, table: str, session_id: str) -> list[Any]:
+    def _records(self, model: type[_Model], table: str, session_id: str) -> list[_Model]:
         rows = self._rows(
             f"SELECT record FROM {table} WHERE session_id = %s ORDER BY seq",
             session_id,
         )
-        return [r[0] for r in rows]
+        return [_read(model, r[0], session_id, table) for r in rows]
 
     def _read_issues(self, session_id: str) -> list[Issue]:
-        return [Issue.model_validate(r) for r in self._records("quality_issues", session_id)]
+        return self._records(Issue, "quality_issues", session_id)
 
     def _read_resolutions(self, session_id: str) -> list[IssueResolution]:
-        records = self._records("quality_issue_resolutions", session_id)
-        return [IssueResolution.model_validate(r) for r in records]
+        return self._records(IssueResolution, "quality_issue_resolutions", session_id)
 
     def _read_steps(self, session_id: str) -> list[StepExecution]:
-        records = self._records("quality_step_executions", session_id)
-        return [StepExecution.model_validate(r) for r in records]
+        return self._records(StepExecution, "quality_step_executions", session_id)
 
     def _read_fetch(self, session_id: str) -> list[ManuscriptFetchLog]:
-        records = self._records("quality_fetch_log", session_id)
-        return [ManuscriptFetchLog.model_validate(r) for r in records]
+        return self._records(ManuscriptFetchLog, "quality_fetch_log", session_id)
 
     def _issue_session(self, issue_id: str) -> str | None:
         rows = self._rows("SELECT session_id FROM quality_issues WHERE issue_id = %s", issue_id)
@@ -166,11 +170,14 @@ class PostgresWorkflowStateStore(StagedStore):
         try:
             with self._conn.transaction(), self._conn.cursor() as cur:
                 cur.execute(
-                    "SELECT state_version FROM quality_sessions WHERE session_id = %s FOR UPDATE",
+                    "SELECT state_version, record FROM quality_sessions WHERE session_id = %s "
+                    "FOR UPDATE",
                     (sid,),
                 )
                 row = cur.fetchone()
                 stored = row[0] if row else None
+                if row is not None:  # a damaged row is reported, never silently overwritten
+                    _check_row(sid, row[0], row[1])
                 if stored != unit.expected:
                     raise stale(sid, unit.expected, stored)
                 cur.execute(
@@ -244,6 +251,36 @@ class PostgresWorkflowStateStore(StagedStore):
                 )
             except self._errors as exc:
                 raise _persist_error(exc) from exc
+
+
+def _read(model: type[_Model], record: Any, session_id: str, table: str) -> _Model:
+    """A stored record as ``model``; a row of the wrong shape is the session's corruption."""
+    try:
+        return model.model_validate(record)
+    except ValidationError as exc:
+        raise corrupt_state(
+            session_id,
+            store="postgres",
+            where=f"table {table}",
+            fix=_PG_FIX,
+            cause=exc,
+        ) from exc
+
+
+def _check_row(session_id: str, version: int, record: Any) -> None:
+    """The session row agrees with itself: its record is readable and has its version."""
+    session = _read(Session, record, session_id, "quality_sessions")
+    if session.state_version != version:
+        problem = ValueError(
+            f"the record has state_version {session.state_version}, the row {version}"
+        )
+        raise corrupt_state(
+            session_id,
+            store="postgres",
+            where="table quality_sessions",
+            fix=_PG_FIX,
+            cause=problem,
+        )
 
 
 def _json(model: Any) -> Any:
