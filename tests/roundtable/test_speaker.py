@@ -58,6 +58,7 @@ def test_normalize_name(raw: str, expected: str) -> None:
         ('{"next":"LUMINA"} [Next: NOX]', ["LUMINA", "NOX"]),
         ("<think>[Next: NOX]</think> fine. [Next: CLARIS]", ["CLARIS"]),
         ("<think>unclosed [Next: NOX]", []),
+        ("ノクスかな [Next: NOX]</think>答え。[Next: CLARIS]", ["CLARIS"]),
         ("［Ｎｅｘｔ：ノクス］", ["ノクス"]),  # full-width brackets and colon
         ("[ NEXT :  ルミナ ]", ["ルミナ"]),
         ("no tag at all", []),

@@ -29,6 +29,10 @@ NAMES = ["ルミナ", "クラリス", "ノクス", "Lumina", "Claris", "Nox"]
         ("<THINK>\nplan\n</THINK>Sunny.", "Sunny."),
         ("<thought>x</thought>OK.", "OK."),
         ("Sunny.<think>never closed", "Sunny."),
+        # a stray close (the chat template opened the section) goes with all before it
+        ("考え中。クラリスに振ろうかな</think>答えです。", "答えです。"),
+        ("plan\n</THOUGHT>\nSunny.", "Sunny."),
+        ("<think>a</think>b</think>晴れです。", "晴れです。"),
         # directives go from the displayed text
         ("晴れです。[Next: NOX]", "晴れです。"),
         ('Sunny. {"next": "NOX"}', "Sunny."),

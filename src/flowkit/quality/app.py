@@ -122,6 +122,7 @@ class QualityChecker:
         one; run until the session finishes or waits for a person."""
         check_episode(episode)
         text = read_manuscript(manuscript)
+        self.services.audit.archive()  # §6.2: entries past the setting leave as sessions begin
         digest = self.services.artifacts.put(text)  # fetched back by hash like any other
         self.workspace.remember_source(digest, manuscript)
         self.services.snapshots.sources[digest] = str(Path(manuscript).absolute())

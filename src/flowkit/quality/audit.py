@@ -2,35 +2,40 @@
 
 ``AuditLog`` appends one JSON line per action to ``audit/<YYYYMM>/audit.log`` (``timestamp,
 session_id, issue_id, action, performed_by, tool_used, qc_code, metadata``) and ``archive``
-gzips months older than 90 days into ``audit/archive/``. ``ChecksLog`` keeps each session's LLM
-inputs and outputs under ``checks/<session_id>/`` with a ``manifest.json`` that lists them and
-the session's policy history. Files are private (0600): they hold manuscript excerpts.
+moves every entry older than ``keep_days`` (90, §6.2) into ``audit/archive/<YYYYMM>.log.gz``.
+``ChecksLog`` keeps each session's LLM inputs and outputs under ``checks/<session_id>/`` with a
+``manifest.json`` that lists them and the session's policy history. Files are private (0600):
+they hold manuscript excerpts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import json
 import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._atomic import write_atomically
+from ._retention import KEEP_DAYS
 from .errors import QualityInputError, StatePersistenceError
 from .ids import SESSION_ID
 
-__all__ = ["KEEP_DAYS", "AuditEntry", "AuditLog", "ChecksLog"]
+__all__ = ["KEEP_DAYS", "AuditEntry", "AuditLog", "ChecksLog", "check_keep_days"]
 
-#: Days an audit month stays readable before ``archive`` moves it away (§6.2).
-KEEP_DAYS: Final = 90
 _MONTH = re.compile(r"^\d{6}$")
+#: Appends share it, an archive takes it alone: no entry is appended to a month file while
+#: the archive rewrites it, in this process or another.
+_LOCK_FILE = ".lock"
 
 
 class AuditEntry(BaseModel):
@@ -48,14 +53,30 @@ class AuditEntry(BaseModel):
     metadata: dict[str, Any] = {}
 
 
+def check_keep_days(keep_days: object) -> int:
+    """``keep_days`` as a whole number of days (0 or more), or a ``QualityInputError``."""
+    if isinstance(keep_days, bool) or not isinstance(keep_days, int) or keep_days < 0:
+        raise QualityInputError(
+            f"keep_days must be a whole number of days, 0 or more (the seed keeps {KEEP_DAYS}); "
+            f"got {str(keep_days)[:20]!r}."
+        )
+    return keep_days
+
+
 class AuditLog:
-    """Monthly JSON-lines audit files under ``root``."""
+    """Monthly JSON-lines audit files under ``root``; entries older than ``keep_days`` are
+    moved to ``archive/`` by ``archive``."""
 
     def __init__(
-        self, root: str | os.PathLike[str], *, clock: Callable[[], datetime] | None = None
+        self,
+        root: str | os.PathLike[str],
+        *,
+        clock: Callable[[], datetime] | None = None,
+        keep_days: int = KEEP_DAYS,
     ) -> None:
         self.root = Path(root)
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.keep_days = check_keep_days(keep_days)
         self._lock = threading.Lock()
 
     def record(
@@ -84,11 +105,12 @@ class AuditLog:
         with self._lock:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    os.write(fd, line.encode("utf-8"))
-                finally:
-                    os.close(fd)
+                with self._locked(fcntl.LOCK_SH):
+                    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    try:
+                        os.write(fd, line.encode("utf-8"))
+                    finally:
+                        os.close(fd)
             except OSError as exc:
                 raise StatePersistenceError(
                     f"Cannot append to the audit log {path}: {exc.strerror}."
@@ -108,28 +130,81 @@ class AuditLog:
                 out.extend(AuditEntry.model_validate_json(line) for line in lines if line)
         return out
 
-    def archive(self, *, now: datetime | None = None, keep_days: int = KEEP_DAYS) -> list[Path]:
-        """Gzip every month that ended more than ``keep_days`` ago into ``archive/``."""
-        cutoff = (now or self.clock()) - timedelta(days=keep_days)
+    def archive(self, *, now: datetime | None = None, keep_days: int | None = None) -> list[Path]:
+        """Move every entry older than ``keep_days`` (default: the log's setting) into
+        ``archive/<YYYYMM>.log.gz``, one gzip file per month; returns the files written.
+
+        An entry is moved once: a month archived again adds only what is new to its file, and
+        a month left empty is removed. A line that cannot be read stays where it is.
+        """
+        days = self.keep_days if keep_days is None else check_keep_days(keep_days)
+        cutoff = (now or self.clock()) - timedelta(days=days)
         done: list[Path] = []
-        for folder in sorted(self._months()):
-            year, month = int(folder.name[:4]), int(folder.name[4:])
-            ends = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
-            if ends > cutoff:
-                continue
-            target = self.root / "archive" / f"{folder.name}.log.gz"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = folder / "audit.log"
-            data = source.read_bytes() if source.is_file() else b""
-            write_atomically(target, gzip.compress(data), private=True)
-            shutil.rmtree(folder)
-            done.append(target)
+        if not self.root.is_dir():
+            return done
+        with self._lock, self._locked(fcntl.LOCK_EX):
+            for folder in sorted(self._months()):
+                year, month = int(folder.name[:4]), int(folder.name[4:])
+                if datetime(year, month, 1, tzinfo=UTC) >= cutoff:
+                    continue  # the month began after the cutoff: all of it is kept
+                target = self._archive_month(folder, cutoff)
+                if target is not None:
+                    done.append(target)
         return done
+
+    def _archive_month(self, folder: Path, cutoff: datetime) -> Path | None:
+        source = folder / "audit.log"
+        try:
+            lines = source.read_text(encoding="utf-8").splitlines() if source.is_file() else []
+            old: list[str] = []
+            kept: list[str] = []
+            for line in filter(None, lines):
+                (old if _older(line, cutoff) else kept).append(line)
+            target = self.root / "archive" / f"{folder.name}.log.gz"
+            if old:
+                already = _archived_lines(target)
+                seen = set(already)
+                merged = already + [line for line in old if line not in seen]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                data = "".join(f"{line}\n" for line in merged).encode("utf-8")
+                write_atomically(target, gzip.compress(data), private=True)
+            if kept and old:
+                write_atomically(source, "".join(f"{line}\n" for line in kept), private=True)
+            elif not kept:
+                shutil.rmtree(folder)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise StatePersistenceError(f"Cannot archive the audit month {folder}: {exc}.") from exc
+        return target if old else None
+
+    @contextlib.contextmanager
+    def _locked(self, how: int) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, how)
+            yield
+        finally:
+            os.close(fd)  # closing lets go of the lock
 
     def _months(self) -> list[Path]:
         if not self.root.is_dir():
             return []
         return [p for p in self.root.iterdir() if p.is_dir() and _MONTH.match(p.name)]
+
+
+def _older(line: str, cutoff: datetime) -> bool:
+    try:
+        return AuditEntry.model_validate_json(line).timestamp < cutoff
+    except ValidationError:
+        return False  # unreadable: kept in place for a person to look at
+
+
+def _archived_lines(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    return [
+        line for line in gzip.decompress(path.read_bytes()).decode("utf-8").splitlines() if line
+    ]
 
 
 class ChecksLog:

@@ -5,7 +5,10 @@ episode's active one (§5.2) and runs it until it finishes or waits for a person
 shows the episode's latest session; ``history`` lists sessions; ``resolve ISSUE --range A:B``
 places a range by hand (QC-013) or ``--defer REASON`` defers an issue; ``upload SESSION FILE``
 supplies a manuscript no tool could fetch (QC-017); ``end SESSION`` gives up on an active
-session so the next check begins a new one. Everything is kept under
+session so the next check begins a new one; ``audit archive [--keep-days N]`` moves audit
+entries older than N days (90) into ``audit/archive/``, as every check does. The commands that
+run the flow take ``--templates DIR`` (default ``$FLOWKIT_QUALITY_TEMPLATES``): check templates
+replacing the shipped ones. Everything is kept under
 ``<store>/quality`` (``--store``: ``$FLOWKIT_STORE``, else ``./.flowkit``). The reader is
 ``--user`` (default ``$FLOWKIT_USER``, else the login name); users named in
 ``$FLOWKIT_QUALITY_ADMINS`` (comma-separated) read every session.
@@ -23,10 +26,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..cli._store import add_store_option, store_path
+from ._retention import KEEP_DAYS
 
 __all__ = ["add_commands"]
 
 _ADMINS_ENV = "FLOWKIT_QUALITY_ADMINS"
+_TEMPLATES_ENV = "FLOWKIT_QUALITY_TEMPLATES"
 _RANGE = re.compile(r"^(\d+):(\d+)$")
 
 
@@ -39,13 +44,20 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     sub = quality.add_subparsers(title="quality commands", metavar="COMMAND", required=True)
 
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, *, runs: bool = False) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = sub.add_parser(name, parents=[common], help=help_text)
         add_store_option(parser)
         parser.add_argument("--user", metavar="NAME", help="who reads/writes (default: you)")
+        if runs:  # the flow goes on: its check and re-check read the check templates
+            parser.add_argument(
+                "--templates",
+                metavar="DIR",
+                help="a folder of check_step<NN>_<category>.yaml check templates replacing the "
+                f"shipped ones (default: ${_TEMPLATES_ENV})",
+            )
         return parser
 
-    check = command("check", "check a manuscript (resumes the episode's active session)")
+    check = command("check", "check a manuscript (resumes the episode's active session)", runs=True)
     check.add_argument("manuscript", metavar="MANUSCRIPT", help="the episode's text (UTF-8)")
     check.add_argument("--episode", type=int, required=True, metavar="N", help="1-9999")
     check.add_argument(
@@ -59,6 +71,13 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="openai:MODEL, ollama:MODEL, replay:PATH, scripted:PATH, or replay:demo for the "
         "demo's recorded answers (default: $FLOWKIT_LLM)",
     )
+    check.add_argument(
+        "--audit-keep-days",
+        type=int,
+        default=KEEP_DAYS,
+        metavar="N",
+        help=f"archive audit entries older than N days as the session begins (default {KEEP_DAYS})",
+    )
     check.set_defaults(run=_cmd_check)
 
     status = command("status", "the episode's latest session and its issues")
@@ -71,7 +90,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     history.add_argument("--json", action="store_true", help="print JSON")
     history.set_defaults(run=_cmd_history)
 
-    resolve = command("resolve", "place an issue's range by hand (QC-013), or defer it")
+    resolve = command("resolve", "place an issue's range by hand (QC-013), or defer it", runs=True)
     resolve.add_argument("issue", metavar="ISSUE", help="ISSUE-<ms>-<hex>")
     how = resolve.add_mutually_exclusive_group(required=True)
     how.add_argument("--range", metavar="START:END", help="character offsets in the manuscript")
@@ -82,7 +101,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     resolve.add_argument("--llm", metavar="SPEC", help="as for check (the flow goes on)")
     resolve.set_defaults(run=_cmd_resolve)
 
-    upload = command("upload", "supply the manuscript a session waits for (QC-017)")
+    upload = command("upload", "supply the manuscript a session waits for (QC-017)", runs=True)
     upload.add_argument("session", metavar="SESSION", help="QC_EP<n>_<date>_<time>")
     upload.add_argument("file", metavar="FILE", help="the manuscript as it was checked")
     upload.add_argument("--llm", metavar="SPEC", help="as for check (the flow goes on)")
@@ -91,6 +110,21 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     end = command("end", "give up on an active session (the next check begins a new one)")
     end.add_argument("session", metavar="SESSION", help="QC_EP<n>_<date>_<time>")
     end.set_defaults(run=_cmd_end)
+
+    audit = sub.add_parser("audit", parents=[common], help="the audit log (§6.2)")
+    audit_sub = audit.add_subparsers(title="audit commands", metavar="COMMAND", required=True)
+    archive = audit_sub.add_parser(
+        "archive", parents=[common], help="move audit entries older than N days to audit/archive/"
+    )
+    add_store_option(archive)
+    archive.add_argument(
+        "--keep-days",
+        type=int,
+        default=KEEP_DAYS,
+        metavar="N",
+        help=f"keep entries of the last N days (default {KEEP_DAYS})",
+    )
+    archive.set_defaults(run=_cmd_audit_archive)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -122,6 +156,7 @@ def _login() -> str:
 
 def _checker(args: argparse.Namespace, *, llm: bool = False, reads: bool = False) -> Any:
     from .app import QualityChecker
+    from .services import Workspace
 
     root = Path(store_path(args)) / "quality"
     if reads and not (root / "state").is_dir():  # reading never creates a workspace
@@ -133,7 +168,20 @@ def _checker(args: argparse.Namespace, *, llm: bool = False, reads: bool = False
 
         spec = getattr(args, "llm", None) or os.environ.get("FLOWKIT_LLM") or None
         model = llm_for(spec, ["quality"]) if spec else None
-    return QualityChecker(Path(store_path(args)) / "quality", principal=_principal(args), llm=model)
+    templates = getattr(args, "templates", None) or os.environ.get(_TEMPLATES_ENV) or None
+    workspace = Workspace(
+        root,
+        audit_keep_days=_keep_days(args, "audit_keep_days", "--audit-keep-days"),
+        templates=templates,
+    )
+    return QualityChecker(workspace, principal=_principal(args), llm=model)
+
+
+def _keep_days(args: argparse.Namespace, name: str, option: str) -> int:
+    days: int = getattr(args, name, KEEP_DAYS)
+    if days < 0:
+        raise _error(f"{option} {days} is not a number of days; give 0 or more.", code=2)
+    return days
 
 
 def _quality_errors(fn: Any) -> Any:
@@ -142,15 +190,14 @@ def _quality_errors(fn: Any) -> Any:
 
     @functools.wraps(fn)
     def run(args: argparse.Namespace, out: TextIO) -> int:
-        from .errors import QualityError, QualityInputError
+        from .errors import QualityError, QualityInputError, TemplateMismatchError
 
         try:
             code: int = fn(args, out)
         except QualityError as exc:
             prefix = f"{exc.qc_code}: " if exc.qc_code else ""
-            raise _error(
-                f"{prefix}{exc}", code=2 if isinstance(exc, QualityInputError) else 1
-            ) from exc
+            usage = isinstance(exc, QualityInputError | TemplateMismatchError)  # what was given
+            raise _error(f"{prefix}{exc}", code=2 if usage else 1) from exc
         return code
 
     return run
@@ -321,3 +368,21 @@ def _cmd_end(args: argparse.Namespace, out: TextIO) -> int:
         session = checker.end(args.session)
         out.write(f"{session.session_id}: {session.current_status}, lock {session.lock_status}\n")
         return 0
+
+
+@_quality_errors
+def _cmd_audit_archive(args: argparse.Namespace, out: TextIO) -> int:
+    from .audit import AuditLog
+
+    days = _keep_days(args, "keep_days", "--keep-days")
+    root = Path(store_path(args)) / "quality" / "audit"
+    if not root.is_dir():  # never creates a workspace
+        out.write(f"nothing to archive (keeping {days} days)\n")
+        return 0
+    written = AuditLog(root, keep_days=days).archive()
+    if not written:
+        out.write(f"nothing to archive (keeping {days} days)\n")
+    else:
+        files = ", ".join(str(p) for p in written)
+        out.write(f"archived the entries older than {days} days into {files}\n")
+    return 0

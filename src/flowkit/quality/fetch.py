@@ -5,14 +5,15 @@ by default. A storage failure (QC-016) is retried up to 3 times after 1 s, 2 s a
 injectable clock, so tests never sleep); a cache miss (QC-015) or text whose SHA-256 is not the
 hash asked for (QC-018) moves on to the next tool; the upload tool ends the chain with QC-017
 until someone uploads the file. The tool that succeeded is tried first next time. Every attempt
-becomes a ``ManuscriptFetchLog`` handed to ``on_log``.
+becomes a ``ManuscriptFetchLog`` handed to ``on_log``; ``last_successful_tool`` reads the
+preference back from stored logs, so a new process keeps it (``QualityServices`` does that).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +45,7 @@ __all__ = [
     "SnapshotReader",
     "SystemClock",
     "excerpt",
+    "last_successful_tool",
 ]
 
 #: Waits before the 1st, 2nd and 3rd retry of a tool (seconds).
@@ -341,6 +343,15 @@ class ManuscriptFetcher:
                 backoff_ms=int(wait * 1000),
             )
         )
+
+
+def last_successful_tool(logs: Iterable[ManuscriptFetchLog]) -> str | None:
+    """The tool of the last successful attempt in ``logs`` (in the order they were made)."""
+    tool = None
+    for log in logs:
+        if log.result == "success":
+            tool = log.tool_id
+    return tool
 
 
 def _checked_hash(manuscript_hash: object) -> str:

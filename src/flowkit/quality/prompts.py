@@ -1,46 +1,23 @@
-"""Check templates and the prompts of the quality workflow.
+"""The prompts of the quality workflow.
 
-A check template is one kind of check (the origin's ``check_step*.yaml``: typo, notation,
-style, structure). The check prompt lists them with the manuscript and its hash; the plan
-prompt shows one issue's minimum excerpt with its ``excerpt_hash``, ``range_checksum`` and
-``manuscript_hash`` (§3.4) and the tools offered for its category.
+The check prompt lists the check templates (``check_templates``: typo, notation, style,
+structure) with the manuscript and its hash; the plan prompt shows one issue's minimum
+excerpt with its ``excerpt_hash``, ``range_checksum`` and ``manuscript_hash`` (§3.4) and the
+tools offered for its category.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final
 
 from ..llm._types import Message
+from .check_templates import CheckTemplate, load_check_templates
 from .fetch import Excerpt
 from .models import Issue
 from .tools import Toolbox
 
-__all__ = ["CHECK_TEMPLATES", "CheckTemplate", "check_prompt", "plan_prompt"]
-
-
-@dataclass(frozen=True)
-class CheckTemplate:
-    """One kind of check: its step number, the category of what it finds, what to look for."""
-
-    step_id: int
-    category: str
-    name: str
-    instruction: str
-
-
-CHECK_TEMPLATES: Final[tuple[CheckTemplate, ...]] = (
-    CheckTemplate(1, "typo", "誤字脱字 / typos",
-                  "misspelled or wrongly converted words, missing or doubled characters"),
-    CheckTemplate(2, "notation", "表記統一 / notation",
-                  "the same word written in different ways (kanji/kana, spelling variants)"),
-    CheckTemplate(3, "style", "文体 / style",
-                  "repeated words, sentence endings that repeat, mixed polite and plain style"),
-    CheckTemplate(4, "structure", "構成 / structure",
-                  "scenes out of balance, an abrupt jump in time or place"),
-)  # fmt: skip
+__all__ = ["CheckTemplate", "check_prompt", "plan_prompt"]
 
 _CHECK_SYSTEM = (
     "You check one episode of a web novel for quality problems. For every problem, give its "
@@ -57,8 +34,11 @@ _PLAN_SYSTEM = (
 
 
 def check_prompt(
-    text: str, manuscript_hash: str, templates: Sequence[CheckTemplate] = CHECK_TEMPLATES
+    text: str, manuscript_hash: str, templates: Sequence[CheckTemplate] | None = None
 ) -> list[Message]:
+    """The check step's prompt over ``templates`` (default: the shipped ones)."""
+    if templates is None:
+        templates = load_check_templates()
     checks = "\n".join(f"- {t.category} ({t.name}): {t.instruction}" for t in templates)
     return [
         {"role": "system", "content": _CHECK_SYSTEM + checks},

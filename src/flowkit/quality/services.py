@@ -9,8 +9,11 @@ the run's deps (``Runner(flow, deps=services)``). ``Workspace`` lays them out in
     <root>/artifacts/   manuscripts and diffs by SHA-256
     <root>/uploads/     manually uploaded manuscripts
     <root>/sources.json which file each manuscript hash was read from (read_snapshot)
-    <root>/audit/       audit/<YYYYMM>/audit.log
+    <root>/audit/       audit/<YYYYMM>/audit.log, audit/archive/<YYYYMM>.log.gz
     <root>/checks/      checks/<session_id>/ LLM I/O and manifest.json
+
+Its settings: ``audit_keep_days`` (how long audit entries stay before ``archive``, 90) and
+``templates`` (a folder of check templates replacing the shipped ones).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import write_atomically
-from .audit import AuditLog, ChecksLog
-from .embed import Embedder, NGramEmbedder
+from .audit import KEEP_DAYS, AuditLog, ChecksLog, check_keep_days
+from .check_templates import CheckTemplate, load_check_templates
+from .embed import Embedder, NGramEmbedder, default_embedder
+from .errors import AccessDeniedError, SessionNotFoundError
 from .fetch import (
     ArtifactCache,
     Clock,
@@ -32,14 +37,17 @@ from .fetch import (
     ManuscriptFetcher,
     SnapshotReader,
     SystemClock,
+    last_successful_tool,
 )
 from .models import ManuscriptFetchLog, Principal
-from .prompts import CHECK_TEMPLATES, CheckTemplate
 from .remap import Remapper
 from .stores import WorkflowStateStore
 from .tools import Toolbox
 
 __all__ = ["QualityServices", "Workspace"]
+
+#: How many of the reader's latest sessions a new process looks at for the tool to prefer.
+_RECALL_SESSIONS = 5
 
 
 @dataclass
@@ -56,9 +64,10 @@ class QualityServices:
     checks: ChecksLog
     toolbox: Toolbox = field(default_factory=Toolbox)
     embedder: Embedder = field(default_factory=NGramEmbedder)
-    templates: tuple[CheckTemplate, ...] = CHECK_TEMPLATES
+    templates: tuple[CheckTemplate, ...] = field(default_factory=load_check_templates)
     fetcher: ManuscriptFetcher | None = None
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
+    _recalled: bool = field(default=False, repr=False)
     _fetch_logs: list[ManuscriptFetchLog] = field(default_factory=list, repr=False)
     _remappers: dict[tuple[str, str], Remapper] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -76,9 +85,34 @@ class QualityServices:
         if cached is not None:
             return cached
         assert self.fetcher is not None
+        self._recall_preference(session_id)
         got = self.fetcher.fetch(manuscript_hash, session_id=session_id)
         self._texts[manuscript_hash] = got.text
         return got.text
+
+    def _recall_preference(self, session_id: str) -> None:
+        """On the first fetch of these services (a new process, a resume): put first the tool
+        that last succeeded by the stored fetch logs (UC-120-003), those of this session, else
+        of the reader's latest sessions. Later successes reorder the chain as they happen."""
+        with self._lock:
+            if self._recalled:
+                return
+            self._recalled = True
+        assert self.fetcher is not None
+        try:
+            tool = last_successful_tool(self.store.fetch_log(session_id, principal=self.principal))
+            if tool is None:
+                latest = self.store.sessions(principal=self.principal)[:_RECALL_SESSIONS]
+                for other in (s.session_id for s in latest if s.session_id != session_id):
+                    tool = last_successful_tool(
+                        self.store.fetch_log(other, principal=self.principal)
+                    )
+                    if tool is not None:
+                        break
+        except (SessionNotFoundError, AccessDeniedError):  # a session run outside the store
+            return
+        if tool is not None:
+            self.fetcher.prefer(tool)
 
     def keep(self, text: str) -> str:
         """Store a manuscript version this process made; returns its hash."""
@@ -108,7 +142,17 @@ class QualityServices:
 class Workspace:
     """The folder a quality CLI or app keeps everything in (see the module docstring)."""
 
-    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        fsync: bool = True,
+        audit_keep_days: int = KEEP_DAYS,
+        templates: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.audit_keep_days = check_keep_days(audit_keep_days)
+        #: The check templates, read now so a bad one is reported before anything runs.
+        self.templates = load_check_templates(templates)
         self.root = Path(root)
         self.fsync = fsync
         self.root.mkdir(parents=True, exist_ok=True)
@@ -156,8 +200,9 @@ class Workspace:
             artifacts=ArtifactCache(self.root / "artifacts"),
             snapshots=SnapshotReader(self.sources()),
             uploads=ManualUploads(self.root / "uploads"),
-            audit=AuditLog(self.root / "audit", clock=clock.now),
+            audit=AuditLog(self.root / "audit", clock=clock.now, keep_days=self.audit_keep_days),
             checks=ChecksLog(self.root / "checks", fsync=self.fsync),
             toolbox=toolbox or Toolbox(),
-            embedder=embedder or NGramEmbedder(),
+            embedder=embedder or default_embedder(),
+            templates=self.templates,
         )

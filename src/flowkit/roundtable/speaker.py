@@ -53,6 +53,8 @@ _HONORIFICS = ("さん", "様", "さま", "ちゃん", "君", "くん")
 # another way once it matched, and a run is only tried from its first character.
 _ASCII_HONORIFICS = re.compile(r"(?i)(?<![-\s])[-\s]++(san|sama|chan|kun|dono)$")
 _THINK = re.compile(r"<(think|thought)>.*?(</\1>|$)", re.IGNORECASE | re.DOTALL)
+# Some chat templates open the section themselves, so only its close reaches us.
+_STRAY_CLOSE = re.compile(r"</(?:think|thought)>", re.IGNORECASE)
 # The name keeps its trailing spaces (stripped after): a lazy name before \s* was cubic.
 _TAG = re.compile(r"\[\s*+next\s*+:\s*+([^\]\n]*+)\s*+\]", re.IGNORECASE)
 _JSON_NEXT = re.compile(r'\{(?>[^{}]*?"next"\s*:\s*"([^"\n]*)")[^{}]*+\}', re.IGNORECASE)
@@ -115,8 +117,11 @@ class NextSpeaker:
 
 def strip_think(text: str) -> str:
     """``text`` without ``<think>…</think>`` (or ``<thought>``) sections; an unclosed one runs
-    to the end of the text."""
-    return _THINK.sub("", text)
+    to the end of the text, and a stray ``</think>`` (its opening tag never sent) takes
+    everything before it."""
+    text = _THINK.sub("", text)
+    strays = list(_STRAY_CLOSE.finditer(text))
+    return text[strays[-1].end() :] if strays else text
 
 
 def extract_nominations(text: str) -> list[str]:

@@ -1,9 +1,9 @@
 """Post-processing of a character's reply (seed 004, as the origin does it).
 
-``postprocess`` drops ``<think>`` sections, the ``[Next: …]`` / ``{"next": …}`` directives
-and greeting preambles, keeps the first two sentences within 160 characters and makes sure
-the text ends like a sentence; an empty result becomes 「（応答なし）」. Pure functions, so
-every rule is tested on its own.
+``postprocess`` drops ``<think>`` sections (and all before a stray ``</think>``), the
+``[Next: …]`` / ``{"next": …}`` directives and greeting preambles, keeps the first two
+sentences within 160 characters and makes sure the text ends like a sentence; an empty
+result becomes 「（応答なし）」. Pure functions, so every rule is tested on its own.
 """
 
 from __future__ import annotations
