@@ -35,10 +35,10 @@ def _nested(depth: int) -> list[Any]:
 
 
 NOT_JSON = (
-    "reported by the campaign: an `Any` field keeps a value JSON has no type for in the "
-    "running process, and a new store object reads back its JSON form (list, str keys, str)"
+    "found by the campaign: a value JSON gives back changed (list, str keys, str) in an `Any` "
+    "field must be refused before the write, or it differs after a resume elsewhere"
 )
-#: name -> (value, known defect it meets, or None)
+#: name -> (value, the fix it guards, or None)
 VALUES: dict[str, tuple[Any, str | None]] = {
     "empty string": ("", None),
     "4 MB string": ("x" * (4 * MB), None),

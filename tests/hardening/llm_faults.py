@@ -258,8 +258,8 @@ SLOW_FAULTS: dict[str, Fault] = {
 }
 KNOWN = {
     "Retry-After: 3600 on a 429": "issue 23 item 20",
-    "bytes that are not UTF-8": "reported by the campaign: answers are decoded with U+FFFD "
-    "replacing bad bytes (llm/_http.py, llm/_body.py), so the caller cannot tell",
+    "bytes that are not UTF-8": "found by the campaign: an answer that is not UTF-8 must be "
+    "LLMResponseError, never handed over with U+FFFD in place of the bytes",
 }
 
 

@@ -72,7 +72,7 @@ class Case:
     """One attack. ``run(tmp)`` returns ``OK`` or ``TYPED``, or raises (see the module doc).
 
     ``needs``: ``"postgres"`` where the case uses the test PostgreSQL. ``known``: the issue
-    item of a defect being fixed elsewhere that this case exposes until it lands.
+    item (or campaign finding) whose fix this case guards, named when it fails.
     """
 
     id: str
