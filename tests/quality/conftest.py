@@ -15,6 +15,8 @@ from flowkit.quality.fetch import ManualClock
 from flowkit.quality.models import Principal
 from flowkit.quality.services import Workspace
 
+from ._embedders import embedder  # noqa: F401 - the re-mapping tests' embedders
+
 AKI = Principal(user_id="aki")
 
 #: A short episode with two problems the scripted editor knows (§5.2's "two issues").

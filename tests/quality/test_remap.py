@@ -86,14 +86,83 @@ def test_a_deleted_range_maps_to_an_empty_range() -> None:
     assert placed.range.start_char == placed.range.end_char
 
 
-def test_a_range_deleted_with_its_context_needs_a_person() -> None:
-    new = OLD.replace(
-        "何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。", ""
+def test_a_range_deleted_with_its_sentence_maps_to_an_empty_range_at_the_gap() -> None:
+    # The whole sentence went, between unchanged text, and nothing like it is anywhere else.
+    sentence = "何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。"
+    new = OLD.replace(sentence, "")
+    rng, checksum = at(OLD, "ニャーニャー泣いていた")
+    placed = Remapper(OLD, new).place(rng, checksum)
+    assert placed.method == "diff3" and placed.verified and placed.range is not None
+    gap = OLD.index(sentence)
+    assert placed.range.start_char == placed.range.end_char == gap
+    assert 0.7 <= placed.confidence <= 0.9
+
+
+def test_a_copy_of_a_range_fixed_in_place_is_another_occurrence() -> None:
+    # Fixed where it was; the old words also appear in a new sentence with other neighbours.
+    new = (
+        OLD.replace("ニャーニャー泣いていた", "ニャーニャー鳴いていた")
+        + "\n隣の猫もニャーニャー泣いていた。"
     )
     rng, checksum = at(OLD, "ニャーニャー泣いていた")
     placed = Remapper(OLD, new).place(rng, checksum)
-    assert not placed.placed
+    assert placed.method == "diff3" and placed.verified and placed.range is not None
+    assert new[placed.range.start_char : placed.range.end_char] == "ニャーニャー鳴いていた"
+    assert [(a.strategy, a.result) for a in placed.attempts] == [
+        ("exact_match", "failure"),
+        ("diff3", "success"),
+    ]
+
+
+def test_a_range_fixed_in_place_and_copied_with_its_neighbours_needs_a_person() -> None:
+    # Either the fixed sentence or the copied one may be the passage now.
+    sentence = "何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。"
+    new = OLD.replace("ニャーニャー泣いていた", "ニャーニャー鳴いていた") + "\n" + sentence
+    rng, checksum = at(OLD, "ニャーニャー泣いていた")
+    placed = Remapper(OLD, new).place(rng, checksum)
+    assert not placed.placed and not placed.verified
+    assert placed.attempts[0].strategy == "exact_match"
+    assert placed.attempts[0].result == "failure"
     assert placed.attempts[-1].strategy == "manual_confirmation"
+
+
+def test_a_range_in_a_moved_paragraph_is_placed_between_its_unchanged_neighbours() -> None:
+    # A short paragraph moved to the front over longer ones, the range fixed in it: the diff
+    # sees it deleted and inserted, the n-gram embedder no longer finds 4 characters at 0.8,
+    # but the text right before and after the range moved with it.
+    first, second = OLD.split("\n")[:2]
+    short = "この書生というのは時々我々を捕えて煮て食うという話である。"
+    long = (
+        "吾輩はここで始めて人間というものを見た。しかもあとで聞くとそれは書生という人間中で"
+        "一番獰悪な種族であったそうだ。しかしその当時は何という考もなかったから別段恐しいとも"
+        "思わなかった。"
+    )
+    old = "\n".join([first, second, short, long, "吾輩は猫である。"]) + "\n"
+    moved = short.replace("煮て食う", "煮て喰う")
+    new = "\n".join([moved, first, second, long, "吾輩は猫である。"]) + "\n"
+    rng, checksum = at(old, "煮て食う")
+    placed = Remapper(old, new).place(rng, checksum)
+    assert placed.method == "diff3" and placed.verified and placed.range is not None
+    assert new[placed.range.start_char : placed.range.end_char] == "煮て喰う"
+    assert placed.range.start_char == new.index("煮て喰う")
+
+
+def test_a_range_inside_a_larger_rewrite_is_placed_on_that_rewrite() -> None:
+    # The sentence was rewritten around the range: its place is what replaced it (no longer
+    # than about twice the range), once nothing like it is found anywhere else.
+    new = OLD.replace(
+        "どこで生れたかとんと見当がつかぬ。", "どこで生れたのか。それはとんと分からぬ。"
+    )
+    rng, checksum = at(OLD, "とんと見当がつかぬ")
+    placed = Remapper(OLD, new).place(rng, checksum)
+    assert placed.method == "diff3" and placed.verified and placed.range is not None
+    text = new[placed.range.start_char : placed.range.end_char]
+    assert "とんと分からぬ" in text and len(text) <= 2 * len("とんと見当がつかぬ") + 10
+    assert [(a.strategy, a.result) for a in placed.attempts] == [
+        ("exact_match", "failure"),
+        ("semantic_search", "failure"),
+        ("diff3", "success"),
+    ]
 
 
 def test_semantic_search_finds_a_paraphrased_passage() -> None:

@@ -5,7 +5,8 @@ The recurrence score of an issue is the best match among the re-check's findings
 category that overlap the issue's new range: ``0.6 * overlap + 0.4 * similarity``, where
 ``overlap`` is the share of the shorter range they have in common and ``similarity`` the
 embedder's cosine between the finding's quote and the issue's old text. A finding elsewhere
-in the manuscript is not this issue coming back, so it scores 0.
+in the manuscript is not this issue coming back, so it scores 0; which is why only a verified
+placement is judged at all (an unverified one waits for a person, never ``Resolved``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 from .embed import Embedder, cosine
 from .lifecycle import Verification, verdict
-from .models import Issue, IssueState, TextRange, sha256_text
+from .models import AdjustmentAttempt, Issue, IssueState, TextRange, sha256_text
 from .remap import Placement
 from .state import Finding
 
@@ -73,6 +74,13 @@ def _overlap(a: TextRange, b: TextRange) -> float:
     return max(0, common) / max(1, shorter)
 
 
+def _needs_a_person(placement: Placement) -> Placement:
+    if placement.range is None:
+        return placement
+    required = AdjustmentAttempt(strategy="manual_confirmation", result="required", confidence=0.0)
+    return Placement(None, None, 0.0, (*placement.attempts, required))
+
+
 def judge(
     issue: Issue,
     placement: Placement,
@@ -84,11 +92,16 @@ def judge(
     embedder: Embedder,
     worked: bool,
 ) -> Judgement:
-    """The verdict on ``issue`` given where its range was placed in ``new_text``."""
-    if placement.range is None:
+    """The verdict on ``issue`` given where its range was placed in ``new_text``.
+
+    Only a verified placement (``Placement.verified``) is judged: any other leaves the issue
+    ``Partial`` with its range waiting for a person (QC-013), so a problem whose text moved
+    is never closed as fixed because its range was looked for in the wrong place.
+    """
+    if placement.range is None or not placement.verified:
         return Judgement(
             state="Partial",
-            placement=placement,
+            placement=_needs_a_person(placement),
             new_checksum=None,
             recurrence_score=0.0,
             checksum_changed=False,
