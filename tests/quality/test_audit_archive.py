@@ -158,10 +158,15 @@ def test_the_archive_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_the_archive_command_never_creates_a_workspace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run("quality", "audit", "archive", "--store", str(tmp_path / "none"),
+    code, out, err = run("quality", "audit", "archive", "--store", str(tmp_path / "none"),
+                         capsys=capsys)  # fmt: skip
+    assert code == 2 and out == "" and "No quality sessions" in err  # as every reading command
+    assert not (tmp_path / "none").exists()
+    (tmp_path / "empty" / "quality").mkdir(parents=True)
+    code, out, _ = run("quality", "audit", "archive", "--store", str(tmp_path / "empty"),
                        capsys=capsys)  # fmt: skip
     assert code == 0 and out == "nothing to archive (keeping 90 days)\n"
-    assert not (tmp_path / "none").exists()
+    assert sorted(p.name for p in (tmp_path / "empty").rglob("*")) == ["quality"]
 
 
 def test_the_check_command_archives_with_its_setting(

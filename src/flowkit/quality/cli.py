@@ -375,8 +375,11 @@ def _cmd_audit_archive(args: argparse.Namespace, out: TextIO) -> int:
     from .audit import AuditLog
 
     days = _keep_days(args, "keep_days", "--keep-days")
-    root = Path(store_path(args)) / "quality" / "audit"
-    if not root.is_dir():  # never creates a workspace
+    workspace = Path(store_path(args)) / "quality"
+    if not workspace.is_dir():  # never creates a workspace
+        raise _error(f"No quality sessions in store `{store_path(args)}`; pass --store DIR.", 2)
+    root = workspace / "audit"
+    if not root.is_dir():
         out.write(f"nothing to archive (keeping {days} days)\n")
         return 0
     written = AuditLog(root, keep_days=days).archive()
