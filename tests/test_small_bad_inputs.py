@@ -93,3 +93,24 @@ def test_max_checkpoint_mb_must_be_a_finite_non_negative_number(text: str) -> No
 
     with pytest.raises(argparse.ArgumentTypeError):
         non_negative(text)
+
+
+@pytest.mark.parametrize("how", ["update_state", "node"])
+def test_a_huge_unknown_key_is_not_echoed_whole_and_the_advice_stays(how: str) -> None:
+    from flowkit.errors import InvalidUpdateError
+
+    class Small(BaseModel):
+        n: int = 0
+
+    key = "k" * 5_000_000
+    flow = Flow(name="small", state=Small, start="n",
+                nodes={"n": lambda s: {key: 1} if how == "node" else {}},
+                routes={"n": END})  # fmt: skip
+    runner = Runner(flow)
+    with pytest.raises(InvalidUpdateError) as caught:
+        runner.start("t")
+        runner.update_state("t", {key: 1})
+    message = str(caught.value)
+    assert len(message) < 500 and message.endswith(
+        "add the field to the state model or stop writing it."
+    )

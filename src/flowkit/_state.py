@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ._plain import shorten
 from ._reducers import Reducer
 from .errors import InvalidUpdateError
 
@@ -86,7 +87,8 @@ class StateSchema:
             spec = fields.get(key)
             if spec is None:
                 raise InvalidUpdateError(
-                    f"`{node}` wrote `{key}`, which {self.model.__name__} has no field for; "
+                    f"`{node}` wrote `{shorten(str(key), 40)}`, which "
+                    f"{self.model.__name__} has no field for; "
                     f"add the field to the state model or stop writing it.",
                     node=node,
                     key=key,

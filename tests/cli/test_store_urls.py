@@ -226,6 +226,21 @@ def test_commands_that_keep_files_beside_their_threads_refuse_a_url(
     )
 
 
+@pytest.mark.parametrize("demo", ["sas", "review", "quality", "roundtable"])
+def test_every_demo_refuses_a_url_and_creates_nothing(
+    demo: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It used to make a folder named after the URL and print the password in its hints.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        _run(capsys, "demo", demo, "--store", UNREACHABLE)
+    captured = capsys.readouterr()
+    assert exited.value.code == 2 and captured.out == ""
+    assert "postgresql://me:***@127.0.0.1:1/db" in captured.err
+    assert PASSWORD not in captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_worker_wants_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "worker", "review", "--store", str(tmp_path))
     assert (code, out) == (2, "")

@@ -101,6 +101,17 @@ def store_path(args: argparse.Namespace) -> str:
     return location
 
 
+def folder_argument(value: str) -> str:
+    """An argparse ``type=`` for a ``--store`` that can only be a folder (the demos): a
+    database URL is a usage error (exit 2), shown without its password."""
+    if is_database_url(value):
+        raise argparse.ArgumentTypeError(
+            f"this command keeps its data in a store folder, not in PostgreSQL "
+            f"({shown(value)}); pass a folder"
+        )
+    return value
+
+
 def shown(location: str) -> str:
     """``location`` as commands print it: a database URL without its password."""
     if not is_database_url(location):

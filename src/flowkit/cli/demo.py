@@ -13,6 +13,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ._output import command_hint
+from ._store import folder_argument
 
 if TYPE_CHECKING:
     from .._events import Event
@@ -38,7 +39,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help=f"which demo (default: sas). {choices}",
     )  # fmt: skip
     demo.add_argument(
-        "--store", metavar="DIR",
+        "--store", metavar="DIR", type=folder_argument,
         help="the store folder the demo's thread is kept in (default: a new temporary folder)",
     )  # fmt: skip
     demo.add_argument(
@@ -61,7 +62,10 @@ def demo_module_parser(workflow: str, *, records_from: str) -> argparse.Argument
         f"as `flowkit demo {workflow}`).",
     )
     parser.add_argument(
-        "--store", metavar="DIR", help="the JSON-file store (default: a new temporary folder)"
+        "--store",
+        metavar="DIR",
+        type=folder_argument,
+        help="the JSON-file store (default: a new temporary folder)",
     )
     parser.add_argument(
         "--record",

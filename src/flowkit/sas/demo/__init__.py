@@ -66,9 +66,10 @@ def teaching_for(request: str) -> str | None:
 ANSWERS = DemoAnswers(
     cassette=demo_file("cassette.json"),
     miss="The demo's recorded answers (--llm replay:demo) answer only the demo's own request "
-    f'and feedback, and this is not one of them. The demo\'s request is "{REQUEST[:96]}…" (run '
-    "`flowkit demo sas`, or `flowkit sas demo-files DIR` for its full text and the start "
-    f"command); for a request of your own, use a model: {USE_A_MODEL}.",
+    "and the steps of its own review (its feedback on the first task list, from "
+    "feedback.txt, then approvals), and this call is not one of them. The demo's request is "
+    f'"{REQUEST[:96]}…" (run `flowkit demo sas`, or `flowkit sas demo-files DIR` for its full '
+    f"text, its feedback and the start command); for anything else, use a model: {USE_A_MODEL}.",
 )
 
 
