@@ -15,14 +15,14 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
-from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, TypeVar
 
 import httpx
 from pydantic import BaseModel, SecretStr
 
 from flowkit.errors import LLMConfigError, LLMError
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget, not_text
+from flowkit.llm._closing import ClosesOnExit
 from flowkit.llm._exchange import (
     ChatExchange,
     Exchange,
@@ -47,7 +47,7 @@ T = TypeVar("T")
 _USER_AGENT = "flowkit"
 
 
-class HTTPChatLLM(ChatExchange):
+class HTTPChatLLM(ClosesOnExit, ChatExchange):
     """An LLM reached over HTTP; implements the ``LLM`` protocol on top of ``ChatExchange``.
 
     The sync client is pooled and created on first use (``close()`` or ``with`` releases
@@ -128,15 +128,12 @@ class HTTPChatLLM(ChatExchange):
             opened = self._run(self._sync_client(), self._send(request))
             body: OpenBody = opened.handle
             try:
-                for line in body.lines():
-                    if chunk := decoder.feed(line):
-                        yield chunk
-                    if decoder.done:
-                        return
-            except httpx.HTTPError as exc:
-                raise self._stream_cut(decoder, exc) from exc
-            except BodyLimitError as exc:
-                raise decoder.cut(exc.kind, exc.detail) from exc
+                with self._stream_faults(decoder):
+                    for line in body.lines():
+                        if chunk := decoder.feed(line):
+                            yield chunk
+                        if decoder.done:
+                            return
             finally:
                 body.close()
             if chunk := decoder.end(ended_by_close=body.ended_by_close):
@@ -151,17 +148,6 @@ class HTTPChatLLM(ChatExchange):
             if self._finalizer is not None:
                 self._finalizer.detach()
                 self._finalizer = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- async ---------------------------------------------------------------------------------
 
@@ -193,30 +179,16 @@ class HTTPChatLLM(ChatExchange):
                 opened = await self._arun(client, self._send(request))
                 body: OpenBody = opened.handle
                 try:
-                    async for line in body.alines():
-                        if chunk := decoder.feed(line):
-                            yield chunk
-                        if decoder.done:
-                            return
-                except httpx.HTTPError as exc:
-                    raise self._stream_cut(decoder, exc) from exc
-                except BodyLimitError as exc:
-                    raise decoder.cut(exc.kind, exc.detail) from exc
+                    with self._stream_faults(decoder):
+                        async for line in body.alines():
+                            if chunk := decoder.feed(line):
+                                yield chunk
+                            if decoder.done:
+                                return
                 finally:
                     await body.response.aclose()
             if chunk := decoder.end(ended_by_close=body.ended_by_close):
                 yield chunk
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- drivers: perform the core's steps -------------------------------------------------------
 
@@ -331,9 +303,16 @@ class HTTPChatLLM(ChatExchange):
         failure = _failure(exc)
         return TransportFailure(failure.kind, self._redact(failure.detail), exc)
 
-    def _stream_cut(self, decoder: StreamDecoder, exc: httpx.HTTPError) -> Exception:
-        failure = self._failure(exc)
-        return decoder.cut(failure.kind, failure.detail)
+    @contextlib.contextmanager
+    def _stream_faults(self, decoder: StreamDecoder) -> Iterator[None]:
+        """A stream that fails midway, as ``decoder``'s error for it (sync and async alike)."""
+        try:
+            yield
+        except httpx.HTTPError as exc:
+            failure = self._failure(exc)
+            raise decoder.cut(failure.kind, failure.detail) from exc
+        except BodyLimitError as exc:
+            raise decoder.cut(exc.kind, exc.detail) from exc
 
     def _redact(self, text: str) -> str:
         # Error and log text only: a server that echoes the key back must not smuggle it

@@ -10,10 +10,9 @@ Subclasses give the request body and where the vectors are in the answer.
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Any, ClassVar, NoReturn, Self
+from typing import Any, ClassVar, NoReturn
 
 import httpx
 
@@ -21,6 +20,7 @@ from flowkit._logging import get_logger
 from flowkit._untrusted import parse_json
 from flowkit.errors import LLMConfigError, LLMResponseError
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
+from flowkit.llm._closing import ClosesOnExit
 from flowkit.llm._embeddings import (
     BadVectorsError,
     batches,
@@ -40,7 +40,7 @@ __all__ = ["HTTPEmbeddings"]
 _log = get_logger()
 
 
-class HTTPEmbeddings(ABC):
+class HTTPEmbeddings(ClosesOnExit):
     """An embedding model reached over HTTP (see :class:`flowkit.llm.Embeddings`).
 
     Texts are sent ``batch_size`` at a time, one request per batch, each with the client's
@@ -151,28 +151,6 @@ class HTTPEmbeddings(ABC):
     def close(self) -> None:
         """Release pooled connections; a later call opens new ones."""
         self._wire.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- helpers -------------------------------------------------------------------------------
 

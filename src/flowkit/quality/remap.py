@@ -33,15 +33,24 @@ confidence}``:
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any, Final
 
 from diff_match_patch import diff_match_patch  # type: ignore[import-untyped]
 
-from .embed import Embedder, NGramEmbedder, cosine
+from ._candidates import (
+    MAX_EMBEDDED_WINDOWS,
+    Candidate,
+    Scorer,
+    clamp,
+    distinct,
+    likeliest,
+    overlap,
+    refine,
+)
+from ._diffmap import ANCHOR as _ANCHOR
+from ._diffmap import anchored, edit_block, map_range
+from .embed import Embedder, NGramEmbedder
 from .errors import ManualAlignmentRequired, QualityInputError
 from .models import AdjustmentAttempt, AdjustmentStrategy, TextRange, sha256_text
 
@@ -55,10 +64,6 @@ __all__ = [
     "similarity_threshold",
 ]
 
-#: Windows of the new text ``semantic_search`` embeds in its first pass at most; past that, a
-#: cheap trigram count picks which (one every tenth of the range over a 1.9 MB manuscript was
-#: ~90,000 windows, over a minute per range).
-MAX_EMBEDDED_WINDOWS: Final = 256
 #: Lowest similarity ``semantic_search`` accepts, unless the embedder has its own
 #: ``similarity_threshold`` (a neural model's cosines run high: unrelated sentences of one
 #: story score 0.8-0.9 with multilingual-e5-small).
@@ -73,14 +78,6 @@ _LONGEST_MARGIN: Final = 0.02
 _COARSE_SLACK: Final = 0.05
 #: Distinct places refined at most (the best and its rivals).
 _MAX_PLACES: Final = 3
-#: Strides a refining step moves a start or an end by, and rounds per stride at most.
-_MOVES: Final = (-2, -1, 1, 2)
-_REFINE_ROUNDS: Final = 3
-#: Characters either side of a range whose survival sets ``diff3``'s confidence.
-_ANCHOR: Final = 10
-_DIFF_EQUAL: Final = 0
-_DIFF_INSERT: Final = 1
-_DIFF_DELETE: Final = -1
 #: How far before and after a range ``diff3`` looks for unchanged neighbours that occur once
 #: (to follow a passage that moved).
 _NEIGHBOURHOOD: Final = 40
@@ -300,7 +297,7 @@ class Remapper:
             moved = self._relocated(start, end)
             if moved is not None:
                 return moved
-            edit = _edit_block(self.diffs, start, end)
+            edit = edit_block(self.diffs, start, end)
             if edit is not None:
                 return _Mapped(edit[0], edit[1], False, 0.7)
         return None
@@ -349,7 +346,7 @@ class Remapper:
         )
         self._dmp.diff_cleanupSemantic(local)
         a, b = start - lo, end - lo
-        kept = _kept(local, q + _ANCHOR - lo, a, b)
+        kept = anchored(local, q + _ANCHOR - lo, a, b)
         new_a, new_b, aligned = map_range(local, a, b)
         if kept < 0.5 or not aligned:  # anchors that merely happen to occur once each
             return None
@@ -405,17 +402,17 @@ class Remapper:
         piece = self.old[start:end]
         if not piece.strip() or not self.new.strip():
             raise ManualAlignmentRequired("The range has no text to look for; place it by hand.")
-        scorer = _Scorer(self.embedder, piece, self.new)
+        scorer = Scorer(self.embedder, piece, self.new)
         length = len(piece)
         step = max(1, length // 10)
-        starts = self._likeliest(piece, range(0, max(1, len(self.new) - length + 1), step))
+        starts = likeliest(self.new, piece, range(0, max(1, len(self.new) - length + 1), step))
         coarse = scorer.score([(s, s + length) for s in starts])
-        places: list[_Candidate] = []
-        for seed in _distinct(coarse):
+        places: list[Candidate] = []
+        for seed in distinct(coarse):
             if places and seed.score < places[0].score - AMBIGUITY_MARGIN - _COARSE_SLACK:
                 break
-            refined = self._refine(scorer, seed, step)
-            if not any(_overlap(refined, p) for p in places):
+            refined = refine(scorer, seed, step)
+            if not any(overlap(refined, p) for p in places):
                 places.append(refined)
                 places.sort(key=lambda c: -c.score)
             if len(places) >= _MAX_PLACES:
@@ -426,7 +423,7 @@ class Remapper:
             raise ManualAlignmentRequired(
                 f"The most similar passage is only {found:.2f} alike (needs "
                 f"{self.threshold}); confirm the range by hand.",
-                best_confidence=_clamp(found),
+                best_confidence=clamp(found),
             )
         rivals = [p for p in places[1:] if p.score >= best.score - AMBIGUITY_MARGIN]
         if rivals:
@@ -434,7 +431,7 @@ class Remapper:
             raise ManualAlignmentRequired(
                 f"Passages at characters {where} are about as similar ({best.score:.2f}); "
                 "confirm which one is the range by hand.",
-                best_confidence=_clamp(best.score),
+                best_confidence=clamp(best.score),
             )
         # The refined span, and the span a character alignment with the range gives there
         # (exact edges when most of the text survived); the longest of those that score within
@@ -448,9 +445,9 @@ class Remapper:
         if self.new[chosen.start : chosen.end] != chosen.text or not chosen.text.strip():
             raise ManualAlignmentRequired(  # pragma: no cover - a bug guard, not a branch
                 "The matched passage could not be verified; confirm the range by hand.",
-                best_confidence=_clamp(chosen.score),
+                best_confidence=clamp(chosen.score),
             )
-        confidence = _clamp(chosen.score)
+        confidence = clamp(chosen.score)
         return TextRange.of(self.new, chosen.start, chosen.end), AdjustmentAttempt(
             strategy="semantic_search",
             result="success",
@@ -458,7 +455,7 @@ class Remapper:
             adjustment_delta=chosen.start - start,
         )
 
-    def _aligned(self, scorer: _Scorer, piece: str, best: _Candidate) -> list[_Candidate]:
+    def _aligned(self, scorer: Scorer, piece: str, best: Candidate) -> list[Candidate]:
         """The span of the text around ``best`` that a character diff aligns with ``piece``."""
         pad = max(_ANCHOR, len(piece) // 4)
         lo, hi = max(0, best.start - pad), min(len(self.new), best.end + pad)
@@ -466,175 +463,18 @@ class Remapper:
         a, b, _ = map_range(inner, 0, len(piece))
         return scorer.score([(lo + a, lo + b)])
 
-    def _refine(self, scorer: _Scorer, seed: _Candidate, step: int) -> _Candidate:
-        """Move the candidate's start and end while that raises its similarity, by strides
-        shrinking from ``step`` to one character (a bounded number of embeddings); its length
-        stays between half and twice the range's."""
-        best = seed
-        stride = step
-        # A passage rewritten to under half or over twice its length is not this range.
-        shortest, longest = max(1, len(scorer.piece) // 2), 2 * len(scorer.piece)
-        while True:
-            for _ in range(_REFINE_ROUNDS):
-                moves = [(best.start + k * stride, best.end) for k in _MOVES]
-                moves += [(best.start, best.end + k * stride) for k in _MOVES]
-                tried = scorer.score([(a, b) for a, b in moves if shortest <= b - a <= longest])
-                top = max(tried, key=lambda c: c.score, default=best)
-                if top.score <= best.score:
-                    break
-                best = top
-            if stride == 1:
-                return best
-            stride = max(1, stride // 4)
-
     # -- helpers -------------------------------------------------------------------------------
 
-    def _likeliest(self, window: str, starts: range) -> list[int]:
-        """The window starts worth embedding: all of them up to ``MAX_EMBEDDED_WINDOWS``, else
-        those whose text shares the most character trigrams with ``window`` (the range's text;
-        in text order).
-
-        Counting is one pass over the new text (prefix sums of trigram hits), so it costs the
-        same whatever the range's length, unlike embedding every window.
-        """
-        if len(starts) <= MAX_EMBEDDED_WINDOWS:
-            return list(starts)
-        n = min(3, len(window))
-        grams = {window[i : i + n] for i in range(len(window) - n + 1)}
-        new = self.new
-        hits = list(
-            accumulate((new[i : i + n] in grams for i in range(len(new) - n + 1)), initial=0)
-        )
-        last = len(hits) - 1
-        span = len(window) - n + 1
-
-        def shared(start: int) -> int:
-            return hits[min(start + span, last)] - hits[start]
-
-        return sorted(heapq.nlargest(MAX_EMBEDDED_WINDOWS, starts, key=shared))
-
     def _anchor_kept(self, start: int, end: int) -> float:
-        """How firmly the range is anchored in the diff of the whole texts (``_kept``)."""
+        """How firmly the range is anchored in the diff of the whole texts (``anchored``)."""
         if start == 0 and end == len(self.old):
             return 1.0 if self.old == self.new else 0.0
-        return _kept(self.diffs, len(self.old), start, end)
+        return anchored(self.diffs, len(self.old), start, end)
 
     def _checked(self, text_range: Any) -> tuple[int, int]:
         if not isinstance(text_range, TextRange) or text_range.end_char > len(self.old):
             raise QualityInputError("The range is not a TextRange inside the old manuscript.")
         return text_range.start_char, text_range.end_char
-
-
-def _kept(diffs: Sequence[tuple[int, str]], size: int, start: int, end: int) -> float:
-    """How firmly ``[start, end)`` of an old text of ``size`` characters is anchored: the
-    unchanged run of text ``diffs`` leaves right before ``start`` and right after ``end``, each
-    up to ``_ANCHOR`` characters, as a share of what the text has there. The range's own
-    rewrite does not count against it."""
-    want_before = min(_ANCHOR, start)
-    want_after = min(_ANCHOR, size - end)
-    if want_before + want_after == 0:
-        return 0.0
-    before = after = 0
-    position = 0
-    for op, text in diffs:
-        if op == _DIFF_INSERT:
-            continue
-        span = (position, position + len(text))
-        if op == _DIFF_EQUAL:
-            if span[0] < start <= span[1]:
-                before = min(want_before, start - span[0])
-            if span[0] <= end < span[1]:
-                after = min(want_after, span[1] - end)
-        position = span[1]
-    return (before + after) / (want_before + want_after)
-
-
-def _edit_block(diffs: Sequence[tuple[int, str]], start: int, end: int) -> tuple[int, int] | None:
-    """The new text of the edit that ``[start, end)`` of the old text is part of.
-
-    An edge of the range in unchanged text moves with it; an edge inside an edit takes the
-    whole edit, to the unchanged text around it. ``None`` when that unchanged text is a run
-    shorter than ``_ANCHOR`` characters (the edit is entangled with others next to it, so its
-    new text is not this range's alone), or when no unchanged text bounds it at all.
-    """
-    rows: list[tuple[int, int, int, int, int]] = []  # op, old start, old end, new start, new end
-    old_pos = new_pos = 0
-    for op, text in diffs:
-        old_size = 0 if op == _DIFF_INSERT else len(text)
-        new_size = 0 if op == _DIFF_DELETE else len(text)
-        rows.append((op, old_pos, old_pos + old_size, new_pos, new_pos + new_size))
-        old_pos, new_pos = old_pos + old_size, new_pos + new_size
-    inside = [i for i, r in enumerate(rows) if r[0] != _DIFF_INSERT and r[1] < end and start < r[2]]
-    if not inside:
-        return None
-    first, last = rows[inside[0]], rows[inside[-1]]
-    bounded = False
-    if first[0] == _DIFF_EQUAL:
-        new_start, bounded = first[3] + start - first[1], True
-    else:
-        before = [r for r in rows[: inside[0]] if r[0] == _DIFF_EQUAL]
-        if before and before[-1][2] - before[-1][1] < _ANCHOR:
-            return None
-        new_start, bounded = (before[-1][4], True) if before else (0, False)
-    if last[0] == _DIFF_EQUAL:
-        new_end, bounded = last[3] + end - last[1], True
-    else:
-        after = [r for r in rows[inside[-1] + 1 :] if r[0] == _DIFF_EQUAL]
-        if after and after[0][2] - after[0][1] < _ANCHOR:
-            return None
-        new_end = after[0][3] if after else new_pos
-        bounded = bounded or bool(after)
-    # What replaced the range is not much longer than the range: a longer rewrite is more
-    # than this range's, and no place in it is the range's for sure.
-    if not (bounded and 0 <= new_end - new_start <= 2 * (end - start) + _ANCHOR):
-        return None
-    return new_start, new_end
-
-
-def map_range(diffs: Sequence[tuple[int, str]], start: int, end: int) -> tuple[int, int, bool]:
-    """Carry ``[start, end)`` of the old text through ``diffs`` to the new text.
-
-    A boundary in unchanged text moves with it. A range that begins in rewritten text begins
-    where the rewrite begins; one that ends in rewritten text takes the whole rewrite (what
-    was inserted in place of the deleted part), so a reworded range maps to its new wording.
-    The flag says whether both boundaries fell on unchanged text or on the edge of a rewrite:
-    a boundary inside a rewrite that reaches past it cannot be placed with confidence.
-    """
-    old_pos = new_pos = 0
-    new_start = new_end = None
-    aligned = True
-    ops = list(diffs)
-    for index, (op, text) in enumerate(ops):
-        size = len(text)
-        if op == _DIFF_INSERT:
-            new_pos += size
-            continue
-        if new_start is None and start < old_pos + size:
-            new_start = new_pos + (start - old_pos if op == _DIFF_EQUAL else 0)
-            aligned = op == _DIFF_EQUAL or start == old_pos
-        if new_start is not None and end <= old_pos + size:
-            if end == start:
-                new_end = new_start
-            elif op == _DIFF_EQUAL:
-                new_end = new_pos + (end - old_pos)
-            else:  # in a deletion: take the insertions that replace this block
-                aligned = aligned and end == old_pos + size
-                after = new_pos
-                for later_op, later_text in ops[index + 1 :]:
-                    if later_op == _DIFF_EQUAL:
-                        break
-                    if later_op == _DIFF_INSERT:
-                        after += len(later_text)
-                new_end = after
-            break
-        old_pos += size
-        if op == _DIFF_EQUAL:
-            new_pos += size
-    if new_start is None:  # at the very end of the old text
-        new_start = new_pos
-    if new_end is None:
-        new_end = new_pos
-    return new_start, max(new_start, new_end), aligned
 
 
 def _failed(strategy: AdjustmentStrategy, confidence: float = 0.0) -> AdjustmentAttempt:
@@ -648,10 +488,6 @@ def _manual(attempts: list[AdjustmentAttempt]) -> Placement:
     return Placement(None, None, 0.0, tuple(attempts))
 
 
-def _clamp(score: float) -> float:
-    return round(max(0.0, min(1.0, score)), 3)
-
-
 @dataclass(frozen=True)
 class _Mapped:
     """Where ``diff3`` carries a range: ``[start, end)`` of the new text; ``exact`` when its
@@ -661,55 +497,3 @@ class _Mapped:
     end: int
     exact: bool
     confidence: float
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """A span ``[start, end)`` of the new text, its text and its similarity to the range."""
-
-    start: int
-    end: int
-    text: str
-    score: float
-
-
-def _overlap(a: _Candidate, b: _Candidate) -> bool:
-    return min(a.end, b.end) > max(a.start, b.start)
-
-
-def _distinct(candidates: Sequence[_Candidate]) -> Iterator[_Candidate]:
-    """The best candidate of each place, best first (a place: candidates that overlap)."""
-    taken: list[_Candidate] = []
-    for candidate in sorted(candidates, key=lambda c: (-c.score, c.start)):
-        if not any(_overlap(candidate, t) for t in taken):
-            taken.append(candidate)
-            yield candidate
-
-
-class _Scorer:
-    """Similarity of spans of ``new`` to ``piece``; each span is trimmed of surrounding
-    whitespace and embedded once, so what is scored is exactly the text a range would hold."""
-
-    def __init__(self, embedder: Embedder, piece: str, new: str) -> None:
-        self.embedder, self.piece, self.new = embedder, piece, new
-        self.target = embedder.embed([piece])[0]
-        self.seen: dict[tuple[int, int], _Candidate] = {}
-
-    def score(self, spans: Sequence[tuple[int, int]]) -> list[_Candidate]:
-        wanted = dict.fromkeys(t for t in (self._trimmed(s, e) for s, e in spans) if t)
-        fresh = [span for span in wanted if span not in self.seen]
-        if fresh:
-            texts = [self.new[s:e] for s, e in fresh]
-            vectors = self.embedder.embed(texts)
-            for (s, e), text, vector in zip(fresh, texts, vectors, strict=True):
-                self.seen[(s, e)] = _Candidate(s, e, text, cosine(self.target, vector))
-        return [self.seen[span] for span in wanted]
-
-    def _trimmed(self, start: int, end: int) -> tuple[int, int] | None:
-        new = self.new
-        start, end = max(0, start), min(len(new), end)
-        while start < end and new[start].isspace():
-            start += 1
-        while end > start and new[end - 1].isspace():
-            end -= 1
-        return (start, end) if start < end else None
