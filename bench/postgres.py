@@ -137,7 +137,7 @@ def steps_per_second(url: str, workers: int, threads: int) -> float:
 def append_vs_insert(url: str, steps: int, rounds: int) -> dict[str, float]:
     import psycopg
 
-    from flowkit._records import StartRecord, StepRecord
+    from flowkit.records._records import StartRecord, StepRecord
     from flowkit.stores._jsonl import encode
     from flowkit.stores.postgres import PostgresStore
 

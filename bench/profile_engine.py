@@ -37,8 +37,8 @@ from flowkit import Runner, field
 from flowkit.stores import JsonFileStore
 
 try:
-    from flowkit._node import Context
-    from flowkit._records import FORMAT_VERSION, StepRecord, prebuilt
+    from flowkit.definition._node import Context
+    from flowkit.records._records import FORMAT_VERSION, StepRecord, prebuilt
 except ImportError:  # private modules moved: those micro-timings print "n/a"
     Context = StepRecord = prebuilt = None  # type: ignore[assignment, misc]
     FORMAT_VERSION = 2

@@ -119,7 +119,7 @@ def store_latency(store: WorkflowStateStore, runs: int) -> dict[str, dict[str, f
 def atomic_floor(root: Path, runs: int) -> dict[str, float]:
     """The floor of a durable JSON-file commit: one 2 KB file replaced by temp + fsync +
     rename + folder fsync (what any crash-safe file store pays per commit)."""
-    from flowkit._atomic import write_atomically
+    from flowkit.foundation._atomic import write_atomically
 
     root.mkdir(parents=True, exist_ok=True)
     data = "x" * 2048

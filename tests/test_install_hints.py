@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flowkit._distribution import DISTRIBUTION, install_hint
 from flowkit.errors import RunError
+from flowkit.foundation._distribution import DISTRIBUTION, install_hint
 from flowkit.quality.embed import SentenceTransformerEmbedder
 from flowkit.quality.errors import QualityInputError, StatePersistenceError
 

@@ -89,7 +89,7 @@ def test_a_catalog_that_is_not_utf8_is_a_catalog_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ["nan", "inf", "-1"])
 def test_max_checkpoint_mb_must_be_a_finite_non_negative_number(text: str) -> None:
-    from flowkit.cli._inputs import non_negative
+    from flowkit.terminal.inputs import non_negative
 
     with pytest.raises(argparse.ArgumentTypeError):
         non_negative(text)

@@ -12,13 +12,6 @@ from typing import Any
 import pytest
 
 from flowkit import RouteTable
-from flowkit._untrusted import (
-    check_data_depth,
-    json_depth,
-    parse_json,
-    parse_yaml,
-    read_regular_file,
-)
 from flowkit.dialogue import load_domain
 from flowkit.errors import (
     CatalogError,
@@ -33,6 +26,13 @@ from flowkit.errors import (
     StepTextError,
     UntrustedInputError,
     YAMLAliasError,
+)
+from flowkit.foundation._untrusted import (
+    check_data_depth,
+    json_depth,
+    parse_json,
+    parse_yaml,
+    read_regular_file,
 )
 from flowkit.llm import from_spec
 from flowkit.llm.replay import load_cassette
@@ -228,10 +228,10 @@ def test_the_robot_text_parser_refuses_deep_nesting_with_a_line(text: str, tmp_p
 
 
 def test_deep_json_in_the_cli_inputs_and_sas_edits_is_a_plain_refusal() -> None:
-    from flowkit.cli._errors import CommandError
-    from flowkit.cli._inputs import read_json
     from flowkit.sas.steps_text import parse_module_steps
     from flowkit.sas.tasks import TaskList
+    from flowkit.terminal.errors import CommandError
+    from flowkit.terminal.inputs import read_json
 
     with pytest.raises(CommandError, match="nested too deeply"):
         read_json("[" * 600 + "]" * 600, "--input")

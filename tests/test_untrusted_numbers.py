@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from flowkit._untrusted import parse_json, parse_yaml
 from flowkit.dialogue import load_domain
 from flowkit.dialogue._report import check_domain
 from flowkit.errors import DomainError, NumberTooLongError
+from flowkit.foundation._untrusted import parse_json, parse_yaml
 from flowkit.roundtable import RoundtableConfigError, load_config
 
 LIMIT = sys.get_int_max_str_digits()

@@ -10,9 +10,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._cache import CachePolicy
-    from ._conditions import all_of, always, any_of, field, not_, when
-    from ._events import (
+    from .definition._cache_policy import CachePolicy
+    from .definition._conditions import all_of, always, any_of, field, not_, when
+    from .definition._flow import Flow
+    from .definition._gate import Gate
+    from .definition._migration import Migration
+    from .definition._node import Context, Node, RetryPolicy, node
+    from .definition._parallel import Map, Parallel
+    from .definition._reducers import Reducer, append, reducer
+    from .definition._route_table import END, Resolution, Route, RouteTable
+    from .definition._subflow import Subflow
+    from .foundation._logging import mask_pii
+    from .records._events import (
         Completed,
         Emitted,
         Event,
@@ -23,18 +32,10 @@ if TYPE_CHECKING:
         TokenStreamed,
         Waiting,
     )
-    from ._flow import Flow
-    from ._gate import Gate
-    from ._logging import mask_pii
-    from ._migration import Migration
-    from ._node import Context, Node, NodeError, RetryPolicy, node
-    from ._parallel import Map, Parallel
-    from ._reducers import Reducer, append, reducer
-    from ._result import Checkpoint, RunResult
-    from ._route_table import END, Resolution, Route, RouteTable
-    from ._runner import Runner
-    from ._stream import AsyncStream, Stream
-    from ._subflow import Subflow
+    from .records._node_error import NodeError
+    from .runner._result import Checkpoint, RunResult
+    from .runner._runner import Runner
+    from .runner._stream import AsyncStream, Stream
 
 __version__ = "0.1.0"
 
@@ -86,46 +87,46 @@ __all__ = [
 # more than the interpreter's own start-up, so `import flowkit` (and `flowkit --help`) defers
 # it to the first use of a name; type checkers read the imports above instead.
 _LAZY = {
-    "END": "._route_table",
-    "AsyncStream": "._stream",
-    "Checkpoint": "._result",
-    "Completed": "._events",
-    "Context": "._node",
-    "Emitted": "._events",
-    "Event": "._events",
-    "Failed": "._events",
-    "Flow": "._flow",
-    "Gate": "._gate",
-    "CachePolicy": "._cache",
-    "Map": "._parallel",
-    "Migration": "._migration",
-    "Node": "._node",
-    "NodeError": "._node",
-    "NodeFinished": "._events",
-    "NodeStarted": "._events",
-    "Parallel": "._parallel",
-    "Reducer": "._reducers",
-    "Resolution": "._route_table",
-    "RetryPolicy": "._node",
-    "Route": "._route_table",
-    "RouteTable": "._route_table",
-    "RunResult": "._result",
-    "Runner": "._runner",
-    "StateChanged": "._events",
-    "Stream": "._stream",
-    "Subflow": "._subflow",
-    "TokenStreamed": "._events",
-    "Waiting": "._events",
-    "all_of": "._conditions",
-    "always": "._conditions",
-    "any_of": "._conditions",
-    "append": "._reducers",
-    "field": "._conditions",
-    "mask_pii": "._logging",
-    "node": "._node",
-    "not_": "._conditions",
-    "reducer": "._reducers",
-    "when": "._conditions",
+    "END": ".definition._route_table",
+    "AsyncStream": ".runner._stream",
+    "Checkpoint": ".runner._result",
+    "Completed": ".records._events",
+    "Context": ".definition._node",
+    "Emitted": ".records._events",
+    "Event": ".records._events",
+    "Failed": ".records._events",
+    "Flow": ".definition._flow",
+    "Gate": ".definition._gate",
+    "CachePolicy": ".definition._cache_policy",
+    "Map": ".definition._parallel",
+    "Migration": ".definition._migration",
+    "Node": ".definition._node",
+    "NodeError": ".definition._node",
+    "NodeFinished": ".records._events",
+    "NodeStarted": ".records._events",
+    "Parallel": ".definition._parallel",
+    "Reducer": ".definition._reducers",
+    "Resolution": ".definition._route_table",
+    "RetryPolicy": ".definition._node",
+    "Route": ".definition._route_table",
+    "RouteTable": ".definition._route_table",
+    "RunResult": ".runner._result",
+    "Runner": ".runner._runner",
+    "StateChanged": ".records._events",
+    "Stream": ".runner._stream",
+    "Subflow": ".definition._subflow",
+    "TokenStreamed": ".records._events",
+    "Waiting": ".records._events",
+    "all_of": ".definition._conditions",
+    "always": ".definition._conditions",
+    "any_of": ".definition._conditions",
+    "append": ".definition._reducers",
+    "field": ".definition._conditions",
+    "mask_pii": ".foundation._logging",
+    "node": ".definition._node",
+    "not_": ".definition._conditions",
+    "reducer": ".definition._reducers",
+    "when": ".definition._conditions",
 }
 
 

@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ._flow import Flow
-from ._parallel import Map, Parallel
-from ._route_table import END, RouteTable
-from ._subflow import Subflow
+from .definition._flow import Flow
+from .definition._parallel import Map, Parallel
+from .definition._route_table import END, RouteTable
+from .definition._subflow import Subflow
 
 __all__ = ["Edge", "edges", "to_dot", "to_mermaid"]
 

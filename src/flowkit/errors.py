@@ -74,10 +74,7 @@ Foreign errors are mapped where they enter and raised ``from`` the original.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._node import NodeError
+from typing import Any, Protocol
 
 __all__ = [
     "CatalogError",
@@ -228,6 +225,19 @@ class NodeStillRunningError(FlowkitError):
         )
 
 
+class _RecordedFailure(Protocol):
+    """What ``SubflowError`` reads of the failure it wraps (a ``flowkit.NodeError``)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def retryable(self) -> bool: ...
+
+
 class SubflowError(FlowkitError):
     """An attempt of a ``Subflow`` node failed: its child failed (a child node with nowhere to
     route, or a final state marked ``failed``) or ran past the node's ``timeout``.
@@ -238,7 +248,7 @@ class SubflowError(FlowkitError):
     ``retryable`` when ``error`` is; it is never raised.
     """
 
-    def __init__(self, error: NodeError) -> None:
+    def __init__(self, error: _RecordedFailure) -> None:
         self.error = error
         self.node = error.node
         self.retryable = error.retryable
@@ -453,8 +463,8 @@ class UnstorableValueError(StoreError):
     """A value that JSON cannot carry faithfully was refused before anything was written.
 
     NaN or ±inf floats, bytes that are not UTF-8, objects with no JSON form, strings with lone
-    surrogates, containers nested past ``flowkit._jsonform.MAX_NESTING``, integers of more
-    digits than Python reads back, and, in a field that admits any type (``Any``, a bare
+    surrogates, containers nested past ``flowkit.definition._jsonform.MAX_NESTING``, integers
+    of more digits than Python reads back, and, in a field that admits any type (``Any``, a bare
     ``dict``, ...), a value JSON would give back changed (a tuple, a set, an int key, a
     datetime, a model). ``node`` is the
     node, gate, ``update_state`` or ``start`` that produced it; ``field`` the state (or gate
@@ -720,7 +730,7 @@ class DomainError(FlowkitError):
         )
 
 
-# --- Untrusted input limits (flowkit._untrusted) -------------------------------------------
+# --- Untrusted input limits (flowkit.foundation._untrusted) ------------------------------
 
 
 class UntrustedInputError(FlowkitError, ValueError):

@@ -15,16 +15,12 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from ._distribution import install_hint
-from ._logging import get_logger
 from .errors import (
     ConflictError,
     FlowkitError,
@@ -38,11 +34,13 @@ from .errors import (
     UnknownGateError,
     UnstorableValueError,
 )
+from .foundation._logging import get_logger
+from .stores._work_queue import WorkQueue, queue_input, work_queue
 
 if TYPE_CHECKING:
-    from ._flow import Flow
-    from ._runner import Runner
-    from .stores.postgres import ThreadStatus, WorkItem
+    from .definition._flow import Flow
+    from .runner._runner import Runner
+    from .stores.postgres import WorkItem
 
 __all__ = ["WorkQueue", "Worker", "WorkerStats", "submit", "work_queue"]
 
@@ -58,40 +56,6 @@ _REJECT = (
 )
 
 
-@runtime_checkable
-class WorkQueue(Protocol):
-    """The store capability workers need (``PostgresStore`` has it)."""
-
-    def submit(
-        self,
-        thread_id: str,
-        *,
-        flow: str,
-        input: Any = None,
-        gate: str | None = None,
-        expected_version: int | None = None,
-    ) -> int: ...
-    def claim(self, flows: Sequence[str]) -> str | None: ...
-    def release(self, thread_id: str) -> None: ...
-    def lease_lost(self, thread_id: str) -> bool: ...
-    def next_item(self, thread_id: str) -> WorkItem | None: ...
-    def consume_on_write(self, thread_id: str, item_id: int | None) -> None: ...
-    def reject(self, item_id: int, reason: str) -> None: ...
-    def park(self, thread_id: str, seconds: float) -> None: ...
-    def status(self, thread_id: str) -> ThreadStatus | None: ...
-
-
-def work_queue(store: object) -> WorkQueue:
-    """``store`` as a ``WorkQueue``, or a ``RunError`` that says which store has one."""
-    if not isinstance(store, WorkQueue):
-        raise RunError(
-            f"Queued work needs a store with a work queue that workers share; {store!r} has "
-            f"none. Use PostgresStore ({install_hint('postgres')}), or call start/resume.",
-            thread_id="",
-        )
-    return store
-
-
 def submit(
     runner: Runner[Any],
     thread_id: str,
@@ -101,18 +65,8 @@ def submit(
     expected_version: int | None = None,
 ) -> int:
     """What ``Runner.submit`` does: queue ``input`` for a worker; the work item's id."""
-    queue = work_queue(runner.store)
-    if isinstance(input, BaseModel):
-        input = input.model_dump(mode="json")
-    elif isinstance(input, Mapping):
-        input = dict(input)
-    elif input is not None:
-        raise InvalidStateError(
-            f"Cannot queue a {type(input).__name__} for thread `{thread_id}`: submit a mapping "
-            "or a pydantic model (the start state of a new thread, else the gate's answer).",
-            thread_id=thread_id,
-        )
-    return queue.submit(
+    return queue_input(
+        runner.store,
         thread_id,
         flow=runner.flow.name,
         input=input,
@@ -156,7 +110,7 @@ class Worker:
         park_s: float = 60.0,
         runs_per_claim: int = 20,
     ) -> None:
-        from ._flow import Flow
+        from .definition._flow import Flow
 
         chosen = [flows] if isinstance(flows, Flow) else list(flows)
         if not chosen or not all(isinstance(f, Flow) for f in chosen):
@@ -210,7 +164,7 @@ class Worker:
     # -- one slot ------------------------------------------------------------------------------
 
     def _runners(self) -> dict[str, Runner[Any]]:
-        from ._runner import Runner
+        from .runner._runner import Runner
 
         # Each slot has runners of its own: a runner's cursor cache is not shared across OS
         # threads, and the store's leases keep two slots off one thread anyway.

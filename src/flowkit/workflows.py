@@ -16,9 +16,9 @@ from hashlib import sha256
 from pathlib import Path
 from types import ModuleType
 
-from ._flow import Flow
-from ._plain import shorten
+from .definition._flow import Flow
 from .errors import FlowDefinitionError, WorkflowLoadError
+from .foundation._plain import shorten
 
 __all__ = [
     "BUILTIN",

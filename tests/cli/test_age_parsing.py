@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowkit.cli._errors import CommandError
 from flowkit.cli.lifecycle import parse_age
+from flowkit.terminal.errors import CommandError
 
 ACCEPTED = [
     ("45s", 45),

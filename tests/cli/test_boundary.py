@@ -84,8 +84,8 @@ def test_help_and_version_do_not_import_the_engine_or_the_workflows() -> None:
         "for argv in (['--help'], ['--version'], ['sas', '--help']):\n"
         "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         "        main(argv)\n"
-        "heavy = ['pydantic', 'flowkit._runner', 'flowkit.sas.workflow', 'flowkit.dialogue.app',"
-        " 'flowkit.robot', 'transitions', 'structlog']\n"
+        "heavy = ['pydantic', 'flowkit.runner._runner', 'flowkit.sas.workflow',"
+        " 'flowkit.dialogue.app', 'flowkit.robot', 'transitions', 'structlog']\n"
         "print([m for m in heavy if m in sys.modules])\n"
     )
     done = subprocess.run(
@@ -97,9 +97,9 @@ def test_help_and_version_do_not_import_the_engine_or_the_workflows() -> None:
 def test_import_flowkit_loads_the_engine_only_when_a_name_is_used() -> None:
     code = (
         "import sys, flowkit\n"
-        "print('flowkit._runner' in sys.modules)\n"
+        "print('flowkit.runner._runner' in sys.modules)\n"
         "flowkit.Runner\n"
-        "print('flowkit._runner' in sys.modules)\n"
+        "print('flowkit.runner._runner' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60

@@ -98,7 +98,7 @@ def test_verbose_flag_is_accepted_after_the_command(
 
 
 def test_log_lines_mask_pii(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from flowkit._logging import get_logger
+    from flowkit.foundation._logging import get_logger
 
     main(["-v", "threads", "--store", str(tmp_path)])
     get_logger().warning("contact", email="ada@example.com")

@@ -12,8 +12,8 @@ import pytest
 
 import flowkit
 from flowkit.cli import main
-from flowkit.cli._errors import CommandError
-from flowkit.cli._inputs import chosen_llm
+from flowkit.terminal.demo_llm import chosen_llm
+from flowkit.terminal.errors import CommandError
 from flowkit.workflows import load_flow
 
 ASKS_LLM = f"{Path(__file__).resolve().parent.parent / 'flows' / 'asks_llm.py'}:flow"

@@ -58,7 +58,7 @@ def test_an_at_file_past_the_limit_is_refused_naming_the_file_and_the_limit(
 
 @needs_dev_zero
 def test_reading_stops_one_byte_past_the_limit(sparse: Path) -> None:
-    from flowkit.cli._inputs import MAX_JSON_BYTES, read_limited
+    from flowkit.terminal.inputs import MAX_JSON_BYTES, read_limited
 
     for path in (ZERO, sparse):
         with pytest.raises(InputTooLargeError) as caught:

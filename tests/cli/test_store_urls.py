@@ -62,7 +62,7 @@ def _steady(value: Any, store: str) -> Any:
     if isinstance(value, list):
         return [_steady(v, store) for v in value]
     if isinstance(value, str):
-        from flowkit.cli._store import shown
+        from flowkit.terminal.store import shown
 
         return value.replace(f"'{shown(store)}'", "STORE").replace(shown(store), "STORE")
     return value

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from flowkit.cli import main
-from flowkit.cli._output import printable, terminal_safe
+from flowkit.terminal.output import printable, terminal_safe
 
 ESC = "\x1b[2J\x1b]0;owned\x07"  # clear the screen, set the window title
 CSI_C1 = "\x9b31m"  # the one-byte C1 form of CSI

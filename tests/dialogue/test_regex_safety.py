@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from flowkit._safe_regex import compile_pattern
 from flowkit.dialogue import load_domain
 from flowkit.dialogue.entities import EntityExtractor
 from flowkit.dialogue.validation import check_value
 from flowkit.errors import DomainError, UnsafePatternError
+from flowkit.foundation._safe_regex import compile_pattern
 from flowkit.robot._specs import ValueRule
 
 pytestmark = pytest.mark.timeout(30)

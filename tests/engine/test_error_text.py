@@ -28,9 +28,9 @@ from flowkit import (
     Subflow,
     field,
 )
-from flowkit._logging import mask_text
-from flowkit._node import ErrorText
 from flowkit.cli import main
+from flowkit.foundation._logging import mask_text
+from flowkit.records._node_error import ErrorText
 from flowkit.stores import JsonFileStore
 
 EMAIL, PHONE, KEY = "taro@example.com", "090-1234-5678", "Zm9vYmFyYmF6cXV4"

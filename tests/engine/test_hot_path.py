@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Runner, append
-from flowkit._invoke import refuse_inside_event_loop
-from flowkit._node import check_update
-from flowkit._reducers import AppendedList
+from flowkit.definition._node import check_update
+from flowkit.definition._reducers import AppendedList
 from flowkit.errors import InvalidUpdateError
+from flowkit.execution._invoke import refuse_inside_event_loop
 from flowkit.stores import MemoryStore
 
 
@@ -268,7 +268,7 @@ def test_a_start_state_passed_in_is_never_changed_in_place() -> None:
 
 def test_a_node_is_single_call_only_without_context_timeout_and_retry() -> None:
     from flowkit import RetryPolicy
-    from flowkit._node import Node
+    from flowkit.definition._node import Node
 
     def with_ctx(state: Chat, ctx: Any) -> dict[str, Any]:
         return {}
@@ -304,7 +304,7 @@ def test_debug_lines_are_built_only_where_structlog_would_pass_them() -> None:
 
     import structlog
 
-    from flowkit._logging import Logger
+    from flowkit.foundation._logging import Logger
 
     try:
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 from flowkit import END, Flow, RetryPolicy, Runner, mask_pii, node
-from flowkit._logging import configure_cli_logging, get_logger
+from flowkit.foundation._logging import configure_cli_logging, get_logger
 
 
 class Form(BaseModel):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from flowkit import END, Flow, Runner
-from flowkit._records import TS_RANGE, RecordAdapter, StartRecord, StepRecord, record_time
+from flowkit.records._records import TS_RANGE, RecordAdapter, StartRecord, StepRecord, record_time
 from flowkit.stores import MemoryStore
 from flowkit.stores._jsonl import encode, unseal
 from flowkit.testing import ScriptedLLM

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Route, RouteTable, Runner, append, field
-from flowkit._records import Snapshot
+from flowkit.records._records import Snapshot
 from flowkit.stores import JsonFileStore, MemoryStore
 
 

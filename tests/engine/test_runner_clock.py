@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from flowkit import END, Flow, Gate, Map, Parallel, Runner, Subflow, append
-from flowkit._records import TS_RANGE
+from flowkit.records._records import TS_RANGE
 from flowkit.stores import MemoryStore, Snapshot, SubRecord
 
 #: The fake clock's first reading: far from now, so a wall-clock stamp cannot pass for it.

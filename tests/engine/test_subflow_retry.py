@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-import flowkit._subflow_attempts as attempts_module
-import flowkit._subflow_run as subflow_run
+import flowkit.execution.subflows._attempts as attempts_module
+import flowkit.execution.subflows._run as subflow_run
 from flowkit import (
     END,
     Context,
@@ -41,8 +41,8 @@ from flowkit import (
     field,
     node,
 )
-from flowkit._execution import Sleep
 from flowkit.errors import FlowkitError, LLMError, LLMUnavailableError, SubflowError
+from flowkit.execution._cursor import Sleep
 from flowkit.stores import JsonFileStore, MemoryStore, Store, SubRecord
 from flowkit.testing import ScriptedLLM, capture_events
 

@@ -156,7 +156,7 @@ def test_a_version_row_ahead_of_its_records_is_corrupt_not_a_conflict_forever(
 def test_a_broken_journal_is_found_behind_a_snapshot_and_refuses_compaction(
     open_pg: Callable[..., PostgresStore], pg: tuple[str, str]
 ) -> None:
-    from flowkit._records import Snapshot
+    from flowkit.records._records import Snapshot
 
     writer = open_pg()
     _seven_records(writer, "bad")
@@ -177,7 +177,7 @@ def test_a_broken_journal_is_found_behind_a_snapshot_and_refuses_compaction(
 def test_an_intact_compacted_thread_with_a_snapshot_still_loads(
     open_pg: Callable[..., PostgresStore],
 ) -> None:
-    from flowkit._records import Snapshot
+    from flowkit.records._records import Snapshot
 
     store = open_pg()
     _seven_records(store, "t")

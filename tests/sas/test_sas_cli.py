@@ -447,7 +447,7 @@ def test_outputs_honour_the_umask_and_store_files_stay_private(tmp_path: Path) -
     import os
     import stat
 
-    from flowkit._atomic import write_atomically
+    from flowkit.foundation._atomic import write_atomically
 
     old = os.umask(0o027)
     try:

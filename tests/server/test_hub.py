@@ -11,7 +11,7 @@ import pytest
 from serve_flows import counter
 
 from flowkit import Runner
-from flowkit._events import NodeFinished, NodeStarted, TokenStreamed
+from flowkit.records._events import NodeFinished, NodeStarted, TokenStreamed
 from flowkit.server._hub import SHUTTING_DOWN, Hub
 from flowkit.server._problems import Problem
 from flowkit.server._tap import tap

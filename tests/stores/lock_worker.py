@@ -17,8 +17,8 @@ import random
 import sys
 from pathlib import Path
 
-from flowkit._records import StartRecord, StepRecord
 from flowkit.errors import ConflictError, StoreError, ThreadExistsError, ThreadNotFoundError
+from flowkit.records._records import StartRecord, StepRecord
 from flowkit.stores import JsonFileStore
 from flowkit.stores._locks import ThreadLockFile
 

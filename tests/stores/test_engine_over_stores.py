@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 from flowkit import END, Flow, Runner
-from flowkit._records import Snapshot
+from flowkit.records._records import Snapshot
 from flowkit.stores import JsonFileStore, MemoryStore, Store
 
 

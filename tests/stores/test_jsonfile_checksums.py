@@ -13,8 +13,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from flowkit import Runner
-from flowkit._records import FORMAT_VERSION
 from flowkit.errors import CorruptStoreError
+from flowkit.records._records import FORMAT_VERSION
 from flowkit.stores import JsonFileStore
 from flowkit.stores._jsonl import seal, unseal
 

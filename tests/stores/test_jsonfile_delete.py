@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flowkit._records import StartRecord
 from flowkit.errors import ConflictError, ThreadNotFoundError
+from flowkit.records._records import StartRecord
 from flowkit.stores import JsonFileStore
 
 

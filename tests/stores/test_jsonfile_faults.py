@@ -18,13 +18,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from flowkit import Runner
-from flowkit._records import Snapshot, StartRecord, StepRecord
 from flowkit.errors import (
     ConflictError,
     InvalidThreadIdError,
     StoreError,
     ThreadNotFoundError,
 )
+from flowkit.records._records import Snapshot, StartRecord, StepRecord
 from flowkit.stores import JsonFileStore
 from flowkit.stores import jsonfile as jsonfile_module
 

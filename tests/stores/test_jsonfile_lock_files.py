@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from flowkit import Runner
-from flowkit._records import StartRecord
 from flowkit.errors import ConflictError, ThreadNotFoundError
+from flowkit.records._records import StartRecord
 from flowkit.stores import JsonFileStore
 
 from .conftest import TALLY

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from flowkit import Runner
-from flowkit._records import InputRecord, PatchRecord, Snapshot, StartRecord, StepRecord
+from flowkit.records._records import InputRecord, PatchRecord, Snapshot, StartRecord, StepRecord
 from flowkit.stores import JsonFileStore, MemoryStore, Store, ThreadLog
 from flowkit.stores._protocol import AnyRecord
 from flowkit.testing._contract_flows import assert_identical

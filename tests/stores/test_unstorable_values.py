@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Gate, Runner
-from flowkit._jsonform import MAX_NESTING
+from flowkit.definition._jsonform import MAX_NESTING
 from flowkit.errors import FlowkitError, StoreError, UnstorableValueError
 from flowkit.stores import JsonFileStore, MemoryStore
 

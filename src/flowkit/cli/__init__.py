@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import sys
 
-from ._errors import CommandError
-from ._inputs import load_target
+from ..terminal.errors import CommandError
+from ..terminal.inputs import load_target
 from ._main import build_parser, main
 
 __all__ = ["CommandError", "build_parser", "load_target", "main"]

@@ -1,45 +1,29 @@
-"""How a command fails: ``CommandError``, and every other exception turned into one plain line.
+"""How a command fails: every exception turned into one plain line.
 
 ``main`` catches everything at its boundary and prints ``explain(exc)`` on stderr, so no input
-ever shows a Python traceback (``-vv`` adds it, for bug reports).
+ever shows a Python traceback (``-vv`` adds it, for bug reports). ``CommandError`` itself lives
+in ``flowkit.terminal.errors``, where the workflows' commands raise it too.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from .._plain import shorten
+from ..foundation._plain import shorten
+from ..terminal.errors import CommandError
 
-__all__ = ["CommandError", "explain"]
+__all__ = ["explain"]
 
-#: The most lines of one error message printed; the rest are counted.
-_MAX_LINES = 40
 #: How much of a file is read to tell whether it is the one that is not UTF-8.
 _SNIFF_BYTES = 1 << 20
-
-
-class CommandError(Exception):
-    """Ends a command with a message on stderr and an exit code (no traceback)."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        self.code = code
-        super().__init__(message)
-
-
-def tidy(message: str) -> str:
-    """A message with each line shortened and at most ``_MAX_LINES`` lines."""
-    lines = [shorten(line, 300) for line in message.splitlines()] or [""]
-    if len(lines) > _MAX_LINES:
-        lines = [*lines[:_MAX_LINES], f"... and {len(lines) - _MAX_LINES} more lines"]
-    return "\n".join(lines)
 
 
 def explain(exc: BaseException, args: argparse.Namespace | None) -> tuple[str, int, bool]:
     """The message, exit code and whether it was unexpected (a bug worth a traceback)."""
     from pydantic import ValidationError
 
-    from .._plain import describe_validation_error
     from ..errors import FlowkitError
+    from ..foundation._plain import describe_validation_error
 
     if isinstance(exc, CommandError):
         return str(exc), exc.code, False

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 
 __all__ = ["build_parser", "main"]
 
@@ -70,18 +70,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbosity: int = getattr(args, "verbose", 0)
     _configure_logging(verbosity)
     try:
-        from .._logging import get_logger
+        from ..foundation._logging import get_logger
 
         # Only the command's words: its arguments may hold a robot task or a person's name.
         named = [w for w in words if w.isidentifier()][:2]
         get_logger().debug("cli_command", command=" ".join(named))
         import contextlib
 
-        from ._output import terminal_safe
-        from ._store import closing_stores
+        from ..terminal.output import terminal_safe
+        from ..terminal.store import closing_stores
 
         # The one place command output, and what commands print on stderr, is made safe
-        # for a terminal (see _output); the stores a command opened are closed when it ends.
+        # for a terminal (see terminal.output); the stores a command opened are closed when it ends.
         with contextlib.redirect_stderr(terminal_safe(sys.stderr)), closing_stores():
             code: int = args.run(args, terminal_safe(sys.stdout))
         sys.stdout.flush()
@@ -90,10 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _stdout_closed()
     except Exception as exc:  # the boundary: nothing below may end in a traceback
-        from ._errors import explain, tidy
+        from ..terminal.errors import tidy
+        from ._errors import explain
 
         message, code, unexpected = explain(exc, args)
-        from ._output import printable
+        from ..terminal.output import printable
 
         print(f"flowkit: error: {printable(tidy(message))}", file=sys.stderr)
         if unexpected and verbosity >= 2:
@@ -117,6 +118,6 @@ def _stdout_closed() -> int:
 def _configure_logging(verbosity: int) -> None:
     # The command is an application, so it may set up logging: flowkit's lines on stderr
     # (stdout carries the command's output), PII masked, more with each -v.
-    from .._logging import configure_cli_logging
+    from ..foundation._logging import configure_cli_logging
 
     configure_cli_logging(verbosity)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._errors import CommandError
-from ._inputs import load_target
+from ..terminal.errors import CommandError
+from ..terminal.inputs import load_target
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
     from ..stores import Store
 
 __all__ = ["FlowsByName", "flow_name_of", "flow_of_thread"]

@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._output import command_hint
-from ._store import folder_argument
+from ..terminal.errors import CommandError
+from ..terminal.output import command_hint
+from ..terminal.store import folder_argument
 
 if TYPE_CHECKING:
-    from .._events import Event
+    from ..records._events import Event
     from ..stores.jsonfile import JsonFileStore
 
-__all__ = ["demo_module_parser", "register", "run_demo"]
+__all__ = ["register", "run_demo"]
 
 _DEMOS = {
     "sas": "robot task -> reviewed plan -> Blockly robot program, offline (recorded LLM answers)",
@@ -53,36 +54,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     demo.set_defaults(run=_cmd_demo)
 
 
-def demo_module_parser(workflow: str, *, records_from: str) -> argparse.ArgumentParser:
-    """The parser of ``python -m flowkit.<workflow>.demo``: ``--store``, and ``--record`` for
-    flowkit's maintainers (the demo module adds its own options)."""
-    parser = argparse.ArgumentParser(
-        prog=f"python -m flowkit.{workflow}.demo",
-        description=f"Run the {workflow} demo offline from its recorded LLM answers (the same "
-        f"as `flowkit demo {workflow}`).",
-    )
-    parser.add_argument(
-        "--store",
-        metavar="DIR",
-        type=folder_argument,
-        help="the JSON-file store (default: a new temporary folder)",
-    )
-    parser.add_argument(
-        "--record",
-        action="store_true",
-        help=f"instead, record the shipped cassette again from {records_from} (for flowkit's "
-        "maintainers, after changing the prompts; it overwrites the installed file)",
-    )
-    return parser
-
-
 #: Options only some demos use: option -> (its dest, the demos that use it).
 _ONLY_FOR = {"--output-dir": ("output_dir", "sas"), "--lang": ("lang", "roundtable")}
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    from ._errors import CommandError
-
     for option, (dest, demo) in _ONLY_FOR.items():
         if getattr(args, dest) is not None and args.name != demo:
             raise CommandError(
@@ -106,7 +82,7 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _narrate(out: TextIO) -> Any:
-    from .._events import Completed, Failed, NodeFinished, Waiting
+    from ..records._events import Completed, Failed, NodeFinished, Waiting
 
     def on_event(event: Event) -> None:
         if isinstance(event, NodeFinished):
@@ -135,9 +111,9 @@ def run_demo(name: str, store_dir: str | None, out: TextIO) -> int:
     import tempfile
     from pathlib import Path
 
-    from .._result import RunResult
-    from .._runner import Runner
     from ..examples.review import Doc, ReviewInput, flow
+    from ..runner._result import RunResult
+    from ..runner._runner import Runner
     from ..stores.jsonfile import JsonFileStore
 
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-demo-"))

@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .._plain import counted
-from ._errors import CommandError
-from ._inputs import TARGET_HELP, load_target
+from ..foundation._plain import counted
+from ..terminal.errors import CommandError
+from ..terminal.inputs import TARGET_HELP, load_target
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
     from ..errors import FlowDefinitionError
 
 __all__ = ["register"]
@@ -59,7 +59,7 @@ def _cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
         _print_problems(exc, sys.stderr)
         return 1
     if args.json or args.format == "json":
-        from ._output import write_json
+        from ..terminal.output import write_json
 
         write_json(flow.to_data(), out)
     else:
@@ -70,7 +70,7 @@ def _cmd_graph(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _summary(flow: Flow) -> dict[str, Any]:
-    from .._route_table import RouteTable
+    from ..definition._route_table import RouteTable
 
     tables = [r for r in flow.routes.values() if isinstance(r, RouteTable)]
     return {
@@ -113,7 +113,7 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
                 f"({counted(counts['rules'], 'rule')})\n"
             )
     if args.json:
-        from ._output import write_json
+        from ..terminal.output import write_json
 
         write_json(results, out)
     return code
@@ -124,7 +124,7 @@ def _cmd_workflows(args: argparse.Namespace, out: TextIO) -> int:
 
     names = registered()
     if args.json:
-        from ._output import write_json
+        from ..terminal.output import write_json
 
         write_json(dict(sorted(names.items())), out)
         return 0

@@ -13,10 +13,10 @@ import sys
 import time
 from typing import Any, TextIO
 
-from .._plain import shorten
-from ._errors import CommandError
-from ._output import table, when, write_json
-from ._store import add_store_option, open_for_reading, store_location
+from ..foundation._plain import shorten
+from ..terminal.errors import CommandError
+from ..terminal.output import table, when, write_json
+from ..terminal.store import add_store_option, open_for_reading, store_location
 
 __all__ = ["parse_age", "register"]
 
@@ -73,8 +73,8 @@ def parse_age(text: str) -> float:
 
 
 def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
-    from .._lifecycle import ThreadSummary, summarise
     from ..errors import CorruptStoreError, FlowkitError, ThreadNotFoundError
+    from ..runner._lifecycle import ThreadSummary, summarise
     from ..stores._ids import check_thread_id
 
     store = open_for_reading(store_location(args))
@@ -120,7 +120,7 @@ def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_prune(args: argparse.Namespace, out: TextIO) -> int:
-    from .._lifecycle import STATUSES, PruneResult, prune_threads
+    from ..runner._lifecycle import STATUSES, PruneResult, prune_threads
 
     age = parse_age(args.older_than) if args.older_than else None
     wanted = [s.strip() for s in args.status.split(",") if s.strip()]

@@ -12,12 +12,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import TARGET_HELP, load_target
-from ._output import table, write_json
-from ._store import add_store_option, open_for_reading, store_location
+from ..terminal.inputs import TARGET_HELP, load_target
+from ..terminal.output import table, write_json
+from ..terminal.store import add_store_option, open_for_reading, store_location
 
 if TYPE_CHECKING:
-    from .._migration import MigrationReport
+    from ..execution._upgrade import MigrationReport
 
 __all__ = ["register"]
 
@@ -41,8 +41,8 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from .._runner import Runner
     from ..errors import FlowkitError
+    from ..runner._runner import Runner
     from ._resolve import flow_name_of
 
     flow = load_target(args.target)

@@ -12,16 +12,17 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target, read_json
-from ._output import command_hint, write_json
-from ._store import add_store_option, open_for_reading, open_for_writing, store_location
+from ..terminal.errors import CommandError
+from ..terminal.inputs import TARGET_HELP, add_llm_option, load_target, read_json
+from ..terminal.output import command_hint, write_json
+from ..terminal.store import add_store_option, open_for_reading, open_for_writing, store_location
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from .._flow import Flow
-    from .._result import RunResult
-    from .._runner import Runner
+    from ..definition._flow import Flow
+    from ..runner._result import RunResult
+    from ..runner._runner import Runner
     from ..stores import Store
 
 __all__ = ["register"]
@@ -106,7 +107,8 @@ def _existing(args: argparse.Namespace) -> Store:
 
 
 def _runner(args: argparse.Namespace, store: Store, thread: str) -> Runner[Any]:
-    from .._runner import Runner
+    from ..runner._runner import Runner
+    from ..terminal.demo_llm import chosen_llm
     from ._resolve import flow_of_thread
 
     flow = flow_of_thread(store, thread, args.flow)
@@ -115,8 +117,9 @@ def _runner(args: argparse.Namespace, store: Store, thread: str) -> Runner[Any]:
 
 
 def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
-    from .._runner import Runner
+    from ..runner._runner import Runner
     from ..stores._ids import check_thread_id
+    from ..terminal.demo_llm import chosen_llm
 
     flow = load_target(args.target)
     value = read_json(args.input, "--input") if args.input is not None else None
@@ -143,8 +146,6 @@ def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
-    from ._errors import CommandError
-
     patch = read_json(args.patch, "--patch")
     if not isinstance(patch, dict):
         raise CommandError("--patch must be a JSON object of fields to change.", code=2)
@@ -218,7 +219,7 @@ def _report(
             f"{f'; {note}' if note else ''}\n"
         )
     if result.error is not None and not patched:
-        from .._plain import shorten
+        from ..foundation._plain import shorten
 
         # Errors go to stderr on every command; stdout keeps the state and the next command.
         print(

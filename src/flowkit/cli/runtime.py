@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import non_negative, rate, whole_number
-from ._output import command_hint, table, write_json
-from ._store import add_store_option, open_for_reading, shown, store_location
+from ..terminal.inputs import non_negative, rate, whole_number
+from ..terminal.output import command_hint, table, write_json
+from ..terminal.store import add_store_option, open_for_reading, shown, store_location
 
 if TYPE_CHECKING:
     from ..runtime.monitor import Evaluation
@@ -198,7 +198,7 @@ def _strategy(name: str | None) -> Strategy | None:
 def _short(value: Any, limit: int = 120) -> str:
     import json
 
-    from .._plain import shorten
+    from ..foundation._plain import shorten
 
     return shorten(json.dumps(value, ensure_ascii=False, default=str), limit)
 
@@ -250,8 +250,8 @@ def _print_report(report: RecoveryReport, flow: str, args: argparse.Namespace, o
 
 def _cmd_recover(args: argparse.Namespace, out: TextIO) -> int:
     """Detect stuck threads and (unless ``--dry-run``) recover them; 1 if any is left unfixed."""
-    from .._runner import Runner
     from ..errors import FlowkitError
+    from ..runner._runner import Runner
     from ..runtime.recovery import Recovery, flow_of
     from ._resolve import FlowsByName
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target, positive_int
-from ._store import (
+from ..terminal.errors import CommandError
+from ..terminal.inputs import TARGET_HELP, add_llm_option, load_target, positive_int
+from ..terminal.store import (
     is_database_url,
     open_database,
     open_for_reading,
@@ -99,8 +100,6 @@ def _cmd_init(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _open(text: str, schema: str, *, create: bool) -> Store:
-    from ._errors import CommandError
-
     if create:
         return open_for_writing(text, schema=schema)
     found = open_for_reading(text, schema=schema)
@@ -129,8 +128,8 @@ def _cmd_copy(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
+    from ..terminal.demo_llm import chosen_llm
     from ..workers import Worker, serve_forever
-    from ._errors import CommandError
 
     if not args.lease > 0 or not args.grace >= 0:
         raise CommandError("--lease must be above 0 and --grace at least 0 seconds.", code=2)

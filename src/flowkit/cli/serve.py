@@ -22,9 +22,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .._distribution import install_hint
-from ._inputs import TARGET_HELP, add_llm_option, chosen_llm, load_target
-from ._store import add_store_option, is_database_url, open_for_writing, shown, store_location
+from ..foundation._distribution import install_hint
+from ..terminal.errors import CommandError
+from ..terminal.inputs import TARGET_HELP, add_llm_option, load_target
+from ..terminal.store import (
+    add_store_option,
+    is_database_url,
+    open_for_writing,
+    shown,
+    store_location,
+)
 
 if TYPE_CHECKING:
     from ..stores.postgres import EventFeed
@@ -105,7 +112,7 @@ def _port(text: str) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from ._errors import CommandError
+    from ..terminal.demo_llm import chosen_llm
 
     try:
         from ..server import TOKEN_ENV, create_app
@@ -194,8 +201,8 @@ def _following(location: str, changed: Callable[[str], None]) -> Iterator[None]:
 def _follow(feed: EventFeed, changed: Callable[[str], None], stop: threading.Event) -> None:
     """Deliver ``feed`` until ``stop``; a lost connection is opened again after a pause (the
     hub's poll finds the commits meanwhile), continuing after the last event delivered."""
-    from .._logging import get_logger
     from ..errors import StoreError
+    from ..foundation._logging import get_logger
     from ..stores.postgres import EventFeed
 
     current: EventFeed | None = feed
@@ -247,8 +254,6 @@ def _let_runs_finish(hurry: threading.Event, grace_s: float) -> None:
 
 def _listen(host: str, port: int) -> socket.socket:
     """A socket listening on ``host:port``, bound before anything says the server is up."""
-    from ._errors import CommandError
-
     where = f"Port {port} on {host}"
     try:
         family, kind, proto, _, address = socket.getaddrinfo(

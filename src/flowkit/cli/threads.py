@@ -13,11 +13,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from ._output import iso, table, when, write_json
-from ._store import add_store_option, open_for_reading, shown, store_location
+from ..terminal.output import iso, table, when, write_json
+from ..terminal.store import add_store_option, open_for_reading, shown, store_location
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
     from ..stores import Store
     from ..stores._protocol import AnyRecord
 
@@ -172,7 +172,7 @@ def _history_table(records: Sequence[AnyRecord], out: TextIO) -> None:
 
 
 def _error_text(error: Mapping[str, Any]) -> str:
-    from .._plain import shorten
+    from ..foundation._plain import shorten
 
     return shorten(f"{error.get('type')}: {error.get('message')}", 300)
 
@@ -180,8 +180,8 @@ def _error_text(error: Mapping[str, Any]) -> str:
 def _resolve_flow(flow_name: str, explicit: str | None) -> tuple[Flow | None, str]:
     """The flow to replay with and a note on where it came from (or why there is none)."""
     from ..errors import FlowDefinitionError
+    from ..terminal.inputs import load_target
     from ..workflows import WorkflowLoadError, load_flow, registered
-    from ._inputs import load_target
 
     if explicit is not None:
         flow = load_target(explicit)
@@ -227,9 +227,9 @@ def _state_of(
     store: Store, thread_id: str, flow_name: str, explicit: str | None
 ) -> tuple[dict[str, Any], bool, str]:
     """The thread's latest state, whether it is exact, and a note on how it was made."""
-    from .._result import RunResult
-    from .._runner import Runner
     from ..errors import FlowkitError
+    from ..runner._result import RunResult
+    from ..runner._runner import Runner
 
     found, note = _resolve_flow(flow_name, explicit)
     if found is not None:

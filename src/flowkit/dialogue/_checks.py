@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from .._safe_regex import compile_pattern
-from ..errors import UnsafePatternError
+from ..errors import DomainError, UnsafePatternError
+from ..foundation._safe_regex import compile_pattern
 from ._defaults import BUILTIN_RESPONSES, REASONS
-from .domain import AFFIRM, CONTROL_INTENTS, DENY, INFORM, NON_TASK_INTENTS, UNCLEAR
-
-if TYPE_CHECKING:
-    from .domain import Domain
+from ._models import (
+    AFFIRM,
+    CONTROL_INTENTS,
+    DENY,
+    INFORM,
+    NON_TASK_INTENTS,
+    UNCLEAR,
+    Domain,
+    parse_timezone,
+)
 
 __all__ = ["domain_problems", "response_ids"]
 
@@ -61,9 +66,6 @@ def _gone(broken: Broken, section: str, name: str) -> bool:
 
 
 def _timezone_problems(domain: Domain) -> list[str]:
-    from ..errors import DomainError
-    from .services import parse_timezone
-
     try:
         parse_timezone(domain.timezone)
     except DomainError as exc:

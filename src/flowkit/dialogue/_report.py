@@ -16,10 +16,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ValidationError
 
-from .._yaml_lines import Lines, line_of, lines_of
 from ..errors import DomainError, UntrustedInputError
+from ..foundation._untrusted import (
+    compose_yaml,
+    construct_yaml,
+    parse_json,
+    read_regular_file,
+)
+from ..foundation._yaml_lines import Lines, line_of, lines_of
+from . import _models
+from ._checks import domain_problems
+from ._locate import resolve_path
+from ._models import Domain
+from .actions import resolve_handlers
 
 __all__ = ["MAX_BYTES", "DomainCheck", "Problem", "check_domain", "parse_file", "problems_of"]
 
@@ -65,8 +77,6 @@ def parse_file(path: Path, what: str = "domain file") -> tuple[Any, Lines]:
 
 def read_file(path: Path, what: str = "domain file") -> tuple[Any, Lines]:
     """``parse_file``, raising ``UnreadableFileError`` (one problem about the file as a whole)."""
-    from .._untrusted import read_regular_file
-
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -113,7 +123,7 @@ class DomainCheck:
     """What ``flowkit dialogue check`` reports: the file, the domain if it loads, the problems."""
 
     path: str
-    domain: Any
+    domain: Any  # a Domain when there are no problems, else None
     problems: list[Problem]
 
 
@@ -124,8 +134,6 @@ def check_domain(source: str | Path) -> DomainCheck:
     Raises:
         DomainError: ``source`` is neither a file nor a shipped example.
     """
-    from .domain import resolve_path
-
     path = resolve_path(source)
     try:
         data, lines = read_file(path)
@@ -133,8 +141,6 @@ def check_domain(source: str | Path) -> DomainCheck:
         return DomainCheck(str(path), None, [exc.problem])
     domain, problems = problems_of(data, lines)
     if domain is not None and not problems:
-        from .actions import resolve_handlers
-
         try:
             resolve_handlers(domain)
         except DomainError as exc:
@@ -143,10 +149,6 @@ def check_domain(source: str | Path) -> DomainCheck:
 
 
 def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, Lines]:
-    import yaml
-
-    from .._untrusted import compose_yaml, construct_yaml, parse_json
-
     if json_file:
         try:
             data = parse_json(text, what=what, max_bytes=MAX_BYTES)
@@ -171,10 +173,8 @@ def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, Lines]:
     return data, lines_of(node)
 
 
-def problems_of(data: Any, lines: Lines | None = None) -> tuple[Any, list[Problem]]:
+def problems_of(data: Any, lines: Lines | None = None) -> tuple[Domain | None, list[Problem]]:
     """The domain ``data`` makes (None if its shape is wrong) and all its problems."""
-    from .domain import Domain
-
     lines = lines or {}
     if not isinstance(data, Mapping):
         kind = "nothing" if data is None else f"a {type(data).__name__}"
@@ -190,8 +190,6 @@ _SECTIONS = ("intents", "faq", "entities", "slots", "goals", "actions", "respons
 
 
 def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: Lines) -> list[Problem]:
-    from .domain import Domain
-
     found: list[Problem] = []
     broken: dict[str, set[str]] = {}
     for error in exc.errors(include_url=False, include_input=False):
@@ -219,9 +217,9 @@ def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: Lines)
     return found + _meaning_problems(partial, broken, lines)
 
 
-def _meaning_problems(domain: Any, broken: Mapping[str, set[str]], lines: Lines) -> list[Problem]:
-    from ._checks import domain_problems
-
+def _meaning_problems(
+    domain: Domain, broken: Mapping[str, set[str]], lines: Lines
+) -> list[Problem]:
     return _located(domain_problems(domain, broken=broken), lines)
 
 
@@ -249,10 +247,8 @@ def _plain(error: Mapping[str, Any], loc: tuple[str, ...]) -> str:
 
 
 def _known_keys() -> list[str]:
-    from . import domain as models
-
     keys: set[str] = set()
-    for value in vars(models).values():
+    for value in vars(_models).values():
         if isinstance(value, type) and issubclass(value, BaseModel):
             keys |= set(value.model_fields)
     return sorted(keys)

@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from .._atomic import write_atomically
 from ..errors import DomainError
+from ..foundation._atomic import write_atomically
+from ._models import Domain
 from .ledger import Ledger, MemoryLedger
 from .state import JsonScalar
 
@@ -95,7 +96,9 @@ def as_result(value: ActionResult | Mapping[str, Any] | None) -> ActionResult:
     return ActionResult(summary=scalars, data=dict(value))
 
 
-def resolve_handlers(domain: Any, given: Mapping[str, Handler] | None = None) -> dict[str, Handler]:
+def resolve_handlers(
+    domain: Domain, given: Mapping[str, Handler] | None = None
+) -> dict[str, Handler]:
     """Handlers for every action of ``domain``: ``given`` first, then each action's
     ``handler: module:function``, else ``record_slots``.
 

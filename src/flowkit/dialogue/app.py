@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from .._flow import UNSET
-from .._result import RunResult
-from .._runner import Runner
+from ..definition._flow import UNSET
 from ..errors import DomainError, ThreadNotFoundError
 from ..routing.dialogue import SG
+from ..runner._result import RunResult
+from ..runner._runner import Runner
 from ..stores._protocol import Store
 from .actions import Artifacts, FileArtifacts, Handler
 from .domain import Domain, load_domain

@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..terminal.errors import CommandError
+from ..terminal.store import add_store_option, open_for_writing, store_path, store_words
+from ..terminal.typed import typed_lines
+
 __all__ = ["add_commands"]
 
 _DOMAIN_HELP = "a domain file (YAML or JSON) or the name of a shipped example (robot_cell)"
@@ -25,8 +29,6 @@ _DOMAIN_HELP = "a domain file (YAML or JSON) or the name of a shipped example (r
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """Register ``chat`` and ``dialogue`` on the main parser's sub-parsers."""
-    from ..cli._store import add_store_option
-
     chat = commands.add_parser(
         "chat", parents=[common], help="talk to a dialogue domain (REPL; stdin may be piped)"
     )
@@ -77,8 +79,6 @@ def _llm(spec: str | None) -> Any:
 
 def _chat_command(args: argparse.Namespace, thread: str | None) -> str:
     """The command line that opens this chat again, runnable as printed."""
-    from ..cli._store import store_words
-
     words = ["flowkit", "chat", args.domain, *store_words(args)]
     if args.llm:
         words += ["--llm", args.llm]
@@ -89,7 +89,6 @@ def _chat_command(args: argparse.Namespace, thread: str | None) -> str:
 
 def _domain(source: str) -> Any:
     """The domain a command names; a name that is no file nor example is a usage error."""
-    from ..cli import CommandError
     from ..errors import DomainError
     from .domain import load_domain, resolve_path
 
@@ -101,7 +100,6 @@ def _domain(source: str) -> Any:
 
 
 def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
-    from ..cli._store import open_for_writing, store_path
     from ..errors import InvalidResumeInputError
     from .app import Dialogue
 
@@ -126,7 +124,6 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
     )
     if resumed and state.state.last_ai_message:
         out.write(f"bot> {state.state.last_ai_message}\n")
-    from ..cli._typed import typed_lines
     from ..nodes.dialogue.start_gate import MAX_CHARS
 
     for text in typed_lines(out, max_chars=MAX_CHARS):
@@ -159,7 +156,6 @@ def _describe(bot: Any, thread: str) -> str:
 
 
 def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
-    from ..cli import CommandError
     from ..errors import DomainError
     from .conversations import (
         format_results,
@@ -212,7 +208,6 @@ def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    from ..cli import CommandError
     from ..errors import DomainError
     from ._report import check_domain
 

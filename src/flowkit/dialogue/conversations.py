@@ -19,13 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._runner import Runner
 from ..errors import DomainError, FlowkitError
 from ..routing.dialogue import SG
+from ..runner._runner import Runner
+from ._models import Domain, parse_timezone
 from .actions import Handler
-from .domain import Domain, example_names, example_path, load_domain, read_data
+from .domain import example_names, example_path, load_domain, read_data
 from .ledger import MemoryLedger
-from .services import parse_timezone
 from .state import DialogueState
 from .workflow import build_flow
 

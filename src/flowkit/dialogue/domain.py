@@ -3,6 +3,9 @@
 A domain is YAML or JSON validated by these pydantic models, then cross-checked (every name it
 refers to exists, every language has its phrases); ``load_domain`` reports every problem at
 once in a ``DomainError`` naming the file and the path inside it.
+
+The models live in ``_models``, finding a domain file in ``_locate``, reading and checking one
+in ``_report``; this module loads a domain with them and re-exports their public names.
 """
 
 from __future__ import annotations
@@ -10,17 +13,38 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from .._untrusted import check_data_depth
 from ..errors import DomainError, UntrustedInputError
+from ..foundation._untrusted import check_data_depth
+from ._locate import example_names, example_path, resolve_path
+from ._models import (
+    AFFIRM,
+    CONTROL_INTENTS,
+    DENY,
+    INFORM,
+    NON_TASK_INTENTS,
+    UNCLEAR,
+    ActionSpec,
+    Domain,
+    EntitySpec,
+    FaqSpec,
+    GoalSpec,
+    IntentSpec,
+    Mode,
+    ResponseSpec,
+    SlotSpec,
+    Style,
+    ValidationSpec,
+    domain_json_schema,
+)
+from ._report import parse_file, problems_of
 
 __all__ = [
     "AFFIRM",
     "CONTROL_INTENTS",
     "DENY",
+    "INFORM",
     "NON_TASK_INTENTS",
     "UNCLEAR",
     "ActionSpec",
@@ -29,221 +53,18 @@ __all__ = [
     "FaqSpec",
     "GoalSpec",
     "IntentSpec",
+    "Mode",
     "ResponseSpec",
     "SlotSpec",
+    "Style",
     "ValidationSpec",
     "domain_json_schema",
     "example_names",
+    "example_path",
     "load_domain",
+    "read_data",
+    "resolve_path",
 ]
-
-#: Seed 001 §2.1.1: intent types that never enter the task branch (GST).
-NON_TASK_INTENTS = ("OOS", "QUESTION", "SMALL_TALK")
-#: Built-in control intents a domain gives phrases for; GST gives them their meaning.
-CONTROL_INTENTS = ("cancel", "next", "back", "repeat")
-#: The intent IR reports when the user only supplies slot values ("3 pm", 「佐藤です」).
-INFORM = "inform"
-#: IR's answers to a confirmation question (``goals.<name>.confirm``): yes, no, and anything
-#: it did not understand as either (the question is asked again).
-AFFIRM = "affirm"
-DENY = "deny"
-UNCLEAR = "unclear"
-
-Mode = Literal["SLOT_FILLING", "STEP_BY_STEP"]
-Style = Literal["template", "llm"]
-_NAME = r"^[A-Za-z][A-Za-z0-9_]*$"
-_EXAMPLES = Path(__file__).with_name("examples")
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class IntentSpec(_Spec):
-    """An intent: what it means (``kind``) and how users say it, per language."""
-
-    kind: Literal["task", "control", "small_talk"] = Field(
-        "task", description="task: starts a goal; control: cancel/next/back/repeat; small_talk"
-    )
-    examples: dict[str, list[str]] = Field({}, description="language -> example utterances")
-    keywords: dict[str, list[str]] = Field({}, description="language -> words that signal it")
-    response: str | None = Field(None, description="small_talk: the response id to answer with")
-    ends_conversation: bool = Field(False, description="small_talk: finish the conversation")
-
-
-class FaqSpec(_Spec):
-    """A question the assistant answers (intent type ``QUESTION``)."""
-
-    questions: dict[str, list[str]] = Field(description="language -> ways to ask it")
-    keywords: dict[str, list[str]] = {}
-    answer: dict[str, str] = Field(description="language -> the answer")
-
-
-class EntitySpec(_Spec):
-    """How to find a value in an utterance.
-
-    ``regex``: ``patterns`` (a group named ``value`` picks the value); ``choice``: canonical
-    ``values`` with synonyms per language (fuzzy-matched); ``number``; ``date`` (today,
-    tomorrow, 3/14, 3月14日 ...); ``time`` (3 pm, 15:00, 15時半 ...); ``text``: the whole reply
-    to the question for a slot, minus ``strip`` phrases (my name is, です).
-    """
-
-    kind: Literal["regex", "choice", "number", "date", "time", "text"]
-    patterns: list[str] = []
-    values: dict[str, dict[str, list[str]]] = Field(
-        {}, description="choice: canonical value -> language -> synonyms"
-    )
-    strip: dict[str, list[str]] = Field({}, description="text: phrases removed around the value")
-
-
-class ValidationSpec(_Spec):
-    """Rules a slot value must pass; a failure is re-asked with the reason."""
-
-    min: float | None = None
-    max: float | None = None
-    min_length: int | None = Field(None, ge=0)
-    max_length: int | None = Field(None, ge=1)
-    pattern: str | None = None
-    not_past: bool = False
-    max_days_ahead: int | None = Field(None, ge=0)
-    earliest: str | None = Field(None, pattern=r"^\d{2}:\d{2}$")
-    latest: str | None = Field(None, pattern=r"^\d{2}:\d{2}$")
-
-
-class SlotSpec(_Spec):
-    """A piece of information a goal collects, the question that asks for it, and its rules."""
-
-    entity: str = Field(description="the entity that fills this slot")
-    question: dict[str, str] = Field(description="language -> the question asking for it")
-    label: dict[str, str] = Field({}, description="language -> display name")
-    required: bool = Field(
-        True,
-        description=(
-            "false: filled when the user gives it, never asked for, never blocks the goal; "
-            "the action gets it when given"
-        ),
-    )
-    pii: bool = Field(False, description="personal data: masked in logs, events and errors")
-    send_to_llm: bool = Field(
-        False, description="with pii: the value may reach an LLM (else masked in its prompts)"
-    )
-    validation: ValidationSpec = ValidationSpec()
-
-
-class GoalSpec(_Spec):
-    """A task: the intent that starts it, its mode, its slots or steps, and its action."""
-
-    intent: str
-    mode: Mode
-    title: dict[str, str] = Field({}, description="language -> name shown to the user")
-    slots: list[str] = Field(
-        [], description="SLOT_FILLING: its slots; the required ones are asked in order"
-    )
-    steps: list[dict[str, str]] = Field([], description="STEP_BY_STEP: language -> step text")
-    action: str | None = Field(None, description="run when the slots are filled / steps done")
-    confirm: bool = Field(
-        False,
-        description=(
-            "SLOT_FILLING with an action: once the required slots are filled, show them and "
-            "run the action only after the user says yes"
-        ),
-    )
-    done: str = Field("goal_done", description="response id when the goal completes")
-
-
-class ActionSpec(_Spec):
-    """An action goals run; ``handler`` is ``module:function`` (default: record the slots)."""
-
-    handler: str | None = Field(None, pattern=r"^[\w.]+:[\w.]+$")
-    description: str = ""
-
-
-class ResponseSpec(_Spec):
-    """A response template per language; ``style: llm`` lets an LLM phrase it (optional)."""
-
-    text: dict[str, str]
-    style: Style | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        # `greet: {en: Hi, ja: こんにちは}` is the common case; `text:` only when adding style.
-        if isinstance(data, Mapping) and "text" not in data:
-            style = data.get("style")
-            text = {k: v for k, v in data.items() if k != "style"}
-            return {"text": text, "style": style} if style is not None else {"text": text}
-        return data
-
-
-class Domain(_Spec):
-    """A whole dialogue domain. Build a flow from it with ``flowkit.dialogue.build_flow``."""
-
-    version: Literal[1] = 1
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
-    description: str = ""
-    languages: list[str] = Field(["en"], min_length=1)
-    timezone: str = Field(
-        "UTC",
-        description=(
-            "Where the domain's users are: UTC (default), a fixed offset such as +09:00, or an "
-            "IANA name such as Asia/Tokyo. The current date there is what today/tomorrow/next "
-            "Monday mean and what not_past/max_days_ahead compare with; dates and times users "
-            "give are local to it and stored as said, never converted."
-        ),
-        examples=["UTC", "+09:00", "Asia/Tokyo"],
-    )
-    threshold: float = Field(0.6, ge=0, le=1, description="below this, an utterance is OOS")
-    style: Style = Field("template", description="default response generation")
-    persona: dict[str, str] = Field({}, description="language -> system prompt for LLM replies")
-    result_inline_bytes: int = Field(1024, ge=0, description="larger results go by reference")
-    intents: dict[str, IntentSpec]
-    faq: dict[str, FaqSpec] = {}
-    entities: dict[str, EntitySpec] = {}
-    slots: dict[str, SlotSpec] = {}
-    goals: dict[str, GoalSpec] = {}
-    actions: dict[str, ActionSpec] = {}
-    responses: dict[str, ResponseSpec] = {}
-
-    @property
-    def default_language(self) -> str:
-        return self.languages[0]
-
-    def goal_for_intent(self, intent: str) -> str | None:
-        for name, goal in self.goals.items():
-            if goal.intent == intent:
-                return name
-        return None
-
-    def required_slots(self, goal: str) -> list[str]:
-        """The slots ``goal`` asks for, in order (its slots without ``required: false``)."""
-        return [s for s in self.goals[goal].slots if s not in self.slots or self.slots[s].required]
-
-    def pii_slots(self) -> frozenset[str]:
-        return frozenset(name for name, slot in self.slots.items() if slot.pii)
-
-    def text(self, localized: Mapping[str, str], lang: str, fallback: str = "") -> str:
-        """``localized`` in ``lang``, else in the default language, else ``fallback``."""
-        return localized.get(lang) or localized.get(self.default_language) or fallback
-
-
-def domain_json_schema() -> dict[str, Any]:
-    """The JSON schema of a domain file (``schemas/dialogue-domain.schema.json``)."""
-    schema = Domain.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://flowkit.dev/schemas/dialogue-domain.schema.json"
-    return schema
-
-
-def example_names() -> list[str]:
-    """Names of the example domains shipped with flowkit (``robot_cell``)."""
-    return sorted(
-        p.stem for p in _EXAMPLES.glob("*.yaml") if not p.name.endswith(".conversations.yaml")
-    )
-
-
-def example_path(name: str, suffix: str = ".yaml") -> Path | None:
-    path = _EXAMPLES / f"{name}{suffix}"
-    return path if path.is_file() else None
 
 
 def load_domain(source: str | Path | Mapping[str, Any] | Domain) -> Domain:
@@ -269,44 +90,18 @@ def load_domain(source: str | Path | Mapping[str, Any] | Domain) -> Domain:
             ]
         )
     path = resolve_path(source)
-    from ._report import parse_file
-
     data, lines = parse_file(path)
     return _validate(data, str(path), lines)
-
-
-def resolve_path(source: str | Path) -> Path:
-    """The file ``source`` names: a path, else a shipped example's name.
-
-    Raises:
-        DomainError: it is neither (the message lists the shipped examples).
-    """
-    path = Path(source)
-    if path.is_file():
-        return path
-    shipped = example_path(str(source))
-    if shipped is None:
-        known = ", ".join(example_names()) or "none"
-        raise DomainError(
-            [f"`{source}` is neither a file nor a shipped example ({known}); pass a path."],
-            path=str(source),
-        )
-    return shipped
 
 
 def read_data(path: Path, what: str = "domain file") -> Any:
     """Parse a YAML or JSON file (by suffix); unreadable, oversized, non-UTF-8 or invalid
     files raise ``DomainError`` saying which and where."""
-    from ._report import parse_file
-
     return parse_file(path, what)[0]
 
 
 def _validate(data: Any, path: str | None, lines: dict[tuple[str, ...], int]) -> Domain:
-    from ._report import problems_of
-
     domain, problems = problems_of(data, lines)
     if problems or domain is None:
         raise DomainError([str(p) for p in problems], path=path)
-    assert isinstance(domain, Domain)
     return domain

@@ -12,14 +12,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
 
-from .._safe_regex import compile_pattern
+from ..foundation._safe_regex import compile_pattern
+from ._models import Domain, EntitySpec
 from ._text import has_cjk, normalize
 from .state import JsonScalar
-
-if TYPE_CHECKING:
-    from .domain import Domain, EntitySpec
 
 __all__ = ["CORRECTION_CUES", "EntityExtractor", "Found", "is_correction"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from .._node import NodeError
 from ..errors import FlowkitError
+from ..records._node_error import NodeError
 
 __all__ = [
     "ERROR_CLASSES",

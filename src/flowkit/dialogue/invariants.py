@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..routing.dialogue import EP, NON_TASK, NP, RP, SST, TASK_STATES
-from .domain import Domain
+from ._models import Domain
 from .state import DialogueState
 
 __all__ = ["invariants_for"]

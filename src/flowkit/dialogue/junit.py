@@ -13,6 +13,9 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from lxml import etree  # type: ignore[import-untyped]
+
+from ..foundation._atomic import write_atomically
 from .conversations import ConversationResult
 
 __all__ = ["junit_xml", "write_junit"]
@@ -28,8 +31,6 @@ def junit_xml(
     results: Sequence[ConversationResult], *, suite: str, classname: str | None = None
 ) -> bytes:
     """The report for ``results`` as one ``testsuite`` named ``suite`` (UTF-8 bytes)."""
-    from lxml import etree  # type: ignore[import-untyped]
-
     failed = sum(not r.passed for r in results)
     seconds = f"{sum(r.seconds for r in results):.3f}"
     counts = {"tests": str(len(results)), "failures": str(failed), "errors": "0"}
@@ -81,6 +82,4 @@ def write_junit(
     classname: str | None = None,
 ) -> None:
     """Write the report to ``path`` atomically (a reader never sees half a file)."""
-    from .._atomic import write_atomically
-
     write_atomically(path, junit_xml(results, suite=suite, classname=classname))

@@ -10,23 +10,21 @@ structured output and hands over to the offline recogniser on any ``LLMError``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from .._logging import get_logger
 from ..errors import LLMError
+from ..foundation._logging import get_logger
+from ._models import INFORM, Domain
 from ._text import best_similarity, keyword_hits, normalize
-from .domain import INFORM, Domain
-from .entities import EntityExtractor, is_correction
+from .entities import EntityExtractor, Found, is_correction
 from .privacy import MASK, mask_text
 from .state import ChatMessage, Entity, JsonScalar
-
-if TYPE_CHECKING:
-    from .entities import Found
 
 __all__ = [
     "LLMRecognizer",
@@ -297,8 +295,6 @@ def _masked(value: object) -> bool:
 
 
 def _remove_spans(text: str, found: list[Found]) -> str:
-    import unicodedata
-
     text = unicodedata.normalize("NFKC", text)
     for item in sorted(found, key=lambda f: -f.start):
         text = text[: item.start] + " " + text[item.end :]

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import FlowkitError
+from .domain import load_domain
+
 __all__ = ["MASK", "mask_dialogue_state", "mask_like", "mask_slots", "mask_text"]
 
 MASK = "***"
@@ -51,9 +54,6 @@ def mask_like(data: Any, state: Mapping[str, Any]) -> Any:
 
 
 def _personal(state: Mapping[str, Any]) -> tuple[frozenset[str], set[str], str]:
-    from ..errors import FlowkitError
-    from .domain import load_domain
-
     slots: Mapping[str, Any] = state["slots"]
     name = str(state.get("domain") or "")
     try:

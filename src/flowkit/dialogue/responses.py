@@ -14,10 +14,10 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from .._logging import get_logger
 from ..errors import LLMError
+from ..foundation._logging import get_logger
 from ._defaults import BUILTIN_RESPONSES
-from .domain import Domain
+from ._models import Domain
 from .state import GoalState, JsonScalar, ResponsePlan
 from .validation import slot_label
 

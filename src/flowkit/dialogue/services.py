@@ -4,19 +4,18 @@ handlers, the artifact store and the ledger, built once per flow.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
+from ._models import Domain, parse_timezone
 from .actions import Artifacts, Handler, MemoryArtifacts, resolve_handlers
-from .domain import Domain
 from .ledger import Ledger, MemoryLedger
 from .nlu import LLMRecognizer, OfflineRecognizer, Recognizer
 from .responses import Renderer
 
-__all__ = ["Services", "make_services"]
+__all__ = ["Services", "make_services", "parse_timezone"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,23 +57,3 @@ def make_services(
         tz=parse_timezone(domain.timezone),
         ledger=ledger if ledger is not None else MemoryLedger(),
     )
-
-
-def parse_timezone(name: str) -> tzinfo:
-    """``UTC``, an offset such as ``+09:00``, or an IANA name such as ``Asia/Tokyo``."""
-    if name.upper() in ("UTC", "Z"):
-        return UTC
-    offset = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", name)
-    if offset:
-        sign = 1 if offset[1] == "+" else -1
-        return timezone(sign * timedelta(hours=int(offset[2]), minutes=int(offset[3])))
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        from ..errors import DomainError
-
-        raise DomainError(
-            [f"timezone: `{name}` is unknown; use UTC, an offset like +09:00, or an IANA name"]
-        ) from exc

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from .._reducers import append
+from ..definition._reducers import append
 from .errors import DialogueError, as_dialogue_error
 
 __all__ = [

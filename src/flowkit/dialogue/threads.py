@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from .._logging import _PHONE
 from ..errors import InvalidThreadIdError
+from ..foundation._logging import _PHONE
 
 __all__ = ["check_opaque", "opaque_thread_id"]
 

@@ -8,14 +8,12 @@ recorded in ``exec_trace`` and logged without leaking personal data.
 from __future__ import annotations
 
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._safe_regex import compile_pattern
+from ..foundation._safe_regex import compile_pattern
 from ._defaults import REASONS
+from ._models import Domain
 from .state import JsonScalar
-
-if TYPE_CHECKING:
-    from .domain import Domain
 
 __all__ = ["check_value", "reason_text", "slot_label"]
 

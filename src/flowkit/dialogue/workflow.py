@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from .._flow import Flow
+from ..definition._flow import Flow
 from ..nodes.dialogue.eg import make_eg
 from ..nodes.dialogue.ep import make_ep
 from ..nodes.dialogue.ge import make_ge

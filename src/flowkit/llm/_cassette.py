@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from flowkit._untrusted import parse_json, read_regular_file
 from flowkit.errors import LLMConfigError, UntrustedInputError
+from flowkit.foundation._untrusted import parse_json, read_regular_file
 from flowkit.llm._replay_mismatch import clip
 from flowkit.llm._types import LLMResponse
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 
 __all__ = [
     "CASSETTE_FORMAT_VERSION",

@@ -15,8 +15,6 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from flowkit._logging import get_logger, log_content
-from flowkit._untrusted import parse_json
 from flowkit.errors import (
     LLMConfigError,
     LLMError,
@@ -24,6 +22,8 @@ from flowkit.errors import (
     LLMTimeoutError,
     LLMUnavailableError,
 )
+from flowkit.foundation._logging import get_logger, log_content
+from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._retry import RETRYABLE_STATUS, Backoff, bounded_wait, parse_retry_after
 from flowkit.llm._stream import Delta
 from flowkit.llm._structured import Ask, answer_plan, drive

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from flowkit._untrusted import MAX_BYTES, MAX_DEPTH, check_json_depth
 from flowkit.errors import LLMResponseError, UntrustedInputError
+from flowkit.foundation._untrusted import MAX_BYTES, MAX_DEPTH, check_json_depth
 
 __all__ = ["MAX_ANSWER_CHARS", "extract_json", "guard_answer", "json_candidates", "strip_reasoning"]
 
@@ -98,7 +98,7 @@ def guard_answer(text: str, *, model: str | None = None) -> None:
     """
     try:
         if len(text) > MAX_ANSWER_CHARS:
-            from flowkit._untrusted import parse_json
+            from flowkit.foundation._untrusted import parse_json
 
             parse_json(text, what="LLM answer", max_bytes=MAX_ANSWER_CHARS)
         check_json_depth(text, what="LLM answer", max_depth=MAX_DEPTH, strings=False)

@@ -16,9 +16,9 @@ from typing import Any, ClassVar, NoReturn
 
 import httpx
 
-from flowkit._logging import get_logger
-from flowkit._untrusted import parse_json
 from flowkit.errors import LLMConfigError, LLMResponseError
+from flowkit.foundation._logging import get_logger
+from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._closing import ClosesOnExit
 from flowkit.llm._embeddings import (

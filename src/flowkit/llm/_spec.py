@@ -70,7 +70,7 @@ def from_spec(
 
         return ReplayLLM.from_file(rest)
     if kind == "scripted":
-        from flowkit.testing.scripted import ScriptedLLM
+        from flowkit.llm.scripted import ScriptedLLM
 
         return ScriptedLLM.from_file(rest)
     raise LLMConfigError(f"LLM spec {spec!r} names an unknown backend {kind!r}; use {_FORMS}.")

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from flowkit._logging import get_logger
 from flowkit.errors import LLMResponseError, LLMSchemaError
+from flowkit.foundation._logging import get_logger
 from flowkit.llm._extract import guard_answer, json_candidates
 from flowkit.llm._types import LLMResponse, Message, check_messages
 

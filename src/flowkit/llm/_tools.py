@@ -14,13 +14,13 @@ from typing import Any, TypeAlias, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from flowkit._untrusted import parse_json
 from flowkit.errors import (
     LLMConfigError,
     ToolArgumentsError,
     ToolValidationError,
     UnknownToolError,
 )
+from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._types import Message, ToolCall
 
 __all__ = ["Tool", "ToolLike", "as_tools", "tool_message", "tool_result_text"]

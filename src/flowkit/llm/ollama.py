@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from flowkit._untrusted import parse_json
+from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff

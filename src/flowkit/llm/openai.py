@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from flowkit._untrusted import parse_json
 from flowkit.errors import LLMConfigError
+from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff

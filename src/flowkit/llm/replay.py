@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ValidationError
 
-from flowkit._plain import describe_validation_error
 from flowkit.errors import LLMSchemaError, ReplayMismatchError
+from flowkit.foundation._plain import describe_validation_error
 from flowkit.llm._cassette import (
     CASSETTE_FORMAT_VERSION,
     checked_call,

@@ -17,12 +17,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-from flowkit._conditions import field as state_field
-from flowkit._logging import get_logger
-from flowkit._node import Context, Node, node
-from flowkit._reducers import append
-from flowkit._route_table import Route, RouteTable
+from flowkit.definition._conditions import field as state_field
+from flowkit.definition._node import Context, Node, node
+from flowkit.definition._reducers import append
+from flowkit.definition._route_table import Route, RouteTable
 from flowkit.errors import LLMConfigError, ToolCallLimitError, ToolError, ToolLoopLimitError
+from flowkit.foundation._logging import get_logger
 from flowkit.llm._protocol import LLM
 from flowkit.llm._tools import Tool, ToolLike, as_tools, find_tool, tool_message, tool_result_text
 from flowkit.llm._types import LLMResponse, Message, ToolCall

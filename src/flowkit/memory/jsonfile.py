@@ -21,10 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._atomic import write_atomically
-from .._store_folder import create_store_folder
-from .._untrusted import parse_json
 from ..errors import CorruptStoreError, StoreError
+from ..foundation._atomic import write_atomically
+from ..foundation._store_folder import create_store_folder
+from ..foundation._untrusted import parse_json
 from ._checks import (
     MAX_DEPTH,
     MAX_VALUE_BYTES,

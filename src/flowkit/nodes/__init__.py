@@ -6,6 +6,7 @@ re-exported here for code that writes its own.
 
 from __future__ import annotations
 
-from .._node import Context, Node, NodeError, RetryPolicy, node
+from ..definition._node import Context, Node, RetryPolicy, node
+from ..records._node_error import NodeError
 
 __all__ = ["Context", "Node", "NodeError", "RetryPolicy", "node"]

@@ -16,9 +16,9 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from .._result import RunResult
-from .._runner import Runner
 from ..errors import ThreadNotFoundError
+from ..runner._result import RunResult
+from ..runner._runner import Runner
 from .errors import QualityInputError
 from .fetch import Clock
 from .ids import check_episode

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 from ._retention import KEEP_DAYS
 from .errors import QualityInputError, StatePersistenceError
 from .ids import SESSION_ID

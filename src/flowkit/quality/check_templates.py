@@ -136,7 +136,7 @@ def _read(path: Path) -> CheckTemplate:
 def _parse(path: Path) -> Any:
     import yaml
 
-    from .._untrusted import parse_yaml, read_regular_file
+    from ..foundation._untrusted import parse_yaml, read_regular_file
 
     try:
         text = read_regular_file(path, what="check template", max_bytes=_MAX_BYTES).decode(

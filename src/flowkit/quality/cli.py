@@ -25,7 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..cli._store import add_store_option, store_path
+from ..terminal.errors import CommandError
+from ..terminal.output import command_hint
+from ..terminal.store import add_store_option, store_path
 from ._retention import KEEP_DAYS
 
 __all__ = ["add_commands"]
@@ -131,8 +133,6 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _error(message: str, code: int = 1) -> Exception:
-    from ..cli import CommandError
-
     return CommandError(message, code=code)
 
 
@@ -164,7 +164,7 @@ def _checker(args: argparse.Namespace, *, llm: bool = False, reads: bool = False
 
     model = None
     if llm:
-        from ..cli._demo_llm import llm_for
+        from ..terminal.demo_llm import llm_for
 
         spec = getattr(args, "llm", None) or os.environ.get("FLOWKIT_LLM") or None
         model = llm_for(spec, ["quality"]) if spec else None
@@ -204,8 +204,6 @@ def _quality_errors(fn: Any) -> Any:
 
 
 def _print_result(checker: Any, result: Any, out: TextIO, args: argparse.Namespace) -> int:
-    from ..cli._output import command_hint
-
     state = result.state
     store = store_path(args)
     where = "completed" if result.status == "done" else f"{result.status} at `{result.node}`"

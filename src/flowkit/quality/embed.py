@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._distribution import install_hint
+from ..foundation._distribution import install_hint
 from .errors import QualityInputError
 
 if TYPE_CHECKING:

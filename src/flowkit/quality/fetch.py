@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Protocol
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 from .errors import (
     ManualUploadPending,
     ManuscriptCacheMissError,

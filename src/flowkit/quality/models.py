@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from .._plain import describe_validation_error
+from ..foundation._plain import describe_validation_error
 
 __all__ = [
     "ADJUSTMENT_STRATEGIES",

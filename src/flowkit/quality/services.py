@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 from .audit import KEEP_DAYS, AuditLog, ChecksLog, check_keep_days
 from .check_templates import CheckTemplate, load_check_templates
 from .embed import Embedder, NGramEmbedder, default_embedder

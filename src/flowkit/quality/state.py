@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .._reducers import append
+from ..definition._reducers import append
 from .models import AdjustmentAttempt, AdjustmentStrategy, IssueState, Severity, TextRange
 
 __all__ = [

@@ -13,10 +13,10 @@ the run's deps: ``Runner(flow, deps=QualityServices(...))``; ``QualityChecker`` 
 
 from __future__ import annotations
 
-from .._flow import Flow
-from .._gate import Gate
-from .._parallel import Map
-from .._route_table import END
+from ..definition._flow import Flow
+from ..definition._gate import Gate
+from ..definition._parallel import Map
+from ..definition._route_table import END
 from ..nodes.quality.check import check, recheck
 from ..nodes.quality.fixes import apply_fixes, plan_fix
 from ..nodes.quality.manuscript import after_upload, load_manuscript

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 from ._specs import BlockSpec, Connection, InputSpec
 from .catalog import Catalog
 from .problems import Problem

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from flowkit._safe_regex import compile_pattern
+from flowkit.foundation._safe_regex import compile_pattern
 
 __all__ = [
     "AttributeSpec",

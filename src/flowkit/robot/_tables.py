@@ -14,11 +14,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from flowkit._untrusted import parse_yaml as parse_yaml_within_limits
-from flowkit._untrusted import read_regular_file
 from flowkit.errors import ParameterTableError, UntrustedInputError
+from flowkit.foundation._untrusted import parse_yaml as parse_yaml_within_limits
+from flowkit.foundation._untrusted import read_regular_file
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 
 if TYPE_CHECKING:
     import yaml
@@ -322,7 +322,7 @@ def _read_yaml(path: Path, label: str) -> object:
 
 def parse_yaml(text: str, *, path: str | None = None) -> object:
     """Parse one YAML document with PyYAML's safe loader behind the guarded door
-    (``flowkit._untrusted``): anchors and aliases refused (so alias bombs never expand),
+    (``flowkit.foundation._untrusted``): anchors and aliases refused (so alias bombs never expand),
     deep nesting and huge documents refused before the composer runs."""
     import yaml
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 from ._text_lex import RESERVED, TextSyntaxError, Token, quote
 from .steps import Markup, Step
 

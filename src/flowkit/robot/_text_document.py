@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 from ._text_annotate import split_annotation
 from ._text_lex import RESERVED, TextSyntaxError, lex, quote
 from .steps import Document

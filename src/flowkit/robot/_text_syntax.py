@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 from ._specs import BlockSpec
 from ._text_lex import COMPARE_BACK, FLAG, NUMBER, VARIABLE, TextSyntaxError, Token
 from .catalog import Catalog

@@ -12,13 +12,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from flowkit._untrusted import read_regular_file
 from flowkit.errors import (
     InvalidProgramError,
     RobotProgramError,
     UnsafeXMLError,
     UntrustedInputError,
 )
+from flowkit.foundation._untrusted import read_regular_file
 
 from .problems import Problem
 

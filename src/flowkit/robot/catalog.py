@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flowkit._safe_regex import compile_pattern
-from flowkit._untrusted import parse_json, read_regular_file
 from flowkit.errors import CatalogError, UnsafePatternError, UntrustedInputError
+from flowkit.foundation._safe_regex import compile_pattern
+from flowkit.foundation._untrusted import parse_json, read_regular_file
 
 from ._resources import schema_path
 from ._specs import AttributeSpec, BlockSpec, FieldSpec, InputSpec, TextSpec, ValueRule

@@ -12,10 +12,10 @@ from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from flowkit._untrusted import parse_json
 from flowkit.errors import InvalidProgramError, RobotProgramError, UntrustedInputError
+from flowkit.foundation._untrusted import parse_json
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 from ._xml import read_program_file
 from .compile import compile_program
 from .decompile import decompile

@@ -16,7 +16,7 @@ from typing import Final, TypeVar
 
 from flowkit.errors import ParameterTableError
 
-from .._atomic import write_atomically
+from ..foundation._atomic import write_atomically
 from ._param_report import Action, BlockRef, MappingEntry, MappingReport
 from ._tables import (
     MAX_TABLE_BYTES,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 
 __all__ = ["Problem", "errors_only"]
 

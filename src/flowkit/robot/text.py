@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from flowkit.errors import StepTextError
 
-from .._plain import shorten
+from ..foundation._plain import shorten
 from ._text_annotate import Annotation, annotate, parse_annotation, split_annotation
 from ._text_document import parse_document_line, render_document, text_document
 from ._text_lex import TextSyntaxError, lex, quote

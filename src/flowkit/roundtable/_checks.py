@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._files import Lines, line_of
-from .config import CharacterSpec, RoundtableConfig
+from ._models import CharacterSpec, RoundtableConfig
 from .prompt import PLACEHOLDERS, placeholders_in
 from .speaker import USER_NAMES, normalize_name
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._untrusted import read_regular_file
-from .._yaml_lines import Lines, line_of, lines_of
 from ..errors import UntrustedInputError
+from ..foundation._untrusted import read_regular_file
+from ..foundation._yaml_lines import Lines, line_of, lines_of
 
 __all__ = ["MAX_BYTES", "Lines", "line_of", "read_config_file"]
 
@@ -22,7 +22,7 @@ def read_config_file(path: Path) -> tuple[Any, Lines]:
     sentence when the file cannot be read as YAML or JSON."""
     import yaml
 
-    from .._untrusted import compose_yaml, construct_yaml, parse_json
+    from ..foundation._untrusted import compose_yaml, construct_yaml, parse_json
 
     what = "roundtable configuration"
     try:

@@ -18,14 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
-from .._flow import UNSET
-from .._result import RunResult
-from .._runner import Runner
-from .._stream import Stream
+from ..definition._flow import UNSET
 from ..errors import ThreadNotFoundError
 from ..llm import LLM
 from ..memory import InProcessMemory, JsonFileMemory, Memory
 from ..routing.roundtable import PERSON
+from ..runner._result import RunResult
+from ..runner._runner import Runner
+from ..runner._stream import Stream
 from ..stores._protocol import Store
 from .config import RoundtableConfig, load_config
 from .errors import RoundtableConfigError

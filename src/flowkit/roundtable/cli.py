@@ -17,6 +17,10 @@ import sys
 import time
 from typing import Any, TextIO
 
+from ..terminal.errors import CommandError
+from ..terminal.store import add_store_option, open_for_writing, store_path, store_words
+from ..terminal.typed import typed_lines
+
 __all__ = ["add_commands"]
 
 _CONFIG_HELP = "a configuration file (YAML or JSON) or a shipped example (trio-ja, trio-en)"
@@ -24,8 +28,6 @@ _CONFIG_HELP = "a configuration file (YAML or JSON) or a shipped example (trio-j
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """Register ``roundtable`` on the main parser's sub-parsers."""
-    from ..cli._store import add_store_option
-
     table = commands.add_parser(
         "roundtable",
         parents=[common],
@@ -50,8 +52,6 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _cmd_roundtable(args: argparse.Namespace, out: TextIO) -> int:
-    from ..cli import CommandError
-
     if args.schema:
         from .config import config_json_schema
 
@@ -70,7 +70,6 @@ def _cmd_roundtable(args: argparse.Namespace, out: TextIO) -> int:
 def _config(source: str) -> Any:
     """The configuration ``source`` names; a name that is no file nor example is a usage
     error (exit 2), a configuration with problems fails the command (exit 1)."""
-    from ..cli import CommandError
     from .config import load_config, resolve_config_path
     from .errors import RoundtableConfigError
 
@@ -83,8 +82,6 @@ def _config(source: str) -> Any:
 
 def _command(args: argparse.Namespace, thread: str | None) -> str:
     """The command line that opens this session again, runnable as printed."""
-    from ..cli._store import store_words
-
     words = ["flowkit", "roundtable", args.config, *store_words(args)]
     if args.llm:
         words += ["--llm", args.llm]
@@ -94,9 +91,8 @@ def _command(args: argparse.Namespace, thread: str | None) -> str:
 
 
 def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
-    from .._plain import shorten
-    from ..cli._store import open_for_writing, store_path
     from ..errors import InvalidResumeInputError
+    from ..foundation._plain import shorten
     from .app import Roundtable
 
     shared = None
@@ -110,8 +106,6 @@ def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
     with Roundtable(config, store=store, llms=llms) as bot:
         state = bot.open(thread).state
         if state.config_name and state.config_name != config.name:
-            from ..cli import CommandError
-
             raise CommandError(
                 f"session `{thread}` is at table `{state.config_name}`, not `{config.name}`; "
                 "open it with that configuration or use another --thread",
@@ -127,7 +121,6 @@ def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
         if interactive and state.round_index:
             for entry in state.round_log():
                 out.write(f"{entry.speaker}> {entry.text}\n")
-        from ..cli._typed import typed_lines
         from .state import MAX_INPUT_CHARS
 
         unanswered = 0

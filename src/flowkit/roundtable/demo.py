@@ -79,7 +79,7 @@ REPLIES: dict[str, dict[str, Any]] = {
 
 def demo_llms(language: str) -> dict[str, Any]:
     """A scripted LLM per character, each its own model, answering the demo's messages."""
-    from ..testing import ScriptedLLM
+    from ..llm.scripted import ScriptedLLM
 
     script = REPLIES[language]
     first, second = script["messages"]
@@ -106,6 +106,8 @@ def _narrate(out: TextIO) -> Callable[[Any], None]:
             out.write(f"  ({value['character']} is thinking)\n")
         elif mode == "updates":
             ((node, update),) = value.items()
+            if not isinstance(update, dict):  # the run paused for the next message
+                return
             reason = update.get("decision_reason")
             refusal = update.get("refusal")
             if node == "extract_next" and refusal not in (None, "missing"):
@@ -121,8 +123,8 @@ def _narrate(out: TextIO) -> Callable[[Any], None]:
 
 def run_roundtable_demo(store_dir: str | None, out: TextIO, *, language: str = "en") -> int:
     """Run the demo; the session stays in the store for ``flowkit show`` and ``history``."""
-    from ..cli._output import command_hint
     from ..stores.jsonfile import JsonFileStore
+    from ..terminal.output import command_hint
     from .app import Roundtable, memory_folder
 
     root = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-roundtable-"))

@@ -20,7 +20,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
-from .._logging import get_logger
+from ..foundation._logging import get_logger
 
 __all__ = ["RoundLogs", "session_file"]
 

@@ -13,7 +13,7 @@ from .llms import Cast
 from .logs import RoundLogs
 
 if TYPE_CHECKING:
-    from .._node import Context
+    from ..definition._node import Context
     from ..memory import Memory
 
 __all__ = ["Services", "memory_of"]

@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._node import NodeError
-from .._reducers import append
+from ..definition._reducers import append
+from ..records._node_error import NodeError
 from .speaker import Member, Reason
 
 __all__ = ["PERSON", "LogEntry", "PersonInput", "RoundtableState", "TurnFailure"]

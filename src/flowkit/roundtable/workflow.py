@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .._flow import Flow
-from .._gate import Gate
+from ..definition._flow import Flow
+from ..definition._gate import Gate
 from ..llm import LLM
 from ..nodes.roundtable import (
     make_call_llm,

@@ -6,7 +6,7 @@ against a state with no engine: ``table.resolve(state)``.
 
 from __future__ import annotations
 
-from .._conditions import (
+from ..definition._conditions import (
     Condition,
     all_of,
     always,
@@ -16,7 +16,7 @@ from .._conditions import (
     not_,
     when,
 )
-from .._route_table import END, Resolution, Route, RouteTable
+from ..definition._route_table import END, Resolution, Route, RouteTable
 
 __all__ = [
     "END",

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from .._conditions import Condition, field, not_
-from .._route_table import END, Route, RouteTable
+from ..definition._conditions import Condition, field, not_
+from ..definition._route_table import END, Route, RouteTable
 
 __all__ = [
     "EG",

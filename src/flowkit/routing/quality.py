@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._conditions import field, when
-from .._route_table import Route, RouteTable
+from ..definition._conditions import field, when
+from ..definition._route_table import Route, RouteTable
 
 __all__ = [
     "APPLY_ALIGNMENT",

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from .._conditions import Condition, field, not_
-from .._route_table import Route, RouteTable
+from ..definition._conditions import Condition, field, not_
+from ..definition._route_table import Route, RouteTable
 
 __all__ = [
     "CALL_LLM",

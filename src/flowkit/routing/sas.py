@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from .._conditions import field
-from .._route_table import Route, RouteTable
+from ..definition._conditions import field
+from ..definition._route_table import Route, RouteTable
 
 __all__ = [
     "ERROR",

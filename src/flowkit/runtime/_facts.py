@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._records import PatchRecord, StartRecord, Status
+from ..records._records import PatchRecord, StartRecord, Status
 from ..stores._protocol import AttemptMarks
 
 if TYPE_CHECKING:
-    from .._runner import Runner
+    from ..runner._runner import Runner
 
 __all__ = ["StartedNode", "ThreadFacts", "gather_facts"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._events import (
+from ..records._events import (
     Completed,
     Event,
     Failed,

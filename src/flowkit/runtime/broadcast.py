@@ -19,9 +19,9 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._events import Event
-from .._logging import get_logger
 from ..errors import QueueClosedError
+from ..foundation._logging import get_logger
+from ..records._events import Event
 from ._queue import (
     Classifier,
     Envelope,

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._events import StateChanged, classify_changes
-from .._flow import Flow
+from ..definition._flow import Flow
+from ..records._events import StateChanged, classify_changes
 
 if TYPE_CHECKING:
-    from .._result import Checkpoint
+    from ..runner._result import Checkpoint
 
 __all__ = ["Changes", "changes_in", "changes_of", "detect_changes"]
 

@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._records import PatchRecord, StartRecord, StepRecord
 from ..errors import FlowkitError
+from ..records._records import PatchRecord, StartRecord, StepRecord
 from .policy import RECOVERY_ACTOR
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
     from ..stores._protocol import Store
 
 __all__ = [
@@ -188,7 +188,7 @@ class PerformanceMonitor:
     def _checkpoint_bytes(self, thread_id: str, flow_name: str) -> tuple[int, bool]:
         flow = self.flow_for(flow_name) if self.flow_for is not None else None
         if flow is not None:
-            from .._runner import Runner
+            from ..runner._runner import Runner
 
             try:
                 state: Any = Runner(flow, store=self.store).get_state(thread_id).state

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from .._conditions import Condition, field, read_path
+from ..definition._conditions import Condition, field, read_path
 from ..errors import RecoveryPolicyError
 from .strategies import Resume, Strategy
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
 
 __all__ = [
     "DEFAULT_POLICY",

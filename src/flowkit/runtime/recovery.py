@@ -13,15 +13,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._logging import get_logger
-from .._records import StartRecord
 from ..errors import ConflictError, FlowkitError
+from ..foundation._logging import get_logger
+from ..records._records import StartRecord
 from ._facts import ThreadFacts, gather_facts
 from .policy import RECOVERY_ACTOR, RecoveryPolicy, policy_for
 from .strategies import Patch, PlanContext, Strategy
 
 if TYPE_CHECKING:
-    from .._runner import Runner
+    from ..runner._runner import Runner
 
 __all__ = ["Outcome", "Problem", "Recovery", "RecoveryReport"]
 

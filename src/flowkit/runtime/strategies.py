@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
     from ._facts import ThreadFacts
 
 __all__ = ["BackToStable", "Complete", "Patch", "PlanContext", "Reset", "Resume", "Strategy"]

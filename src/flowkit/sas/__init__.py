@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._flow import Flow
+    from ..definition._flow import Flow
     from ..nodes.sas.review import ReviewInput
     from .state import SasConfig, SasState
     from .tasks import TaskDefinition, TaskList, TaskType

@@ -16,8 +16,8 @@ def show_progress(asked: bool | None, runner: Any, state: Any, err: TextIO) -> N
     wanted = asked if asked is not None else err.isatty()
     if not wanted:
         return
-    from .._events import Event, NodeFinished, NodeStarted
     from ..nodes.sas.module_steps import tasks_to_generate
+    from ..records._events import Event, NodeFinished, NodeStarted
     from ..routing.sas import TASK_LIST_TO_MODULE_STEPS
 
     def on_event(event: Event) -> None:

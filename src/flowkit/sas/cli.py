@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._plain import shorten
-from ..cli._inputs import DEMO_LLM
-from ..cli._store import (
+from ..foundation._plain import shorten
+from ..terminal.errors import CommandError
+from ..terminal.inputs import DEMO_LLM, read_limited
+from ..terminal.store import (
     add_store_option,
     open_for_reading,
     open_for_writing,
@@ -155,8 +156,6 @@ def _progress_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _error(message: str, code: int = 1) -> Exception:
-    from ..cli import CommandError
-
     return CommandError(message, code=code)
 
 
@@ -165,7 +164,7 @@ def resolve_llm_spec(spec: str) -> str:
 
     The resolved spec is kept with the thread, so later commands (from any folder) find it.
     """
-    from ..cli._demo_llm import resolve_spec
+    from ..terminal.demo_llm import resolve_spec
 
     return resolve_spec(spec, "sas")
 
@@ -181,7 +180,7 @@ def _llm_for(args: argparse.Namespace, recorded: str | None) -> tuple[Any, str |
 def llm_for_spec(resolved: str | None) -> Any:
     """The LLM of a resolved spec (``None``: ``$FLOWKIT_LLM``); the shipped cassette gives the
     demo's own advice on a miss."""
-    from ..cli._demo_llm import llm_for
+    from ..terminal.demo_llm import llm_for
 
     return llm_for(resolved, ["sas"])
 
@@ -210,7 +209,7 @@ def _existing_thread(args: argparse.Namespace) -> Any:
 
 
 def _runner(store: Any, llm: Any) -> Any:
-    from .._runner import Runner
+    from ..runner._runner import Runner
     from .workflow import flow
 
     # Steps here are slow (LLM calls), so marking each attempt costs nothing noticeable and
@@ -325,7 +324,6 @@ def _cmd_feedback(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_edit(args: argparse.Namespace, out: TextIO) -> int:
-    from ..cli._inputs import read_limited
     from ..errors import InputTooLargeError
 
     name = shorten(args.file)
@@ -365,9 +363,9 @@ def _cmd_status(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_demo_files(args: argparse.Namespace, out: TextIO) -> int:
-    from .._atomic import write_atomically
+    from ..foundation._atomic import write_atomically
     from ..llm import load_cassette, save_cassette
-    from .demo import FEEDBACK, REQUEST, demo_file
+    from .demo_cell import FEEDBACK, REQUEST, demo_file
 
     folder = Path(args.dir)
     try:

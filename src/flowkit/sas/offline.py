@@ -25,7 +25,7 @@ def compile_file(
     *,
     fragment: bool = False,
 ) -> int:
-    from .._atomic import write_atomically
+    from ..foundation._atomic import write_atomically
     from ..robot.cli import compile_command, load_steps, report_problems, writable_output
     from ..robot.compile import compile_program, to_program
     from ..robot.params import apply_teaching

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._conditions import field
+from ..definition._conditions import field
 from ..routing.sas import (
     ERROR,
     FINAL,

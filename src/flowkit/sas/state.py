@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from .._reducers import append
+from ..definition._reducers import append
 from ..robot.steps import Program, TaskSteps
 from .tasks import TaskDefinition
 

@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from .._plain import describe_validation_error
-from .._untrusted import parse_json
 from ..errors import StepTextError
+from ..foundation._plain import describe_validation_error
+from ..foundation._untrusted import parse_json
 from ..robot.steps import Step, TaskSteps
 from .tasks import TaskList, TaskType
 

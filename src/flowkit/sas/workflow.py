@@ -9,8 +9,8 @@ with ``is_error`` / ``error_message`` / ``failed_step`` set, where ``retry`` run
 
 from __future__ import annotations
 
-from .._flow import Flow
-from .._gate import Gate
+from ..definition._flow import Flow
+from ..definition._gate import Gate
 from ..nodes.sas.initialize import initialize
 from ..nodes.sas.module_steps import task_list_to_module_steps
 from ..nodes.sas.program import generate_individual_xmls, merge_xml, parameter_mapping

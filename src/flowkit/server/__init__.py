@@ -13,7 +13,7 @@ try:
     import fastapi  # noqa: F401
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on what is installed
-    from .._distribution import install_hint
+    from ..foundation._distribution import install_hint
 
     raise ImportError(
         f"flowkit.server needs the server extra ({exc.name} is missing): {install_hint('server')}"

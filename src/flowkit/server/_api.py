@@ -12,19 +12,18 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from .._logging import get_logger
-from .._result import RunResult
-from .._runner import Runner
 from ..errors import FlowkitError, InvalidResumeInputError, NotWaitingError
+from ..foundation._logging import get_logger
+from ..runner._result import RunResult
+from ..runner._runner import Runner
 from ..stores._ids import check_thread_id
-from ._app import Server, server_of
+from ._context import Principal, Server, ThreadId, open_thread, server_of
 from ._journal import checkpoint_data
 from ._models import (
-    THREAD_ID_PATTERN,
     Accepted,
     Checkpoint,
     FlowInfo,
@@ -37,16 +36,13 @@ from ._models import (
     UpdateStateRequest,
 )
 from ._problems import Problem
-from ._security import Access, Action
+from ._security import Access, _allow_all
 from ._served import gate_spec, gates_json
 
-__all__ = ["ThreadId", "open_thread", "principal_of", "router", "thread_state"]
+__all__ = ["router", "thread_state"]
 
 router = APIRouter()
 
-ThreadId = Annotated[
-    str, Path(pattern=THREAD_ID_PATTERN, max_length=128, description="The thread's id")
-]
 FlowName = Annotated[str, Path(max_length=200, description="A flow this server runs")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -54,26 +50,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such thread, flow or checkpoint"},
     409: {"description": "The thread is not where the request expects it, or is running"},
 }
-
-
-def principal_of(request: Request) -> str | None:
-    """The request's principal (``None``: anonymous); a wrong token is a 401."""
-    return server_of(request).guard.principal(request.headers.get("authorization"))
-
-
-Principal = Annotated[str | None, Depends(principal_of)]
-
-
-def open_thread(
-    server: Server, principal: str | None, action: Action, thread_id: str
-) -> tuple[Runner[Any], RunResult[Any]]:
-    """The thread's runner and state, once ``principal`` may do ``action`` to it."""
-    server.guard.require(principal, action)
-    runner = server.served.runner_of(thread_id)
-    result = runner.get_state(thread_id)
-    state = runner.flow.schema.dump_state(result.state)
-    server.guard.check(Access(principal, action, thread_id, runner.flow.name, state))
-    return runner, result
 
 
 def thread_state(
@@ -157,8 +133,6 @@ def list_threads(
 
 
 def _may_read(server: Server, principal: str | None, summary: dict[str, Any]) -> bool:
-    from ._security import _allow_all
-
     if server.guard.authorize is _allow_all:
         return True
     runner = server.served.runners.get(summary["flow"])

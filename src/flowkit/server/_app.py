@@ -1,8 +1,9 @@
 """``create_app``: the FastAPI application serving flows over one store.
 
 The routes live in ``_api`` (threads), ``_streams`` (SSE and WebSocket) and ``_pages`` (the
-review page); this module wires them to one :class:`Server` context, the error handlers that
-turn every failure into a problem, the limits and the security settings.
+review page); this module, on top of them, wires them to one :class:`Server` context (kept in
+``_context``, which the routers read it through), the error handlers that turn every failure
+into a problem, the limits and the security settings.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -19,14 +19,21 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .._flow import Flow
-from .._logging import get_logger
+from .. import __version__
+from ..definition._flow import Flow
 from ..errors import FlowkitError, ServerConfigError
+from ..foundation._logging import get_logger
+from ._api import router as api_router
+from ._context import Server
 from ._hub import Hub
+from ._middleware import Guarded
+from ._models import ProblemBody
+from ._pages import router as page_router
 from ._problems import PROBLEM_JSON, Problem, field_errors, problem_of
 from ._redact import Redact, default_redact
 from ._security import Authenticate, Authorize, Guard
 from ._served import RunnerFactory, Served
+from ._streams import router as stream_router
 from ._tap import Creations, Fanout
 
 if TYPE_CHECKING:
@@ -38,19 +45,6 @@ __all__ = ["TOKEN_ENV", "Server", "create_app"]
 TOKEN_ENV = "FLOWKIT_SERVER_TOKEN"
 
 _UNSET: Any = object()
-
-
-@dataclass(eq=False)
-class Server:
-    """Everything a route needs, kept on ``app.state.flowkit``."""
-
-    served: Served
-    hub: Hub
-    guard: Guard
-    redact: Redact
-    executor: ThreadPoolExecutor
-    creations: Creations
-    title: str
 
 
 def create_app(
@@ -114,27 +108,21 @@ def create_app(
             await hub.stop()
             executor.shutdown(wait=False, cancel_futures=True)
 
-    from .. import __version__
-
     app = FastAPI(
         title=title,
         version=__version__,
         description="Threads of flowkit flows: start, inspect, answer gates, follow events.",
         lifespan=lifespan,
         responses={
-            400: {"model": _problem_model(), "description": "The body cannot be read"},
-            401: {"model": _problem_model(), "description": "No or a wrong bearer token"},
-            413: {"model": _problem_model(), "description": "The body is too large"},
-            422: {"model": _problem_model(), "description": "The request is not valid"},
+            400: {"model": ProblemBody, "description": "The body cannot be read"},
+            401: {"model": ProblemBody, "description": "No or a wrong bearer token"},
+            413: {"model": ProblemBody, "description": "The body is too large"},
+            422: {"model": ProblemBody, "description": "The request is not valid"},
         },
     )
     app.state.flowkit = server
     _install_handlers(app)
     _problem_documents(app)
-
-    from ._api import router as api_router
-    from ._pages import router as page_router
-    from ._streams import router as stream_router
 
     app.include_router(api_router)
     app.include_router(stream_router)
@@ -149,8 +137,6 @@ def create_app(
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
         )
-    from ._middleware import Guarded
-
     app.add_middleware(Guarded, max_body_bytes=max_body_bytes, max_depth=max_depth)
     return app
 
@@ -185,18 +171,6 @@ def _problem_documents(app: FastAPI) -> None:
         return schema
 
     app.openapi = build  # type: ignore[method-assign]
-
-
-def server_of(request: Any) -> Server:
-    """The server context of a request or WebSocket."""
-    found: Server = request.app.state.flowkit
-    return found
-
-
-def _problem_model() -> Any:
-    from ._models import ProblemBody
-
-    return ProblemBody
 
 
 def problem_response(problem: Problem) -> JSONResponse:

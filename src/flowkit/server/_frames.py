@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
+from ..records._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
 from ..stores._protocol import AnyRecord
 from ._journal import checkpoint_data, frame
 

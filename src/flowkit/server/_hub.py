@@ -28,9 +28,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
-from .._logging import get_logger
 from ..errors import FlowkitError, ServerConfigError, ThreadNotFoundError
+from ..foundation._logging import get_logger
+from ..records._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
 from ..runtime._queue import Envelope, Priority, ThreadQueue, classify_event, merge_progress
 from ..stores._protocol import AnyRecord, Store
 from ._backlog import encoded_after, latest_version, records_after

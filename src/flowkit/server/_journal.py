@@ -17,10 +17,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._events import classify_changes
-from .._records import SubRecord
-from .._route_table import END
-from .._subflow_journal import in_attempt
+from ..definition._route_table import END
+from ..execution.subflows._journal import in_attempt
+from ..records._events import classify_changes
+from ..records._records import SubRecord
 from ..stores._protocol import AnyRecord
 from ._problems import Problem
 

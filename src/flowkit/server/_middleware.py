@@ -15,8 +15,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from .._logging import get_logger
-from .._untrusted import json_depth
+from ..foundation._logging import get_logger
+from ..foundation._untrusted import json_depth
 from ._problems import PROBLEM_JSON, Problem
 
 __all__ = ["Guarded"]

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
-from ._api import Principal, ThreadId, open_thread
-from ._app import server_of
+from ._context import Principal, ThreadId, open_thread, server_of
 from ._problems import Problem
+from ._svg import flow_svg
+from ._views import download, view_of
 
 __all__ = ["router"]
 
@@ -67,8 +68,6 @@ def static_file(name: str) -> Response:
 def thread_view(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
     """What the review page shows of the thread: ``sas`` (task list, module steps, files),
     ``chat`` (the conversation), or ``generic``."""
-    from ._views import view_of
-
     server = server_of(request)
     runner, result = open_thread(server, principal, "read", thread_id)
     view = view_of(runner, result, server.served.store)
@@ -83,8 +82,6 @@ def thread_view(request: Request, thread_id: ThreadId, principal: Principal) -> 
 )
 def thread_diagram(request: Request, thread_id: ThreadId, principal: Principal) -> Response:
     """The flow as SVG, the thread's current state marked."""
-    from ._svg import flow_svg
-
     server = server_of(request)
     runner, result = open_thread(server, principal, "read", thread_id)
     svg = flow_svg(runner.flow, result.node, result.status)
@@ -111,8 +108,6 @@ def thread_file(
     principal: Principal,
 ) -> Response:
     """A file a finished thread produced (a sas thread's ``flow.xml``), as an attachment."""
-    from ._views import download
-
     server = server_of(request)
     runner, result = open_thread(server, principal, "read", thread_id)
     data = download(runner, result, server.served.store, name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._logging import MASK, mask_pii
+from ..foundation._logging import MASK, mask_pii
 
 __all__ = ["Redact", "default_redact"]
 

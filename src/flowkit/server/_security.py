@@ -137,7 +137,7 @@ class Guard:
         try:
             allowed = self.authorize(access)
         except Exception as exc:  # a broken hook denies; it never leaks a traceback
-            from .._logging import get_logger
+            from ..foundation._logging import get_logger
 
             get_logger().error(
                 "server_authorize_failed",

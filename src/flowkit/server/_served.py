@@ -11,18 +11,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._flow import Flow
-from .._gate import Gate
-from .._parallel import Parallel
-from .._result import RunResult
-from .._runner import Runner
-from .._subflow import Subflow
+from ..definition._flow import Flow
+from ..definition._gate import Gate
+from ..definition._parallel import Parallel
+from ..definition._subflow import Subflow
 from ..errors import ServerConfigError, ThreadNotFoundError
+from ..runner._result import RunResult
+from ..runner._runner import Runner
+from ..stores._ids import check_thread_id
 from ..stores._protocol import AttemptMarks, Store
+from ..workflows import load_flow
 from ._problems import Problem
 from ._tap import Listener, tap
 
-__all__ = ["RunnerFactory", "Served", "gate_spec"]
+__all__ = ["RunnerFactory", "Served", "gate_spec", "gates_json", "text_field"]
 
 #: Builds the runner of one flow over the server's (tapped) store.
 RunnerFactory = Callable[[Flow, Store], Runner[Any]]
@@ -40,8 +42,6 @@ class Served:
         llm: Any = None,
         runner_factory: RunnerFactory | None = None,
     ) -> None:
-        from ..workflows import load_flow
-
         self.store = store
         self.tapped = tap(store, listener)
         loaded = []
@@ -87,8 +87,6 @@ class Served:
 
     def flow_name(self, thread_id: str) -> str:
         """The flow ``thread_id`` belongs to (its start record names it)."""
-        from ..stores._ids import check_thread_id
-
         check_thread_id(thread_id)
         with self._guard:
             known = self._flow_of.get(thread_id)
@@ -167,3 +165,13 @@ def gates_json(flow: Flow, result: RunResult[Any]) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def text_field(model: Any) -> str | None:
+    """The field of a gate's input that takes what a person types, if there is one."""
+    fields = model.model_fields
+    for name in ("text", "message", "content", "utterance"):
+        if name in fields:
+            return name
+    strings = [name for name, info in fields.items() if info.annotation is str]
+    return strings[0] if len(strings) == 1 else None

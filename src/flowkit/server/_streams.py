@@ -29,15 +29,15 @@ from fastapi import APIRouter, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from .._events import Emitted, Event
-from .._untrusted import parse_json
 from ..errors import FlowkitError
+from ..foundation._untrusted import parse_json
+from ..records._events import Emitted, Event
 from ..runtime._queue import Priority
-from ._api import ThreadId, open_thread
-from ._app import Server, server_of
+from ._context import Server, ThreadId, open_thread, server_of
 from ._hub import SHUTTING_DOWN, Subscription
 from ._journal import frame, parse_event_id
 from ._problems import Problem, problem_of
+from ._served import gate_spec, text_field
 
 __all__ = ["router"]
 
@@ -289,8 +289,6 @@ async def _receive_text(
 
 
 def _answer(server: Server, thread_id: str, principal: str | None, text: str) -> None:
-    from ._served import gate_spec
-
     runner, result = open_thread(server, principal, "resume", thread_id)
     if result.status != "waiting" or len(result.gates) != 1:
         raise Problem(
@@ -308,13 +306,3 @@ def _answer(server: Server, thread_id: str, principal: str | None, text: str) ->
             f"/threads/{thread_id}/resume.",
         )
     runner.resume(thread_id, {field: text}, gate=result.gates[0])
-
-
-def text_field(model: Any) -> str | None:
-    """The field of a gate's input that takes what a person types, if there is one."""
-    fields = model.model_fields
-    for name in ("text", "message", "content", "utterance"):
-        if name in fields:
-            return name
-    strings = [name for name, info in fields.items() if info.annotation is str]
-    return strings[0] if len(strings) == 1 else None

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import deque
 from xml.sax.saxutils import escape, quoteattr
 
-from .._flow import Flow
-from .._route_table import END
+from ..definition._flow import Flow
+from ..definition._route_table import END
 from ..diagram import edges
 
 __all__ = ["flow_svg"]

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
-from .._records import Snapshot, StartRecord
+from ..records._records import Snapshot, StartRecord
 from ..stores._protocol import AnyRecord, AttemptMarks, Store, ThreadLog
 
 if TYPE_CHECKING:
-    from .._marker import AttemptMarker
+    from ..records._marker import AttemptMarker
 
 __all__ = ["Creations", "Fanout", "Listener", "TappedStore", "tap"]
 

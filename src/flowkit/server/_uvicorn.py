@@ -20,8 +20,8 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from .._logging import get_logger
-from ._app import Server
+from ..foundation._logging import get_logger
+from ._context import Server
 from ._hub import Hub
 from ._limits import Limits, fitting_connections, guarded_protocol
 

@@ -15,11 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._result import RunResult
-from .._runner import Runner
+from ..foundation._untrusted import read_regular_file
+from ..runner._result import RunResult
+from ..runner._runner import Runner
 from ..stores._protocol import Store
 from ._problems import Problem
-from ._served import gate_spec
+from ._served import gate_spec, text_field
 
 __all__ = ["MAX_DOWNLOAD_BYTES", "download", "view_of"]
 
@@ -94,8 +95,6 @@ def _sas_view(result: RunResult[Any], store: Store) -> dict[str, Any]:
 
 
 def _chat_view(runner: Runner[Any], result: RunResult[Any]) -> dict[str, Any] | None:
-    from ._streams import text_field
-
     messages = None
     for name in _CHAT_FIELDS:
         found = getattr(result.state, name, None)
@@ -140,8 +139,6 @@ def download(runner: Runner[Any], result: RunResult[Any], store: Store, name: st
 
 
 def _file_bytes(result: RunResult[Any], store: Store, flow: str, name: str) -> bytes | None:
-    from .._untrusted import read_regular_file
-
     spec = _FILES.get(flow, {}).get(name)
     if spec is None or result.status != "done":
         return None

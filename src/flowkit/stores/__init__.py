@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._records import (
+from ..records._records import (
     FORMAT_VERSION,
     InputRecord,
     ItemRecord,
@@ -23,7 +23,7 @@ from ._protocol import AnyRecord, AttemptMarks, Store, ThreadLog
 from .memory import MemoryStore
 
 if TYPE_CHECKING:
-    from .._marker import AttemptMarker
+    from ..records._marker import AttemptMarker
     from .jsonfile import JsonFileStore
     from .postgres import PostgresStore
 
@@ -61,7 +61,7 @@ def __getattr__(name: str) -> Any:
 
         return PostgresStore
     if name == "AttemptMarker":  # only runners that track attempts need it
-        from .._marker import AttemptMarker
+        from ..records._marker import AttemptMarker
 
         return AttemptMarker
     raise AttributeError(f"module 'flowkit.stores' has no attribute {name!r}")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .._logging import get_logger
-from .._marker import AttemptMarker
-from .._records import FORMAT_VERSION
 from ..errors import ThreadNotFoundError
+from ..foundation._logging import get_logger
+from ..records._marker import AttemptMarker
+from ..records._records import FORMAT_VERSION
 from ._files import os_error
 
 __all__ = ["ATTEMPT_FILE", "read_attempt", "write_attempt"]

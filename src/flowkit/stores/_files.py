@@ -13,10 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from .._atomic import write_atomically
-from .._logging import get_logger
-from .._records import FORMAT_VERSION, Snapshot
 from ..errors import StoreError, ThreadNotFoundError
+from ..foundation._atomic import write_atomically
+from ..foundation._logging import get_logger
+from ..records._records import FORMAT_VERSION, Snapshot
 
 __all__ = [
     "JournalHandles",

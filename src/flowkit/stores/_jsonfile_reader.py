@@ -15,10 +15,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._logging import get_logger
-from .._records import RecordAdapter, StartRecord
-from .._store_folder import create_store_folder
 from ..errors import CorruptStoreError, ThreadNotFoundError
+from ..foundation._logging import get_logger
+from ..foundation._store_folder import create_store_folder
+from ..records._records import RecordAdapter, StartRecord
 from ._files import (
     JournalHandles,
     SnapshotFile,

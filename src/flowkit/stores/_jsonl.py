@@ -23,9 +23,9 @@ from functools import cache
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._records import FORMAT_VERSION, UNSEALED_VERSION, RecordAdapter
-from .._untrusted import parse_json
 from ..errors import CorruptStoreError, InputTooDeepError, StoreError
+from ..foundation._untrusted import parse_json
+from ..records._records import FORMAT_VERSION, UNSEALED_VERSION, RecordAdapter
 from ._protocol import AnyRecord
 from ._tears import holds_record, torn_write
 
@@ -299,7 +299,7 @@ def _diagnose(raw: bytes, exc: ValueError) -> tuple[str, bool]:
 def _reason(exc: ValueError) -> str:
     from pydantic import ValidationError
 
-    from .._plain import describe_validation_error, shorten
+    from ..foundation._plain import describe_validation_error, shorten
 
     if isinstance(exc, ValidationError):
         return describe_validation_error(exc)

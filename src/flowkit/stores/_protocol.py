@@ -21,11 +21,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .._records import AnyRecord, Snapshot, StartRecord
 from ..errors import ConflictError, StoreError
+from ..records._records import AnyRecord, Snapshot, StartRecord
 
 if TYPE_CHECKING:
-    from .._marker import AttemptMarker
+    from ..records._marker import AttemptMarker
 
 __all__ = [
     "AnyRecord",

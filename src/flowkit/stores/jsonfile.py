@@ -21,9 +21,9 @@ import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
-from .._marker import AttemptMarker
-from .._records import RecordAdapter, Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
+from ..records._marker import AttemptMarker
+from ..records._records import RecordAdapter, Snapshot, StartRecord
 from ._attempts import read_attempt, write_attempt
 from ._files import SnapshotFile, os_error, sweep_temp_files, sync_dir, write_file_atomically
 from ._ids import check_thread_id

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from .._records import Snapshot, StartRecord
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
+from ..records._records import Snapshot, StartRecord
 from ._ids import check_thread_id
 from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions, thread_busy
 
 if TYPE_CHECKING:
-    from .._marker import AttemptMarker
+    from ..records._marker import AttemptMarker
 
 __all__ = ["MemoryStore"]
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from .._marker import AttemptMarker
 from ..errors import InvalidThreadIdError, ThreadNotFoundError
+from ..records._marker import AttemptMarker
 from ..stores import AttemptMarks, Store
 from ._contract_flows import BAD_THREAD_IDS, start_record
 

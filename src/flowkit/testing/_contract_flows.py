@@ -16,12 +16,12 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from .._conditions import field
-from .._flow import Flow
-from .._gate import Gate
-from .._records import PatchRecord, StartRecord, StepRecord
-from .._reducers import AppendedList, append
-from .._route_table import END, Route, RouteTable
+from ..definition._conditions import field
+from ..definition._flow import Flow
+from ..definition._gate import Gate
+from ..definition._reducers import AppendedList, append
+from ..definition._route_table import END, Route, RouteTable
+from ..records._records import PatchRecord, StartRecord, StepRecord
 
 __all__ = [
     "BAD_THREAD_IDS",

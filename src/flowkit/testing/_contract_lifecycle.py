@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from .._lifecycle import prune_threads
-from .._records import Snapshot, StartRecord
-from .._runner import Runner
 from ..errors import CheckpointNotFoundError, ConflictError, StoreError, ThreadNotFoundError
+from ..records._records import Snapshot, StartRecord
+from ..runner._lifecycle import prune_threads
+from ..runner._runner import Runner
 from ..stores import Store
 from ._contract_flows import REVIEW_FLOW, assert_identical, start_record, step_record
 

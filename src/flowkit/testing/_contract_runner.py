@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from .._flow import Flow
-from .._records import Snapshot, StartRecord
-from .._runner import Runner
+from ..definition._flow import Flow
 from ..errors import (
     CheckpointNotFoundError,
     ConflictError,
@@ -20,6 +18,8 @@ from ..errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
+from ..records._records import Snapshot, StartRecord
+from ..runner._runner import Runner
 from ..stores import Store
 from ._contract_flows import REVIEW_FLOW, STAMP, TYPES_FLOW, assert_identical, rich_values
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._events import Event
+from ..records._events import Event
 
 __all__ = ["EventLog", "capture_events"]
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._route_table import RouteTable
+from ..definition._route_table import RouteTable
 
 __all__ = ["RouteCase", "assert_routes"]
 

@@ -34,7 +34,6 @@ from typing import Any
 
 import pytest
 
-from .._records import Snapshot
 from ..errors import (
     ConflictError,
     InvalidThreadIdError,
@@ -42,6 +41,7 @@ from ..errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
+from ..records._records import Snapshot
 from ..stores import Store, ThreadLog
 from ..stores._protocol import AnyRecord
 from ._contract_attempts import AttemptMarkChecks

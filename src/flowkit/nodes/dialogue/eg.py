@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...dialogue.state import DialogueState
 
 __all__ = ["make_eg"]

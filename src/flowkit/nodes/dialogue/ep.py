@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Node, node
+from ...definition._node import Node, node
 from ...dialogue.state import DialogueState, ResponsePlan
 from ...routing.dialogue import SST
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._logging import mask_text
-from ..._node import Context, ErrorText, Node, NodeError, is_retryable, node
+from ...definition._node import Context, Node, node
 from ...dialogue.actions import ActionCall, ActionRefused, as_result
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, GoalState, Refusal, ToolCall, TraceEntry
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
+from ...foundation._logging import mask_text
+from ...records._node_error import ErrorText, NodeError, is_retryable
 
 __all__ = ["make_ge"]
 

@@ -10,14 +10,12 @@ yes nor no (``confirm_repeat``), and after a bare no asks what to change
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from ..._node import Node, node
+from ...definition._node import Node, node
 from ...dialogue.confirm import CONFIRM
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, GoalState, NextAction, ResponsePlan
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_gp"]
 

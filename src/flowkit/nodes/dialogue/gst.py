@@ -9,14 +9,12 @@ the answers to a confirmation question become ``confirm`` (yes: the action runs)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Node, node
-from ...dialogue.domain import AFFIRM, DENY, UNCLEAR
+from ...definition._node import Node, node
+from ...dialogue._models import AFFIRM, DENY, UNCLEAR
+from ...dialogue.services import Services
 from ...dialogue.state import Command, DialogueState, GoalState
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_gst"]
 

@@ -14,16 +14,14 @@ carries its marker (``expects == CONFIRM``), so the next message is still read a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
+from ...dialogue._models import AFFIRM, DENY, INFORM, UNCLEAR
 from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
-from ...dialogue.domain import AFFIRM, DENY, INFORM, UNCLEAR
 from ...dialogue.nlu import TurnContext, Understanding
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_ir"]
 

@@ -7,13 +7,11 @@ so the digression does not lose the form the user was filling in.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Node, node
+from ...definition._node import Node, node
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, NextAction, ResponsePlan
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_np"]
 

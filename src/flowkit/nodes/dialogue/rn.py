@@ -7,14 +7,12 @@ it asks for (``expects``), which IR uses to read the next message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...dialogue.confirm import CONFIRM
+from ...dialogue.services import Services
 from ...dialogue.state import ChatMessage, DialogueState, ResponsePlan
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_rn"]
 

@@ -6,7 +6,7 @@ style. Reaching it without a plan is a programming error and fails the turn loud
 
 from __future__ import annotations
 
-from ..._node import Node, node
+from ...definition._node import Node, node
 from ...dialogue.state import DialogueState
 
 __all__ = ["make_rp"]

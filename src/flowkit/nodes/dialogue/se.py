@@ -7,14 +7,12 @@ corrected, by slot name only; the policy (SFP) reads it to phrase the next quest
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, TraceEntry
 from ...dialogue.validation import check_value
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_se"]
 

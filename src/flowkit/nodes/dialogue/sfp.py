@@ -7,14 +7,12 @@ slot is missing (seed 001 §5.3), so it always has a question to ask.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Node, node
+from ...definition._node import Node, node
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, ResponsePlan
 from ...dialogue.validation import reason_text
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_sfp"]
 

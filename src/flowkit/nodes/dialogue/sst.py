@@ -9,13 +9,11 @@ but never asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..._node import Node, node
+from ...definition._node import Node, node
+from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, JsonScalar
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["make_sst"]
 

@@ -9,17 +9,15 @@ by the gate's model and the thread keeps waiting.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..._gate import Gate
+from ...definition._gate import Gate
 from ...dialogue._text import detect_language
+from ...dialogue.services import Services
 from ...dialogue.state import ChatMessage, DialogueState
 from . import EXTRA_WRITES
-
-if TYPE_CHECKING:
-    from ...dialogue.services import Services
 
 __all__ = ["MAX_CHARS", "UserTurn", "make_start_gate"]
 

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..._node import Context
+from ...definition._node import Context
 from ...errors import LLMError
 from ...llm._types import Message
 from ...quality.errors import PromptExecutionError, QualityError

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..._node import Context, node
-from ..._plain import counted
+from ...definition._node import Context, node
+from ...foundation._plain import counted
 from ...quality.ids import new_issue_id
 from ...quality.judge import locate_findings
 from ...quality.models import Issue, sha256_text

@@ -7,8 +7,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from ..._node import Context, node
-from ..._plain import counted
+from ...definition._node import Context, node
+from ...foundation._plain import counted
 from ...quality.errors import ToolUnavailableError
 from ...quality.fetch import excerpt
 from ...quality.lifecycle import check_transition

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, node
+from ...definition._node import Context, node
 from ...quality.services import QualityServices
 from ...quality.state import QualityState
 from ._common import deps_of, step_record

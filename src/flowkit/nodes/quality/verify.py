@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, node
+from ...definition._node import Context, node
 from ...quality.errors import QualityInputError
 from ...quality.ids import new_issue_id
 from ...quality.judge import Judgement, judge, locate_findings

@@ -13,9 +13,10 @@ import threading
 import time
 from typing import Any
 
-from ..._logging import log_content
-from ..._node import Context, Node, NodeError, node
+from ...definition._node import Context, Node, node
 from ...errors import LLMTimeoutError
+from ...foundation._logging import log_content
+from ...records._node_error import NodeError
 from ...roundtable.services import Services
 from ...roundtable.state import RoundtableState
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.services import Services
 from ...roundtable.speaker import fallback_speaker
 from ...roundtable.state import RoundtableState

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.services import Services
 from ...roundtable.state import RoundtableState, TurnFailure
 from ...routing import roundtable as r

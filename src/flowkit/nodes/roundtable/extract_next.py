@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.services import Services
 from ...roundtable.speaker import match_nomination
 from ...roundtable.state import RoundtableState

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.memory import RoundSummary, fallback_summary, remember, summary_messages
 from ...roundtable.services import Services, memory_of
 from ...roundtable.state import RoundtableState

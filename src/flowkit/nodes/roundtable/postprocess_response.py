@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Node, node
+from ...definition._node import Node, node
 from ...roundtable.services import Services
 from ...roundtable.state import RoundtableState
 from ...roundtable.text import display_text, postprocess

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..._logging import log_content
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
+from ...foundation._logging import log_content
 from ...roundtable._defaults import NO_MEMORY
 from ...roundtable.prompt import describe_others, other_characters, render_template
 from ...roundtable.services import Services

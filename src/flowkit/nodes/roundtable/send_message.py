@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.events import message_event
 from ...roundtable.services import Services
 from ...roundtable.state import LogEntry, RoundtableState

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.memory import recent_summaries
 from ...roundtable.services import Services, memory_of
 from ...roundtable.speaker import match_nomination

@@ -6,7 +6,7 @@ on, ACTIVE for every character when the round ends and the table waits for the p
 
 from __future__ import annotations
 
-from ..._node import Context, Node, node
+from ...definition._node import Context, Node, node
 from ...roundtable.services import Services
 from ...roundtable.state import RoundtableState
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, node
+from ...definition._node import Context, node
 from ...routing.sas import INITIAL
 from ...sas.state import SasState
 from .output_dir import choose_output_directory

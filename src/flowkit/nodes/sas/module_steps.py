@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..._node import Context
-from ..._parallel import Map
+from ...definition._node import Context
+from ...definition._parallel import Map
 from ...errors import LLMError
 from ...robot.catalog import Catalog
 from ...robot.steps import Step, TaskSteps

@@ -11,12 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..._atomic import write_atomically
-from ..._node import Context, node
+from ...definition._node import Context, node
 from ...errors import FlowkitError
+from ...foundation._atomic import write_atomically
 from ...robot.steps import Program, TaskSteps, build_program
 from ...routing.sas import GENERATE_INDIVIDUAL_XMLS, MERGE_XML, PARAMETER_MAPPING
 from ...sas.catalogs import catalog_for
+from ...sas.demo_cell import teaching_for
 from ...sas.state import GeneratedXml, SasState
 from .step_files import remove_stale_step_files, write_step_files
 
@@ -142,7 +143,6 @@ def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
     """Map logical point/number/flag names onto the teaching tables (seed 002 node 6); the
     demo's own request, given no table, maps onto the demo cell's."""
     from ...robot.params import apply_teaching
-    from ...sas.demo import teaching_for
 
     program = build_program(_ordered_tasks(state, state.sas_step2_module_steps))
     out = Path(state.run_output_directory or ".")

@@ -16,8 +16,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..._plain import describe_validation_error
-from ..._untrusted import parse_json
+from ...foundation._plain import describe_validation_error
+from ...foundation._untrusted import parse_json
 from ...routing.sas import INITIAL, TASK_LIST_TO_MODULE_STEPS, USER_INPUT_TO_TASK_LIST
 from ...sas.approval import is_approval
 from ...sas.catalogs import catalog_for

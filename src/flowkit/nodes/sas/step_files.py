@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..._atomic import write_atomically
 from ...errors import FlowkitError
+from ...foundation._atomic import write_atomically
 from ...robot.catalog import Catalog
 from ...robot.steps import Step, TaskSteps
 from ...sas.state import GeneratedStepXml

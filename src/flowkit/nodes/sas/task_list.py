@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._node import Context, node
+from ...definition._node import Context, node
 from ...errors import LLMError
 from ...routing.sas import USER_INPUT_TO_TASK_LIST
 from ...sas.catalogs import catalog_for

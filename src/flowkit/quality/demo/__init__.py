@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...cli._demo_llm import USE_A_MODEL, DemoAnswers
+from ...terminal.demo_llm import USE_A_MODEL, DemoAnswers
 
 __all__ = [
     "ANSWERS",
@@ -99,7 +99,7 @@ def _plan(prompt: str) -> dict[str, Any]:
 
 def editor_llm() -> Any:
     """The scripted editor the cassette was recorded from."""
-    from ...testing.scripted import ScriptedLLM
+    from ...llm.scripted import ScriptedLLM
 
     return ScriptedLLM([("Manuscript:\n", _check), ("Excerpt:\n", _plan)])
 
@@ -135,8 +135,8 @@ def run_quality_demo(store_dir: str | None, out: TextIO) -> int:
     """Check both episodes from the cassette and narrate. Sessions are kept under
     ``<store>/quality`` (a new temporary store without ``--store``), where ``flowkit quality
     status`` / ``history`` find them."""
-    from ...cli._output import command_hint
     from ...llm import ReplayLLM
+    from ...terminal.output import command_hint
     from ..models import IterationPolicy
 
     store = Path(store_dir) if store_dir else Path(tempfile.mkdtemp(prefix="flowkit-quality-demo-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ...cli.demo import demo_module_parser
+from ...terminal.demo_llm import demo_module_parser
 from . import record_cassette, run_quality_demo
 
 

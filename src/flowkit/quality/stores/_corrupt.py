@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from ..._logging import get_logger
-from ..._plain import describe_validation_error, shorten
+from ...foundation._logging import get_logger
+from ...foundation._plain import describe_validation_error, shorten
 from ..errors import CorruptStateError
 
 __all__ = ["corrupt_state"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from ..._logging import get_logger
+from ...foundation._logging import get_logger
 from ..errors import (
     CorruptStateError,
     IssueNotFoundError,

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..._atomic import write_atomically
-from ..._untrusted import parse_json
+from ...foundation._atomic import write_atomically
+from ...foundation._untrusted import parse_json
 from ..errors import StatePersistenceError
 from ..ids import episode_of
 from ..models import (

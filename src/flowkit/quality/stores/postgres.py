@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..._distribution import install_hint
+from ...foundation._distribution import install_hint
 from ..errors import StatePersistenceError
 from ..models import Issue, IssueResolution, ManuscriptFetchLog, Session, StepExecution
 from ._corrupt import corrupt_state

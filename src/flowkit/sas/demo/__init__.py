@@ -1,6 +1,7 @@
 """``flowkit demo sas``: the whole robot-flow workflow, offline, from recorded LLM answers.
 
-The example is the bearing / housing / pallet assembly cell of SAS_FACTS §10. The LLM's
+The example is the bearing / housing / pallet assembly cell of SAS_FACTS §10
+(:mod:`flowkit.sas.demo_cell` holds its request, feedback and files). The LLM's
 answers were recorded once (``cassette.json``, made from ``answers.json`` by
 ``python -m flowkit.sas.demo --record``) and are replayed, so the demo needs no network and
 no API key. The cycle is one round of feedback on the task list (:data:`FEEDBACK`), then
@@ -13,11 +14,13 @@ from __future__ import annotations
 import json
 import shlex
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...cli._demo_llm import USE_A_MODEL, DemoAnswers
+from ...terminal.demo_llm import USE_A_MODEL, DemoAnswers
+from ...terminal.inputs import DEMO_LLM
+from .._cli_output import print_result
+from ..demo_cell import FEEDBACK, REQUEST, demo_file, teaching_for
 
 __all__ = [
     "ANSWERS",
@@ -30,35 +33,9 @@ __all__ = [
     "teaching_for",
 ]
 
-REQUEST = (
-    "An automated cell assembles a bearing (BRG) into a bearing housing (BH) and ships it on "
-    "a pallet (PLT). Fetch the bearing and the housing, put both into the right machining "
-    "center (RMC) for press-fitting, take the assembly out and park it in the left machining "
-    "center (LMC), fetch an empty pallet and put it on the conveyor (CNV), finally take the "
-    "assembly from the LMC and place it on the pallet. Repeat."
-)
-#: The reviewer's feedback on the first task list (it forgot to put the assembly on the pallet).
-FEEDBACK = (
-    "The plan never places the assembly on the pallet: add CNV_Put_BH_On_PLT after "
-    "LMC_Get_BH_Stored."
-)
 THREAD = "demo-bearing-cell"
 #: The command that records the shipped cassette again (quoted by replay errors).
 RECORD_WITH = "python -m flowkit.sas.demo --record"
-
-
-def demo_file(name: str) -> Path:
-    """A file shipped with the demo (answers.json, cassette.json, teaching.yaml)."""
-    return Path(str(resources.files(__name__).joinpath(name)))
-
-
-def teaching_for(request: str) -> str | None:
-    """The demo's teaching table for the demo's own :data:`REQUEST` (it describes the demo
-    cell, whose points that table holds), else None: the demo runs without ``--teaching``,
-    from the shell or a server, and a request of one's own never gets the demo's points."""
-    if " ".join(request.split()) != " ".join(REQUEST.split()):
-        return None
-    return str(demo_file("teaching.yaml"))
 
 
 #: The shipped cassette (``--llm replay:demo``); it answers only :data:`REQUEST` and
@@ -74,7 +51,7 @@ ANSWERS = DemoAnswers(
 
 
 def _narrate(out: TextIO) -> Any:
-    from ..._events import Event, NodeFinished
+    from ...records._events import Event, NodeFinished
 
     def on_event(event: Event) -> None:
         if isinstance(event, NodeFinished):
@@ -85,10 +62,9 @@ def _narrate(out: TextIO) -> Any:
 
 def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> int:
     """Run the demo; the thread stays in the store for ``flowkit sas status``."""
-    from ..._runner import Runner
     from ...robot import decompile, validate_xml
+    from ...runner._runner import Runner
     from ...stores.jsonfile import JsonFileStore
-    from ..cli import DEMO_LLM, print_result
     from ..workflow import flow
 
     # `--store D` is the store itself (the program goes to D/output unless told otherwise);
@@ -144,9 +120,9 @@ def run_sas_demo(store_dir: str | None, output_dir: str | None, out: TextIO) -> 
 
 def record_cassette(path: Path | None = None) -> Path:
     """Re-record the cassette from ``answers.json`` (run after changing the prompts)."""
-    from ..._runner import Runner
     from ...llm import save_cassette
-    from ...testing.scripted import ScriptedLLM
+    from ...llm.scripted import ScriptedLLM
+    from ...runner._runner import Runner
     from ..workflow import flow
 
     answers = json.loads(demo_file("answers.json").read_text(encoding="utf-8"))

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from ..._records import StartRecord
 from ...errors import CorruptStoreError
+from ...records._records import StartRecord
 from .._protocol import AnyRecord
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..._records import StartRecord
 from ...errors import FlowkitError, StoreError
+from ...records._records import StartRecord
 from .._protocol import AttemptMarks, Store
 
 __all__ = ["CopyReport", "copy_threads"]

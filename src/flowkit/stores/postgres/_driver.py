@@ -10,8 +10,8 @@ import re
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..._distribution import install_hint
 from ...errors import StoreError
+from ...foundation._distribution import install_hint
 
 if TYPE_CHECKING:
     import psycopg

@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..._events import Completed, Event, Failed, NodeFinished, StateChanged, Waiting
-from ..._node import NodeError
+from ...records._events import Completed, Event, Failed, NodeFinished, StateChanged, Waiting
+from ...records._node_error import NodeError
 from .._protocol import AnyRecord
 
 __all__ = ["event_body", "to_events"]
@@ -51,7 +51,7 @@ def to_events(
     change_classes: Mapping[str, frozenset[str]] | None = None,
 ) -> list[Event]:
     """The events a runner announced for the record at ``version`` (see the module doc)."""
-    from ..._events import classify_changes
+    from ...records._events import classify_changes
 
     body = json.loads(raw)
     run_id, node = body.get("run_id"), str(body["node"])

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..._events import Event, Subscriber
-from ..._logging import get_logger
 from ...errors import StoreError
+from ...foundation._logging import get_logger
+from ...records._events import Event, Subscriber
 from ._driver import check_url, connect, load_driver, pg_error, valid_schema
 from ._eventrows import to_events
 from ._schema import schema_version
@@ -29,7 +29,7 @@ from ._schema import schema_version
 if TYPE_CHECKING:
     import psycopg
 
-    from ..._flow import Flow
+    from ...definition._flow import Flow
 
 __all__ = ["EventCursor", "EventFeed", "FeedEvent"]
 

@@ -24,8 +24,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from ..._logging import get_logger
 from ...errors import StoreError
+from ...foundation._logging import get_logger
 from .._protocol import thread_busy
 from ._pool import Connect, retried
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._records import FORMAT_VERSION, RecordAdapter, Snapshot
 from ...errors import CorruptStoreError
+from ...records._records import FORMAT_VERSION, RecordAdapter, Snapshot
 from .._jsonl import unseal
 from .._protocol import AnyRecord
 

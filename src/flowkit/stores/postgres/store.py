@@ -15,10 +15,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..._logging import get_logger
-from ..._records import Snapshot, StartRecord
 from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExistsError
 from ...errors import ThreadNotFoundError as NotFound
+from ...foundation._logging import get_logger
+from ...records._records import Snapshot, StartRecord
 from .._ids import check_thread_id
 from .._jsonl import encode
 from .._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-    from ..._marker import AttemptMarker
+    from ...records._marker import AttemptMarker
 
 __all__ = ["PostgresStore"]
 
@@ -373,7 +373,7 @@ class PostgresStore(WorkQueue):
                 raise NotFound(thread_id)
 
     def last_attempt(self, thread_id: str) -> AttemptMarker | None:
-        from ..._marker import AttemptMarker
+        from ...records._marker import AttemptMarker
 
         query = self._sql.last_attempt
         row = retried(

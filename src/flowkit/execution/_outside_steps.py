@@ -1,0 +1,151 @@
+"""Steps that come from outside a run: a gate's input, and a patch (``update_state``).
+
+Both are committed like a node's step (routed through the machine, mirrored, checked against
+the invariants, journaled with who and why), but no node runs: the caller supplies the update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..definition._gate import Gate
+from ..definition._invariants import check_invariants
+from ..definition._jsonform import dump_state
+from ..errors import InvalidResumeInputError
+from ..foundation._known_fields import unknown_keys, unknown_keys_message
+from ..foundation._plain import describe_validation_error
+from ..records._records import InputRecord, PatchRecord
+from ._cursor import Cursor
+from ._port import RunPort
+from ._steps import check_writes, mirror, move, status_of
+
+if TYPE_CHECKING:
+    from ..definition._flow import Flow
+
+__all__ = [
+    "dump_input",
+    "gate_input_step",
+    "patch_step",
+    "refused_by_gate",
+    "validate_gate_input",
+]
+
+
+def validate_gate_input(
+    flow: Flow, thread_id: str, gate: str, value: Any, spec: Gate | None = None
+) -> BaseModel:
+    """The resume input as the gate's model; ``InvalidResumeInputError`` lists what is wrong.
+
+    ``spec`` is the gate when it is not one of the flow's own (a ``Parallel``'s gate branch).
+    """
+    model = (spec or flow.gates[gate]).input
+    unknown = unknown_keys(model, value)
+    if unknown:  # a typo would otherwise answer with the field's default
+        raise InvalidResumeInputError(
+            gate,
+            thread_id=thread_id,
+            errors=[{"loc": (str(key),), "msg": "unknown field"} for key in unknown],
+            detail=f"  {unknown_keys_message(model, unknown)}",
+        )
+    try:
+        if isinstance(value, model):
+            return value
+        return model.model_validate({} if value is None else value)
+    except ValidationError as exc:
+        # Never echo the input back: it may hold personal data.
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        detail = "\n".join(
+            f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
+        )
+        raise InvalidResumeInputError(
+            gate, thread_id=thread_id, errors=[dict(e) for e in errors], detail=detail
+        ) from exc
+
+
+def refused_by_gate(gate: str, thread_id: str, exc: Exception) -> InvalidResumeInputError:
+    """The error for input a gate's own ``apply`` refused, its reason in one plain line (a
+    pydantic error it let through too: never pydantic's multi-line text with its links)."""
+    reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+    return InvalidResumeInputError(
+        gate, thread_id=thread_id, errors=[{"msg": reason}], detail=f"  {reason}"
+    )
+
+
+def gate_input_step(
+    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, value: BaseModel
+) -> Cursor:
+    """Apply validated gate input: reduce it into the state, route on, commit."""
+    flow = runner.flow
+    gate_name = cursor.node
+    gate = flow.gates[gate_name]
+    try:
+        raw = gate.to_update(cursor.state, value, thread_id=thread_id)
+    except (ValueError, TypeError, LookupError) as exc:
+        # The gate's own checks refused the input: the thread keeps waiting, nothing saved.
+        raise refused_by_gate(gate_name, thread_id, exc) from exc
+    check_writes(gate_name, gate.writes, raw)
+    state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
+    target = flow.next_state(gate_name, state)
+    runner._log.debug("route_decided", thread_id=thread_id, node=gate_name, target=target)
+    state = move(flow, thread_id, gate_name, target, state, update, cursor.version)
+    after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
+    record = InputRecord.model_construct(
+        version=after.version,
+        ts=runner._threads.stamp(),
+        run_id=run_id,
+        next=target,
+        status=after.status,
+        gate=gate_name,
+        input=dump_input(thread_id, gate_name, value),
+        update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
+    )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    runner._announce(thread_id, run_id, gate_name, after, update)
+    return after
+
+
+def dump_input(thread_id: str, gate: str, value: BaseModel) -> dict[str, Any]:
+    """The gate input's JSON form as the input record keeps it, refused if JSON cannot."""
+    return dump_state(
+        value, thread_id=thread_id, who=gate, dump=lambda: value.model_dump(mode="json")
+    )
+
+
+def patch_step(
+    runner: RunPort,
+    thread_id: str,
+    cursor: Cursor,
+    values: Mapping[str, Any],
+    goto: str | None,
+    reason: str,
+    actor: str,
+) -> Cursor:
+    flow = runner.flow
+    state, update = flow.schema.apply(cursor.state, values, node="update_state")
+    target = cursor.node if goto is None else goto
+    status = cursor.status if goto is None else status_of(flow, target)
+    if goto is not None:
+        state = mirror(flow, state, update, target)
+    if flow.invariants:
+        check_invariants(flow, thread_id, "update_state", state, cursor.version)
+    # A running child stays (same rule as replay) unless the patch moved the thread.
+    sub = cursor.sub if (target, status) == (cursor.node, cursor.status) else None
+    after = Cursor(
+        state, target, status, cursor.version + 1, cursor.error if goto is None else None, None, sub
+    )
+    record = PatchRecord.model_construct(
+        version=after.version,
+        ts=runner._threads.stamp(),
+        run_id=None,
+        next=target,
+        status=status,
+        update=runner._threads.dump(update, thread_id=thread_id, who="update_state"),
+        reason=reason,
+        actor=actor,
+    )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    runner._announce(thread_id, None, "update_state", after, update)
+    return after

@@ -1,0 +1,82 @@
+"""What the execution core needs of whoever drives it: the ``RunPort``.
+
+The core never imports the ``Runner``. The runner hands itself in as this port (and a
+``Subflow``'s ``ChildRunner`` does the same one level down): the flow and store it runs on,
+the clock, its limits, where to commit a step (``_threads``), where events go (``_emit``,
+``_announce``), the LLM a node sees, and the memory its cache uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..definition._flow import Flow
+from ..foundation._logging import Logger
+from ..memory import Memory
+from ..records._events import Event, Subscriber
+from ..records._node_error import ErrorText
+from ..stores._protocol import AnyRecord, AttemptMarks, Store
+from ._cursor import Cursor, Steps
+
+__all__ = ["Commits", "RunPort", "RunSteps"]
+
+
+class Commits(Protocol):
+    """Where a step is committed: the thread's journal (``Threads``) or, inside a
+    ``Subflow``, the parent's ``sub`` record (``ChildRunner``)."""
+
+    @property
+    def stamp(self) -> Callable[[], float]: ...
+
+    def dump(self, update: Mapping[str, Any], *, thread_id: str, who: str) -> dict[str, Any]: ...
+
+    def commit(
+        self, thread_id: str, before: int, after: Cursor, record: AnyRecord | None
+    ) -> None: ...
+
+
+class RunPort(Protocol):
+    """The runner as the core sees it."""
+
+    @property
+    def flow(self) -> Flow: ...
+    @property
+    def store(self) -> Store | None: ...
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+    @property
+    def step_limit(self) -> int: ...
+    @property
+    def error_text(self) -> ErrorText: ...
+    @property
+    def _log(self) -> Logger: ...
+    @property
+    def _marks(self) -> AttemptMarks | None: ...
+    @property
+    def _subscribers(self) -> list[Subscriber]: ...
+    @property
+    def _threads(self) -> Commits: ...
+
+    def _emit(self, event: Event) -> None: ...
+
+    def _announce(
+        self,
+        thread_id: str,
+        run_id: str | None,
+        node: str,
+        after: Cursor,
+        update: Mapping[str, Any],
+    ) -> None: ...
+
+    def _node_llm(
+        self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]
+    ) -> Any: ...
+
+    def _cache_memory(self) -> Memory: ...
+
+
+#: The core's loop (``run_steps``), handed to the parts that run a flow inside a step (a
+#: ``Subflow``'s child) so that they do not import the core that calls them.
+RunSteps = Callable[[RunPort, str, str, Cursor], Steps]

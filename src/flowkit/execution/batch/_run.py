@@ -1,0 +1,368 @@
+"""The execution core's part for ``Map`` and ``Parallel`` nodes: fan out, checkpoint, join.
+
+The node's calls all see the state as it was when the run reached the node. Each finished call
+is committed as an ``item`` record (its update, not yet applied) so a crash loses only the
+calls still running; once every call has finished, a ``join`` record merges their updates in
+index order. Live runs and journal replay merge through the same function, so a resumed or
+replayed thread has exactly the state an uninterrupted run would have had.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Mapping
+from functools import partial
+from typing import Any
+
+from ...definition._node import check_update
+from ...definition._parallel import Batched, BatchNode, Call
+from ...errors import RunError
+from ...records._events import Failed, NodeFinished, NodeStarted, Waiting
+from ...records._node_error import NodeError
+from ...records._records import ItemRecord, JoinRecord, PauseRecord, Status
+from .._cursor import Batch, Cursor, Finished, Instruction, ItemDone, Job
+from .._port import RunPort
+from .._steps import attempts as _attempts
+from .._steps import check_writes, log_node_finished, move, status_of
+from ._journal import field_values, merge_items
+
+__all__ = ["checkpoint_call", "label_of", "run_batch"]
+
+#: ``NodeError.type`` of a join where some calls failed; the message lists which and why.
+ITEMS_FAILED = "ItemsFailed"
+
+
+def run_batch(
+    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, name: str, node: Batched
+) -> Generator[Instruction, Any, Cursor]:
+    """Run the calls of batch node ``name`` that have not finished yet, then join them."""
+    started = time.perf_counter()
+    if runner._subscribers:  # the map as a whole; each call then reports its own start
+        runner._emit(NodeStarted(thread_id, run_id, name, 1))
+    try:
+        calls = _calls(thread_id, name, node, cursor)
+    except RunError:
+        raise
+    except Exception as exc:  # `over` or `key` raised: the node fails, like a failing call
+        error = _broke(runner, name, exc)
+        return _join(runner, thread_id, run_id, cursor, name, node, 0, 0.0, error)
+    todo = [
+        call
+        for call in calls
+        if call.gate is None and (cursor.items is None or call.index not in cursor.items)
+    ]
+    if todo:
+        by_index = {call.index: call for call in todo}
+        jobs = [
+            Job(
+                call.index,
+                partial(
+                    _attempts,
+                    runner,
+                    thread_id,
+                    run_id,
+                    label_of(name, call),
+                    cursor,
+                    call.node,
+                    call.index,
+                ),
+            )
+            for call in todo
+        ]
+        try:
+            limit = node.limit(cursor.state)
+        except Exception as exc:  # a `concurrency` function that raised or gave junk
+            error = _broke(runner, name, exc)
+            return _join(runner, thread_id, run_id, cursor, name, node, len(calls), 0.0, error)
+        batch = Batch(name, jobs, limit)
+        try:
+            for _ in todo:
+                finished: Finished = yield batch
+                call = by_index[finished.index]
+                cursor = _commit_item(
+                    runner, thread_id, run_id, cursor, name, call, finished, calls
+                )
+        finally:
+            batch.close()
+    latency = time.perf_counter() - started
+    waiting = [c.label for c in calls if c.gate is not None and c.index not in (cursor.items or {})]
+    if waiting:
+        return _pause(runner, thread_id, run_id, cursor, name, waiting)
+    return _join(runner, thread_id, run_id, cursor, name, node, len(calls), latency)
+
+
+def _pause(
+    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, name: str, gates: list[str]
+) -> Cursor:
+    """Every call has finished; the gate branches wait for their input."""
+    after = cursor._replace(status="waiting", version=cursor.version + 1)
+    record = None
+    if runner.store is not None:
+        record = PauseRecord.model_construct(
+            version=after.version,
+            ts=runner._threads.stamp(),
+            run_id=run_id,
+            next=name,
+            status="waiting",
+            node=name,
+            gates=gates,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        for gate in gates:
+            runner._emit(Waiting(thread_id, run_id, gate, after.version))
+    return after
+
+
+def label_of(name: str, call: Call) -> str:
+    """A call's name in events, logs and errors: ``node[label]``."""
+    return f"{name}[{call.label}]"
+
+
+def checkpoint_call(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    call: Call,
+    of: int,
+    update: Mapping[str, Any],
+    *,
+    error: NodeError | None = None,
+    finished: Finished | None = None,
+    status: Status = "pending",
+    given: dict[str, Any] | None = None,
+) -> Cursor:
+    """Commit an ``item`` record for one finished call (or answered gate branch, whose input
+    is ``given``): its update is kept aside in the cursor, the state does not change."""
+    name = cursor.node
+    stored = runner._threads.dump(update, thread_id=thread_id, who=label_of(name, call))
+    done = ItemDone(update, stored, error, of, call.label)
+    items = {**(cursor.items or {}), call.index: done}
+    after = Cursor(
+        cursor.state, name, status, cursor.version + 1, None, items, entered=cursor.step_version
+    )
+    record = None
+    if runner.store is not None:
+        record = ItemRecord.model_construct(
+            version=after.version,
+            ts=runner._threads.stamp(),
+            run_id=run_id,
+            next=name,
+            status=status,
+            node=name,
+            index=call.index,
+            of=of,
+            label=call.label,
+            update=stored,
+            attempts=finished.attempts if finished else 1,
+            latency_s=round(finished.latency_s, 6) if finished else 0.0,
+            error=error.model_dump() if error else None,
+            llm_calls=finished.llm_calls if finished else [],
+            input=given,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    return after
+
+
+def _calls(thread_id: str, name: str, node: Batched, cursor: Cursor) -> list[Call]:
+    calls = node.calls(cursor.state)
+    if cursor.items:
+        known = {done.of for done in cursor.items.values()}
+        if known != {len(calls)}:
+            raise RunError(
+                f"`{name}` now has {len(calls)} calls, but {len(cursor.items)} of "
+                f"{', '.join(map(str, sorted(known)))} had finished before: a Map's `over` must "
+                "give the same items for the same state. Fix it and resume, or patch the "
+                "thread with update_state to start the map again.",
+                thread_id=thread_id,
+            )
+    return calls
+
+
+def _commit_item(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    call: Call,
+    finished: Finished,
+    calls: list[Call],
+) -> Cursor:
+    """Checkpoint one finished call: its update is kept aside, the state does not change."""
+    label = label_of(name, call)
+    outcome = finished.outcome
+    error: NodeError | None = None
+    update: Mapping[str, Any] = {}
+    if outcome.error is None:
+        raw = check_update(outcome.value, label)
+        check_writes(label, call.node.writes, raw)
+        # Validated against the state the call saw; applied only at the join.
+        _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    else:
+        error = NodeError.from_exception(
+            outcome.error, node=label, attempts=finished.attempts, text=runner.error_text
+        )
+        runner._log.warning(
+            "node_failed",
+            thread_id=thread_id,
+            run_id=run_id,
+            node=label,
+            error_type=error.type,
+            attempts=finished.attempts,
+        )
+    after = checkpoint_call(
+        runner,
+        thread_id,
+        run_id,
+        cursor,
+        call,
+        len(calls),
+        update,
+        error=error,
+        finished=finished,
+    )
+    if runner._subscribers:
+        runner._emit(
+            NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts, error)
+        )
+    return after
+
+
+def _join(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    node: BatchNode,
+    count: int,
+    latency: float,
+    broken: NodeError | None = None,
+) -> Cursor:
+    """Merge the finished calls in index order and route on, or stop where calls failed.
+
+    ``broken`` is the error of the node's own callback (``over``, ``key``, ``concurrency``,
+    ``merge``): nothing merges, and the node fails or routes on it as on failed calls."""
+    flow = runner.flow
+    items = cursor.items or {}
+    failed = sorted(i for i, done in items.items() if done.error is not None)
+    merged = sorted(i for i in items if i not in failed)
+    error = broken or (_summary(name, count, items, failed) if failed else None)
+    if error is not None and (flow.error_field is None or flow.route_table(name) is None):
+        failed = [] if broken else failed  # keep every finished call: only the callback reruns
+        return _fail(runner, thread_id, run_id, cursor, name, failed, merged, error, latency)
+    extra: dict[str, Any] = {}
+    folded = node.merge is None and broken is None
+    if broken is not None:
+        state, merged = cursor.state, []
+    elif node.merge is None:
+        state = merge_items(flow.schema, cursor.state, items, merged, name)
+    else:
+        updates = [field_values(flow.schema, items[i].update) for i in merged]
+        try:
+            value = node.merge(cursor.state, updates)
+        except Exception as exc:
+            error = _broke(runner, name, exc)
+            return _join(runner, thread_id, run_id, cursor, name, node, count, latency, error)
+        raw = dict(check_update(value, name))
+        check_writes(name, node.writes, raw)
+        state, extra = flow.schema.apply(cursor.state, raw, node=name)
+    if error is not None:
+        assert flow.error_field is not None
+        state, more = flow.schema.apply(state, {flow.error_field: error}, node=name)
+        extra.update(more)
+    target = flow.next_state(name, state)
+    log_node_finished(runner, thread_id, run_id, name, target, latency, 1, error)
+    state = move(flow, thread_id, name, target, state, extra, cursor.version)
+    after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+    record = None
+    if runner.store is not None:
+        record = JoinRecord.model_construct(
+            version=after.version,
+            ts=runner._threads.stamp(),
+            run_id=run_id,
+            next=target,
+            status=after.status,
+            node=name,
+            merged=merged,
+            folded=folded,
+            failed=failed,
+            update=runner._threads.dump(extra, thread_id=thread_id, who=name),
+            latency_s=round(latency, 6),
+            error=error.model_dump() if error else None,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
+        changed = set(extra)
+        if folded:
+            changed |= {key for i in merged for key in items[i].update}
+        runner._announce(
+            thread_id, run_id, name, after, {key: getattr(state, key) for key in sorted(changed)}
+        )
+    return after
+
+
+def _fail(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    failed: list[int],
+    merged: list[int],
+    error: NodeError,
+    latency: float,
+) -> Cursor:
+    """Some calls failed with nowhere to route: the thread stops at the node, keeping the calls
+    that succeeded, so resuming it (once fixed) runs only the failed ones again."""
+    items = {i: done for i, done in (cursor.items or {}).items() if i not in failed}
+    after = Cursor(
+        cursor.state,
+        name,
+        "failed",
+        cursor.version + 1,
+        error,
+        items or None,
+        entered=cursor.step_version,
+    )
+    record = JoinRecord.model_construct(
+        version=after.version,
+        ts=runner._threads.stamp(),
+        run_id=run_id,
+        next=name,
+        status="failed",
+        node=name,
+        merged=[],
+        failed=failed,
+        update={},
+        latency_s=round(latency, 6),
+        error=error.model_dump(),
+    )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
+        runner._emit(Failed(thread_id, run_id, name, error, after.version))
+    return after
+
+
+def _broke(runner: RunPort, name: str, exc: Exception) -> NodeError:
+    return NodeError.from_exception(exc, node=name, attempts=1, text=runner.error_text)
+
+
+def _summary(name: str, count: int, items: Mapping[int, ItemDone], failed: list[int]) -> NodeError:
+    errors = [items[i].error for i in failed]
+    shown = ", ".join(
+        f"{name}[{items[i].label or i}] ({e.type})"
+        for i, e in zip(failed, errors, strict=True)
+        if e is not None
+    )
+    return NodeError(
+        type=ITEMS_FAILED,
+        message=f"{len(failed)} of {count} calls of `{name}` failed: {shown}",
+        node=name,
+        retryable=all(e is not None and e.retryable for e in errors),
+        attempts=max(e.attempts for e in errors if e is not None),
+    )

@@ -1,0 +1,82 @@
+"""What runner calls return: where a thread stands (``RunResult``) and its past (``Checkpoint``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from ..records._node_error import NodeError
+from ..records._records import Status
+
+__all__ = ["Checkpoint", "RunResult"]
+
+S = TypeVar("S", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[S]):
+    """A thread's position after a call.
+
+    ``status`` is ``"waiting"`` (paused at gate ``node``, or at the ``Parallel`` node ``node``
+    whose gate branches wait), ``"done"`` (reached ``node``, END or a final state),
+    ``"failed"`` (``node`` raised; see ``error``) or ``"pending"`` (a node is next, e.g. after a
+    crash: ``resume`` continues it). ``gates`` names every gate waiting for input: the gate
+    itself, or the open gate branches of a ``Parallel`` (answer each with ``resume(...,
+    gate=name)``, or several at once with a mapping name -> input).
+
+    For a gate inside a ``Subflow`` node, ``node`` is the subflow node and ``gates`` names the
+    gate by path: the node, then the gate (``("review/approve",)``); ``resume(..., gate=...)``
+    takes that path.
+    """
+
+    thread_id: str
+    status: Status
+    node: str
+    state: S
+    version: int
+    run_id: str | None = None
+    error: NodeError | None = None
+    gates: tuple[str, ...] = ()
+
+    @property
+    def waiting(self) -> bool:
+        return self.status == "waiting"
+
+    @property
+    def done(self) -> bool:
+        return self.status == "done"
+
+
+CheckpointKind = Literal["start", "step", "input", "patch", "item", "pause", "join"]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint(Generic[S]):
+    """The thread after one journal record: fork from any of these by ``version``.
+
+    A record of a child flow (run by a ``Subflow`` node) shows the child's record: its
+    ``kind``, ``node`` and ``next`` as paths (``"review/check"``; ``"review"`` for the child's
+    start; ``"review#2/check"`` in the node's second attempt), the parent's ``state`` and
+    ``status``, and the child's state in ``child_state``.
+    """
+
+    thread_id: str
+    version: int
+    kind: CheckpointKind
+    node: str | None
+    next: str
+    status: Status
+    state: S
+    update: dict[str, Any]
+    ts: float
+    run_id: str | None = None
+    error: NodeError | None = None
+    reason: str = ""
+    actor: str | None = None
+    child_state: BaseModel | None = None
+    #: A step whose update came from the node cache: the node did not run.
+    cached: bool = False
+    #: How many attempts the step's node took (a retried node's, a ``Subflow``'s; else 1).
+    attempts: int = 1

@@ -1,0 +1,686 @@
+"""The Runner: start, resume, inspect, fork and patch threads of one flow.
+
+Each call takes the thread's lock, brings its cursor up to date from the store, and drives
+the execution core with either the sync or the async driver. Every step is committed to the
+store before the next one starts, so a crash loses at most the step that was running.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic
+
+from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
+
+from ..definition._flow import UNSET, Flow
+from ..definition._invariants import check_invariants
+from ..definition._parallel import Parallel
+from ..errors import (
+    CheckpointNotFoundError,
+    ConflictError,
+    InvalidStateError,
+    NotWaitingError,
+    RunError,
+    UnknownGateError,
+)
+from ..execution._core import run_steps
+from ..execution._cursor import Cursor, Steps
+from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
+from ..execution._outside_steps import gate_input_step, patch_step, validate_gate_input
+from ..execution._steps import announce, mirror, status_of
+from ..execution._threads import Threads
+from ..execution._upgrade import MigrationReport
+from ..execution.batch._gates import answer_gates, open_gates
+from ..foundation._known_fields import unknown_keys, unknown_keys_message
+from ..foundation._logging import get_logger
+from ..records._events import Event, Subscriber
+from ..records._node_error import ERROR_TEXTS, ErrorText
+from ..records._records import record_clock
+from ..stores._protocol import AttemptMarks, Store, attempt_marks
+from ..stores._work_queue import queue_input
+from ..stores.memory import MemoryStore
+from ._result import Checkpoint, RunResult
+from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ._lifecycle import PruneResult
+
+__all__ = ["Runner"]
+
+#: What a call without its own deps enters (reusable: it holds nothing).
+_NO_DEPS: AbstractContextManager[None] = nullcontext()
+
+S = TypeVar("S", bound=BaseModel)
+#: The type of the run-time dependencies nodes receive as ``ctx.deps``.
+D = TypeVar("D", default=Any)
+
+
+class Runner(Generic[S, D]):
+    """Runs threads of ``flow``, persisting every step in ``store``.
+
+    ``store`` defaults to a ``MemoryStore``; pass ``JsonFileStore(path)`` for durability, or
+    ``None`` to keep only the latest state in this object (no history, fork or restart).
+    ``llm`` is handed to nodes as ``ctx.llm``. ``step_limit`` stops a run that never pauses.
+    ``track_attempts=True`` has the store note each node before it runs (the store must have
+    the ``AttemptMarks`` capability), so recovery can name the node a dead process was in.
+    ``deps`` is handed to nodes as ``ctx.deps`` (a call may pass its own: ``start(...,
+    deps=...)``); it is never stored. ``memory`` (a ``flowkit.memory.Memory``) is long-term
+    memory shared across threads, handed to nodes as ``ctx.memory``. ``cache`` is where nodes
+    with a ``CachePolicy`` keep their updates (a ``Memory``; default: in this runner only).
+    ``error_text`` is how a failed node's exception text is kept in its ``NodeError`` (state,
+    journal, events, the CLI and the server show that one text): ``"masked"`` (e-mail
+    addresses, phone numbers and secrets replaced by ``***``, as in log lines) or ``"raw"``,
+    the exception's text as it was, for an application that keeps its journal private.
+    ``clock`` (returning an aware ``datetime``) stamps every record of this runner's threads,
+    in whole milliseconds, and is ``ctx.clock``; default: the wall clock.
+    """
+
+    def __init__(
+        self,
+        flow: Flow,
+        *,
+        store: Store | None = UNSET,
+        llm: Any = None,
+        clock: Callable[[], datetime] | None = None,
+        step_limit: int = 10_000,
+        cache_size: int = 1024,
+        track_attempts: bool = False,
+        deps: D | None = None,
+        memory: Memory | None = None,
+        cache: Memory | None = None,
+        error_text: ErrorText = "masked",
+    ) -> None:
+        if error_text not in ERROR_TEXTS:
+            raise ValueError(
+                f"Runner error_text is 'masked' (the default) or 'raw', not {error_text!r}."
+            )
+        self.flow = flow
+        self.store: Store | None = MemoryStore() if store is UNSET else store
+        self.llm = llm
+        self.deps = deps
+        self.memory = memory
+        self.cache = cache
+        #: Deps given to one call, by its run id (a call without its own uses ``deps``).
+        self._call_deps: dict[str, Any] = {}
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.step_limit = step_limit
+        self.error_text: ErrorText = error_text
+        # Without a clock records keep the fast wall-clock stamp (``record_time``).
+        self._threads = Threads(flow, self.store, record_clock(clock), cache_size)
+        self._subscribers: list[Subscriber] = []
+        self._log = get_logger()
+        self._marks: AttemptMarks | None = attempt_marks(self.store) if track_attempts else None
+
+    # -- events ------------------------------------------------------------------------------
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Call ``subscriber(event)`` for every event; returns a function that unsubscribes."""
+        self._subscribers.append(subscriber)
+        subscribed = True
+
+        def unsubscribe() -> None:
+            nonlocal subscribed
+            if subscribed:  # a second call is a no-op, not a ValueError
+                subscribed = False
+                self._subscribers.remove(subscriber)
+
+        return unsubscribe
+
+    def _emit(self, event: Event) -> None:
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception as exc:  # a broken UI must not break the workflow
+                self._log.warning(
+                    "subscriber_failed",
+                    thread_id=event.thread_id,
+                    event_kind=event.kind,
+                    error_type=type(exc).__name__,
+                )
+
+    def _announce(
+        self,
+        thread_id: str,
+        run_id: str | None,
+        node: str,
+        after: Cursor,
+        update: Mapping[str, Any],
+    ) -> None:
+        if self._subscribers:
+            announce(self, thread_id, run_id, node, after, update)
+
+    def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]:
+        return RunResult(
+            thread_id,
+            cursor.status,
+            cursor.node,
+            cursor.state,  # type: ignore[arg-type]
+            cursor.version,
+            run_id,
+            cursor.error,
+            _open_gates(self.flow, cursor) if cursor.status == "waiting" else (),
+        )
+
+    def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
+        if self.llm is None:
+            return None
+        from ._node_llm import NodeLLM
+
+        announce = self._emit if self._subscribers else None
+        return NodeLLM(
+            self.llm, calls, announce=announce, thread_id=thread_id, run_id=run_id, node=node
+        )
+
+    def _cache_memory(self) -> Memory:
+        """Where cached node updates live: ``cache``, made in this process on first use."""
+        if self.cache is None:
+            from ..memory import InProcessMemory
+
+            self.cache = InProcessMemory()
+        return self.cache
+
+    def _step_prefix(self, thread_id: str) -> str:
+        """What step keys of this runner's nodes start with (a child flow's add its path)."""
+        return thread_id
+
+    def _deps_for(self, run_id: str) -> Any:
+        """The deps the nodes of run ``run_id`` see: the call's own, else the runner's."""
+        if self._call_deps:
+            return self._call_deps.get(run_id, self.deps)
+        return self.deps
+
+    def _using_deps(self, run_id: str, deps: Any) -> AbstractContextManager[None]:
+        """Hand ``deps`` to the nodes of run ``run_id`` (``UNSET``: the runner's own)."""
+        return _NO_DEPS if deps is UNSET else self._call_deps_given(run_id, deps)
+
+    @contextmanager
+    def _call_deps_given(self, run_id: str, deps: Any) -> Iterator[None]:
+        self._call_deps[run_id] = deps
+        try:
+            yield
+        finally:
+            del self._call_deps[run_id]
+
+    def llm_calls(self, thread_id: str) -> list[dict[str, Any]]:
+        """Every LLM call journaled in the thread, in order: feed them to a ``ReplayLLM``."""
+        return [
+            call
+            for record, _ in self._threads.replay(thread_id)
+            for call in getattr(_innermost(record), "llm_calls", ())
+        ]
+
+    # -- preparing runs (shared by sync and async) -------------------------------------------
+
+    def _initial(self, thread_id: str, state: S | Mapping[str, Any] | None) -> Cursor:
+        flow = self.flow
+        try:
+            if state is None:
+                model = flow.state()
+            elif isinstance(state, flow.state):
+                model = state
+            else:
+                unknown = unknown_keys(flow.state, state)
+                if unknown:
+                    raise InvalidStateError(
+                        f"The start state for thread `{thread_id}` has "
+                        f"{unknown_keys_message(flow.state, unknown)}. Pass only its fields.",
+                        thread_id=thread_id,
+                    )
+                model = flow.state.model_validate(state)
+        except ValidationError as exc:
+            raise InvalidStateError(
+                f"The start state for thread `{thread_id}` does not fit {flow.state.__name__}: "
+                f"{exc.error_count()} error(s), first: {exc.errors()[0]['msg']} at "
+                f"{'.'.join(map(str, exc.errors()[0]['loc']))}. Pass a valid state.",
+                thread_id=thread_id,
+            ) from exc
+        update: dict[str, Any] = {}
+        # As replay will rebuild it from the start record; a model built here is ours alone.
+        model = flow.schema.own_form(model, fresh=model is not state)
+        model = mirror(flow, model, update, flow.start)
+        return Cursor(model, flow.start, status_of(flow, flow.start), 0)
+
+    def _start_steps(
+        self, thread_id: str, state: S | Mapping[str, Any] | None, run_id: str
+    ) -> Steps:
+        cursor = self._initial(thread_id, state)
+        if self.flow.invariants:
+            check_invariants(self.flow, thread_id, "__start__", cursor.state, None)
+        self._threads.create(thread_id, cursor)
+        if cursor.status != "pending":  # a flow that starts at a gate waits at once
+            self._announce(thread_id, run_id, "__start__", cursor, {})
+        return run_steps(self, thread_id, run_id, cursor)
+
+    def _resume_steps(
+        self,
+        thread_id: str,
+        value: Any,
+        gate: str | None,
+        expected_version: int | None,
+        run_id: str,
+    ) -> Steps:
+        cursor = self._threads.load(thread_id, migrate=True)
+        if expected_version is not None:
+            self._check_version(thread_id, cursor.version, expected_version)
+        if cursor.sub is not None and cursor.status == "waiting":  # a gate inside a Subflow
+            from ..execution.subflows._run import answer_child
+
+            cursor = answer_child(self, thread_id, run_id, cursor, value, gate)
+            return run_steps(self, thread_id, run_id, cursor)
+        waiting_at = open_gates(self.flow, cursor)
+        if gate is not None and gate not in self.flow.gates and gate not in waiting_at:
+            # A gate branch of a Parallel is a gate of the flow too, even once answered.
+            branches = (n.gates for n in self.flow.nodes.values() if isinstance(n, Parallel))
+            if not any(gate in each for each in branches):
+                raise UnknownGateError(
+                    gate,
+                    thread_id=thread_id,
+                    gates=list(dict.fromkeys([*self.flow.gates, *waiting_at])),
+                )
+        if cursor.status == "waiting" and cursor.node in self.flow.nodes:
+            # Gate branches of a Parallel wait: answer them; the join runs once none is open.
+            cursor = answer_gates(self, thread_id, run_id, cursor, value, gate)
+        elif cursor.status == "waiting":
+            if gate is not None and gate != cursor.node:
+                raise NotWaitingError(
+                    f"Thread `{thread_id}` waits at gate `{cursor.node}`, not `{gate}`; resume "
+                    f"with gate='{cursor.node}'.",
+                    thread_id=thread_id,
+                    status=cursor.status,
+                    node=cursor.node,
+                )
+            model = validate_gate_input(self.flow, thread_id, cursor.node, value)
+            cursor = gate_input_step(self, thread_id, run_id, cursor, model)
+        elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
+            # Calls of a Map/Parallel node that had finished stay finished.
+            cursor = cursor._replace(status="pending", error=None)
+        elif cursor.status != "pending" or value is not None or gate is not None:
+            raise NotWaitingError(
+                f"Thread `{thread_id}` is {cursor.status} at `{cursor.node}`, not waiting at a "
+                "gate; "
+                + (
+                    "it has finished: fork it to run again."
+                    if cursor.node not in self.flow.nodes  # END or a final state
+                    else "resume it without input to continue."
+                ),
+                thread_id=thread_id,
+                status=cursor.status,
+                node=cursor.node,
+            )
+        return run_steps(self, thread_id, run_id, cursor)
+
+    @staticmethod
+    def _check_version(thread_id: str, actual: int, expected: int) -> None:
+        if actual != expected:
+            raise ConflictError(
+                f"Thread `{thread_id}` is at version {actual}, not {expected}; someone moved "
+                "it first. Reload it and decide again.",
+                thread_id=thread_id,
+                expected=expected,
+                actual=actual,
+            )
+
+    # -- drivers -----------------------------------------------------------------------------------
+
+    def _drive(self, thread_id: str, run_id: str, steps: Steps) -> RunResult[S]:
+        try:
+            instruction = next(steps)
+            while True:
+                instruction = advance_sync(steps, instruction)
+        except StopIteration as stop:
+            return self._finish(thread_id, run_id, stop.value)
+        finally:
+            steps.close()  # on an error mid-batch, stop the batch's calls now, not at GC
+
+    async def _adrive(self, thread_id: str, run_id: str, steps: Steps) -> RunResult[S]:
+        try:
+            instruction = next(steps)
+            while True:
+                instruction = steps.send(await perform_async(instruction))
+        except StopIteration as stop:
+            return self._finish(thread_id, run_id, stop.value)
+        finally:
+            steps.close()
+
+    def _finish(self, thread_id: str, run_id: str, cursor: Cursor) -> RunResult[S]:
+        return self._result(thread_id, cursor, run_id)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def start(
+        self, thread_id: str, state: S | Mapping[str, Any] | None = None, *, deps: D = UNSET
+    ) -> RunResult[S]:
+        """Create thread ``thread_id`` from ``state`` and run until it waits, finishes or fails.
+
+        ``deps`` replaces the runner's ``deps`` for this call's nodes.
+        """
+        refuse_inside_event_loop(self.flow, thread_id)
+        run_id = _new_run_id()
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
+            return self._drive(thread_id, run_id, self._start_steps(thread_id, state, run_id))
+
+    async def astart(
+        self, thread_id: str, state: S | Mapping[str, Any] | None = None, *, deps: D = UNSET
+    ) -> RunResult[S]:
+        run_id = _new_run_id()
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
+            return await self._adrive(
+                thread_id, run_id, self._start_steps(thread_id, state, run_id)
+            )
+
+    def resume(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        gate: str | None = None,
+        expected_version: int | None = None,
+        deps: D = UNSET,
+    ) -> RunResult[S]:
+        """Continue a thread: with ``input`` at the gate it waits at, or after a crash/failure.
+
+        ``gate`` asserts which gate the caller means; ``expected_version`` makes the call fail
+        with ``ConflictError`` if anyone else moved the thread since the caller looked.
+        ``deps`` replaces the runner's ``deps`` for this call's nodes.
+        """
+        refuse_inside_event_loop(self.flow, thread_id)
+        run_id = _new_run_id()
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
+            steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
+            return self._drive(thread_id, run_id, steps)
+
+    async def aresume(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        gate: str | None = None,
+        expected_version: int | None = None,
+        deps: D = UNSET,
+    ) -> RunResult[S]:
+        run_id = _new_run_id()
+        with self._threads.lock(thread_id), self._using_deps(run_id, deps):
+            steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
+            return await self._adrive(thread_id, run_id, steps)
+
+    def stream(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        mode: Mode | Sequence[Mode] = "values",
+        new: bool | None = None,
+        gate: str | None = None,
+        expected_version: int | None = None,
+        deps: D = UNSET,
+    ) -> Stream[S]:
+        """``start`` a new ``thread_id`` from ``input``, or ``resume`` an existing one with it,
+        yielding items of ``mode`` (values, updates, events, tokens, custom; a list gives
+        ``(mode, item)`` pairs) until it waits, finishes or fails; then ``.result`` is set.
+        ``deps`` replaces the runner's ``deps`` for this call's nodes.
+        """
+        modes, single = parse_modes(thread_id, mode)
+        items = sync_items(self, thread_id, input, modes, single, new, gate, expected_version, deps)
+        return Stream(items)
+
+    def astream(
+        self,
+        thread_id: str,
+        input: Any = None,
+        *,
+        mode: Mode | Sequence[Mode] = "values",
+        new: bool | None = None,
+        gate: str | None = None,
+        expected_version: int | None = None,
+        deps: D = UNSET,
+    ) -> AsyncStream[S]:
+        """``stream`` for asyncio: ``async for item in runner.astream(...)``."""
+        modes, single = parse_modes(thread_id, mode)
+        return AsyncStream(
+            lambda done: async_items(
+                self, thread_id, input, modes, single, new, gate, expected_version, deps, done
+            )
+        )
+
+    def get_state(self, thread_id: str) -> RunResult[S]:
+        """Where the thread stands now."""
+        return self._result(thread_id, self._threads.load(thread_id), None)
+
+    def history(self, thread_id: str) -> list[Checkpoint[S]]:
+        """Every checkpoint of the thread, oldest first (version 0 is the start)."""
+        found: list[Checkpoint[S]] = []
+        for record, cursor in self._threads.replay(thread_id):
+            shown, node, next_, child, error = record, None, record.next, None, cursor.error
+            if record.kind == "sub":  # a child flow's step: shown as the child's, by path
+                from ..execution.subflows._journal import unwrap
+
+                shown, node, next_, child, error = unwrap(record, cursor)
+            found.append(
+                Checkpoint(
+                    thread_id=thread_id,
+                    version=record.version,
+                    kind=shown.kind,
+                    node=node or getattr(shown, "node", None) or getattr(shown, "gate", None),
+                    next=next_,
+                    status=record.status,
+                    state=cursor.state,  # type: ignore[arg-type]
+                    update=getattr(shown, "update", {}),
+                    ts=record.ts,
+                    run_id=record.run_id,
+                    error=error,
+                    reason=getattr(shown, "reason", ""),
+                    actor=getattr(shown, "actor", None),
+                    child_state=child,
+                    cached=getattr(shown, "cached", False),
+                    attempts=getattr(shown, "attempts", 1),
+                )
+            )
+        return found
+
+    def fork(self, thread_id: str, new_thread_id: str, *, at: int | None = None) -> RunResult[S]:
+        """Start ``new_thread_id`` from checkpoint ``at`` (default: latest) of ``thread_id``.
+
+        The new thread stands exactly where the original stood then; resume it to go on.
+        """
+        if at is not None and (not isinstance(at, int) or isinstance(at, bool)):
+            raise RunError(
+                f"Cannot fork thread `{thread_id}` at {at!r:.40}: `at` is a checkpoint version, a "
+                "whole number (see `history()`), or None for the latest.",
+                thread_id=thread_id,
+            )
+        if at is not None and at < 0:
+            raise CheckpointNotFoundError(thread_id, at, self.get_state(thread_id).version)
+        last = deque(self._threads.replay(thread_id, upto=at), maxlen=1)
+        if not last:  # `at` is older than a compacted thread's first checkpoint
+            first = next(iter(self._threads.replay(thread_id)))[1].version
+            latest = self.get_state(thread_id).version
+            raise CheckpointNotFoundError(
+                thread_id, at if at is not None else -1, latest, first=first
+            )
+        cursor = last[0][1]
+        if at is not None and cursor.version != at:
+            raise CheckpointNotFoundError(thread_id, at, cursor.version)
+        fresh = Cursor(cursor.state, cursor.node, cursor.status, 0, cursor.error, sub=cursor.sub)
+        with self._threads.lock(new_thread_id):
+            origin = {"thread_id": thread_id, "version": cursor.version}
+            self._threads.create(new_thread_id, fresh, origin)
+        return self._result(new_thread_id, fresh, None)
+
+    def update_state(
+        self,
+        thread_id: str,
+        values: Mapping[str, Any] | None = None,
+        *,
+        goto: str | None = None,
+        reason: str = "",
+        actor: str = "user",
+        expected_version: int | None = None,
+        child: str | None = None,
+    ) -> RunResult[S]:
+        """Patch a thread's state (through its reducers), optionally moving it to ``goto``.
+
+        The patch is a checkpoint of its own (kind ``patch``, with ``reason`` and ``actor``), so
+        history shows who changed what; nothing earlier is rewritten. ``expected_version``
+        makes the call fail with ``ConflictError`` if the thread moved since the caller looked.
+        ``child="review"`` (a path, ``outer/inner`` when nested) patches the state of the
+        subflow running there instead, and ``goto`` names a state of that child's flow.
+        """
+        if values is not None and not isinstance(values, Mapping):
+            raise InvalidStateError(
+                f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
+                "state fields to new values, e.g. {'count': 3}.",
+                thread_id=thread_id,
+            )
+        for name, text in (("reason", reason), ("actor", actor)):
+            if not isinstance(text, str):
+                raise InvalidStateError(
+                    f"Cannot patch thread `{thread_id}` with a {type(text).__name__} as `{name}`: "
+                    f"`{name}` is text, kept in the thread's history; pass a str.",
+                    thread_id=thread_id,
+                )
+        if child is None and goto is not None and goto not in self.flow.states:
+            raise InvalidStateError(
+                f"Cannot move thread `{thread_id}` to `{goto}`: not a state of flow "
+                f"`{self.flow.name}` ({', '.join(self.flow.states)}).",
+                thread_id=thread_id,
+            )
+        with self._threads.lock(thread_id):
+            cursor = self._threads.load(thread_id, migrate=True)
+            if expected_version is not None:
+                self._check_version(thread_id, cursor.version, expected_version)
+            if child is None:
+                cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
+            else:
+                from ..execution.subflows._run import patch_child
+
+                cursor = patch_child(
+                    self, thread_id, cursor, child, values or {}, goto, reason, actor
+                )
+        return self._result(thread_id, cursor, None)
+
+    def submit(
+        self,
+        thread_id: str,
+        input: S | Mapping[str, Any] | BaseModel | None = None,
+        *,
+        gate: str | None = None,
+        expected_version: int | None = None,
+    ) -> int:
+        """Queue ``input`` for a worker (``flowkit.workers``): the start state of a new thread,
+        else the answer to the gate it waits at. Needs a store with a work queue
+        (``PostgresStore``); returns the work item's id. See docs/scale-out.md."""
+        return queue_input(
+            self.store,
+            thread_id,
+            flow=self.flow.name,
+            input=input,
+            gate=gate,
+            expected_version=expected_version,
+        )
+
+    def threads(self) -> list[str]:
+        """Ids of the threads in the store."""
+        return self._threads.ids()
+
+    def migrate(self, thread_id: str, *, dry_run: bool = False) -> MigrationReport:
+        """Bring a thread of an older flow version up to this flow's version now.
+
+        Threads are also migrated lazily, when ``resume`` or ``update_state`` loads them;
+        this does it ahead of time (``flowkit migrate`` calls it for every thread). The
+        report says what changed; with ``dry_run`` nothing is written. A thread already at
+        the flow's version is reported with ``from_version == to_version``.
+
+        Raises:
+            IncompatibleThreadError: the thread does not fit the flow even after the
+                migrations (the message names the record and what to do).
+        """
+        with self._threads.lock(thread_id):
+            cursor, report = self._threads.read(thread_id)
+            if report is None:
+                version = self.flow.version
+                node, status = cursor.node, cursor.status
+                return MigrationReport(thread_id, version, version, node, node, status)
+            if dry_run:
+                return report
+            after = self._threads.commit_migration(thread_id, cursor, report)
+        return replace(report, record=after.version)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def delete(self, thread_id: str) -> None:
+        """Delete the thread and its whole history from the store.
+
+        ``ThreadNotFoundError`` if there is none; ``ConflictError`` (nothing deleted) while a
+        run of it is going on, in this process or another.
+        """
+        from ._lifecycle import delete_thread
+
+        delete_thread(self._threads, thread_id)
+
+    def prune(
+        self,
+        *,
+        older_than: timedelta | float | None = None,
+        status: str | Iterable[str] | None = ("done",),
+        dry_run: bool = False,
+    ) -> PruneResult:
+        """Delete this flow's threads whose latest step is older than ``older_than`` (a
+        ``timedelta`` or seconds; ``None``: any age) and whose status is in ``status``
+        (default: finished ones only; ``None``: any). Threads being run are kept and listed
+        in ``busy``. ``dry_run`` deletes nothing and says what would go.
+        """
+        from ._lifecycle import prune_threads
+
+        store = self._threads.require_store("prune")
+        return prune_threads(
+            store,
+            now=self.clock().timestamp(),
+            older_than=older_than,
+            status=status,
+            flow=self.flow.name,
+            dry_run=dry_run,
+            forget=self._threads.forget,
+        )
+
+    def compact(self, thread_id: str, *, keep: int) -> int:
+        """Drop the thread's history older than its last ``keep`` checkpoints; how many
+        records went. The oldest checkpoint kept becomes the thread's start: ``history()``
+        and ``fork`` begin there, the state and step keys are unchanged. The cut moves back
+        to where the thread stood cleanly at a node (not between a ``Map``'s calls or inside
+        a ``Subflow``), so a little more may be kept. ``ConflictError`` while it runs.
+        """
+        from ._lifecycle import compact_thread
+
+        return compact_thread(self._threads, thread_id, keep)
+
+    def __repr__(self) -> str:
+        return f"Runner({self.flow.name!r}, store={self.store!r})"
+
+
+def _open_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
+    """The gates a waiting thread waits at; by path when they are inside a ``Subflow``."""
+    if cursor.sub is None:
+        return open_gates(flow, cursor)
+    from ..execution.subflows._run import waiting_gates
+
+    return waiting_gates(flow, cursor)
+
+
+def _innermost(record: Any) -> Any:
+    """The record itself, or for a child flow's record (``sub``), the child's own."""
+    while record.kind == "sub":
+        record = record.record
+    return record
+
+
+def _new_run_id() -> str:
+    # 16 random hex digits, as before from uuid4().hex[:16], without building a UUID object
+    # (a fifth of what starting a short run cost).
+    return os.urandom(8).hex()
