@@ -33,6 +33,7 @@ def test_top_level_exports_are_locked() -> None:
         "NodeFinished",
         "NodeStarted",
         "Parallel",
+        "Paused",
         "Reducer",
         "Resolution",
         "RetryPolicy",

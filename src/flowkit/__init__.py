@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .records._node_error import NodeError
     from .runner._result import Checkpoint, RunResult
     from .runner._runner import Runner
-    from .runner._stream import AsyncStream, Stream
+    from .runner._stream import AsyncStream, Paused, Stream
 
 __version__ = "0.1.0"
 
@@ -58,6 +58,7 @@ __all__ = [
     "NodeFinished",
     "NodeStarted",
     "Parallel",
+    "Paused",
     "Reducer",
     "Resolution",
     "RetryPolicy",
@@ -105,6 +106,7 @@ _LAZY = {
     "NodeFinished": ".records._events",
     "NodeStarted": ".records._events",
     "Parallel": ".definition._parallel",
+    "Paused": ".runner._stream",
     "Reducer": ".definition._reducers",
     "Resolution": ".definition._route_table",
     "RetryPolicy": ".definition._node",

@@ -15,6 +15,7 @@ from flowkit import (
     Emitted,
     Flow,
     NodeStarted,
+    Paused,
     Route,
     RouteTable,
     Runner,
@@ -75,16 +76,19 @@ def runner_on(store: Store | None) -> Runner[Talk]:
 def test_values_yields_the_start_state_then_the_state_after_each_step(store: Store) -> None:
     runner = runner_on(store)
     it = runner.stream("t1", {"said": "x"})
-    values = list(it)
+    *values, paused = list(it)
     assert all(isinstance(v, Talk) for v in values)
     assert [v.log for v in values] == [[], ["hello"]]
     assert it.result is not None and it.result.waiting and it.result.node == "user"
     assert it.result.state == values[-1]
+    assert isinstance(paused, Paused) and paused.gates == ("user",)  # the run waits
 
 
 def test_updates_yields_each_nodes_partial_update_by_node(store: Store) -> None:
     runner = runner_on(store)
-    assert list(runner.stream("t1", mode="updates")) == [{"greet": {"log": ["hello"]}}]
+    first, paused = list(runner.stream("t1", mode="updates"))
+    assert first == {"greet": {"log": ["hello"]}}
+    assert isinstance(paused["__pause__"], Paused)
     resumed = list(runner.stream("t1", {"said": "sum it up"}, mode="updates"))
     assert resumed == [
         {"user": {"said": "sum it up"}},  # the gate's input, as an update
@@ -105,10 +109,11 @@ def test_events_yields_the_existing_event_classes_of_this_run_only(store: Store)
         "node_finished",
         "state_changed",
         "waiting",
+        "paused",
     ]
-    assert isinstance(events[0], NodeStarted) and isinstance(events[-1], Waiting)
+    assert isinstance(events[0], NodeStarted) and isinstance(events[-2], Waiting)
     assert isinstance(events[4], StateChanged) and events[4].changed == ("log",)
-    assert other == events
+    assert other == events[:-1]  # the stream's own Paused is not sent to subscribers
     assert {e.run_id for e in events} == {events[0].run_id}
 
 
@@ -153,10 +158,10 @@ def test_a_chat_loop_streams_turn_after_turn() -> None:
         routes={"user": "answer", "answer": "user"},
     )
     runner = Runner(flow)
-    assert [v.log for v in runner.stream("c")] == [[]]
+    assert [v.log for v in runner.stream("c") if not isinstance(v, Paused)] == [[]]
     for turn, said in enumerate(["hi", "again", "more"], start=1):
         it = runner.stream("c", {"said": said}, mode="updates")
-        assert list(it)[-1] == {"answer": {"log": [f"bot: {said}"]}}
+        assert list(it)[-2] == {"answer": {"log": [f"bot: {said}"]}}
         assert it.result is not None and it.result.waiting
         assert len(it.result.state.log) == turn
 
@@ -270,7 +275,7 @@ def test_astream_yields_the_same_items_and_result(store: Store) -> None:
 
     items, result, tail = asyncio.run(main())
     assert items[0][0] == "values" and items[1] == ("custom", "async hello")
-    assert items[-1][1].log == ["hello"]
+    assert items[-2][1].log == ["hello"] and isinstance(items[-1][1], Paused)
     assert result is not None and result.waiting
     assert isinstance(tail[-2], Completed) and tail[-1].done
 

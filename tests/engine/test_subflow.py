@@ -525,8 +525,9 @@ def test_a_map_inside_the_child_checkpoints_its_calls_in_the_parent(tmp_path: Pa
 
 def test_stream_values_show_parent_states_only() -> None:
     runner = Runner(doc_flow())
-    states = list(runner.stream("t", {}))
+    *states, paused = list(runner.stream("t", {}))
     assert states and all(isinstance(s, Doc) for s in states)
+    assert paused.kind == "paused"  # the stream ends with the pause inside the child
     result = runner.stream("t", {"approved": True})
     assert all(isinstance(s, Doc) for s in result) and result.result is not None
     assert result.result.done
