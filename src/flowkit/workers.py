@@ -35,7 +35,7 @@ from .errors import (
     UnstorableValueError,
 )
 from .foundation._logging import get_logger
-from .stores._work_queue import WorkQueue, queue_input, work_queue
+from .stores._work_queue import WorkQueue, work_queue
 
 if TYPE_CHECKING:
     from .definition._flow import Flow
@@ -64,15 +64,8 @@ def submit(
     gate: str | None = None,
     expected_version: int | None = None,
 ) -> int:
-    """What ``Runner.submit`` does: queue ``input`` for a worker; the work item's id."""
-    return queue_input(
-        runner.store,
-        thread_id,
-        flow=runner.flow.name,
-        input=input,
-        gate=gate,
-        expected_version=expected_version,
-    )
+    """``runner.submit(...)``: queue ``input`` for a worker; the work item's id."""
+    return runner.submit(thread_id, input, gate=gate, expected_version=expected_version)
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""Calling one node: sync or async, with or without a timeout, from a sync or async driver.
+"""Calling one node (a ``CallNode``): sync or async, with or without a timeout.
 
 When a node's timeout fires, its ``ctx.cancel_event`` is set. An async node is cancelled by
 ``asyncio`` and has unwound before the run goes on. A sync node runs in a worker thread, and
@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import NodeStillRunningError, NodeTimeoutError
 from ._cursor import CallNode
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["call_async", "call_sync"]
 

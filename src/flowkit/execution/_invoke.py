@@ -1,12 +1,6 @@
-"""Calling one node: sync or async, with or without a timeout, from a sync or async driver.
-
-When a node's timeout fires, its ``ctx.cancel_event`` is set. An async node is cancelled by
-``asyncio`` and has unwound before the run goes on. A sync node runs in a worker thread, and
-Python cannot stop a thread: past its timeout it is *abandoned* (its result is discarded, the
-run records a ``NodeTimeoutError``) but may still be running. So that two attempts of a node
-never run at once (think of a node moving a robot axis), the next attempt of that node in
-that thread first waits for the abandoned one to return, for up to its timeout again; if it
-is still running then, the attempt fails with ``NodeStillRunningError`` instead of starting.
+"""Driving the execution core: carrying out its instructions (run a node, back off, run a
+batch) in this thread (``advance_sync``) or on the event loop (``perform_async``). How one
+node is called, with its timeout, is ``_calls``'s.
 """
 
 from __future__ import annotations

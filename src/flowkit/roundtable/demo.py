@@ -106,7 +106,7 @@ def _narrate(out: TextIO) -> Callable[[Any], None]:
             out.write(f"  ({value['character']} is thinking)\n")
         elif mode == "updates":
             ((node, update),) = value.items()
-            if not isinstance(update, dict):  # the run paused for the next message
+            if node == "__pause__":  # the run waits for the next message
                 return
             reason = update.get("decision_reason")
             refusal = update.get("refusal")

@@ -7,7 +7,6 @@ store before the next one starts, so a crash loses at most the step that was run
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -41,7 +40,7 @@ from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._logging import get_logger
 from ..records._events import Event, Subscriber
 from ..records._node_error import ERROR_TEXTS, ErrorText
-from ..records._records import record_clock
+from ..records._records import new_run_id, record_clock
 from ..stores._protocol import AttemptMarks, Store, attempt_marks
 from ..stores._work_queue import queue_input
 from ..stores.memory import MemoryStore
@@ -362,14 +361,14 @@ class Runner(Generic[S, D]):
         ``deps`` replaces the runner's ``deps`` for this call's nodes.
         """
         refuse_inside_event_loop(self.flow, thread_id)
-        run_id = _new_run_id()
+        run_id = new_run_id()
         with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             return self._drive(thread_id, run_id, self._start_steps(thread_id, state, run_id))
 
     async def astart(
         self, thread_id: str, state: S | Mapping[str, Any] | None = None, *, deps: D = UNSET
     ) -> RunResult[S]:
-        run_id = _new_run_id()
+        run_id = new_run_id()
         with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             return await self._adrive(
                 thread_id, run_id, self._start_steps(thread_id, state, run_id)
@@ -391,7 +390,7 @@ class Runner(Generic[S, D]):
         ``deps`` replaces the runner's ``deps`` for this call's nodes.
         """
         refuse_inside_event_loop(self.flow, thread_id)
-        run_id = _new_run_id()
+        run_id = new_run_id()
         with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return self._drive(thread_id, run_id, steps)
@@ -405,7 +404,7 @@ class Runner(Generic[S, D]):
         expected_version: int | None = None,
         deps: D = UNSET,
     ) -> RunResult[S]:
-        run_id = _new_run_id()
+        run_id = new_run_id()
         with self._threads.lock(thread_id), self._using_deps(run_id, deps):
             steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
             return await self._adrive(thread_id, run_id, steps)
@@ -678,9 +677,3 @@ def _innermost(record: Any) -> Any:
     while record.kind == "sub":
         record = record.record
     return record
-
-
-def _new_run_id() -> str:
-    # 16 random hex digits, as before from uuid4().hex[:16], without building a UUID object
-    # (a fifth of what starting a short run cost).
-    return os.urandom(8).hex()

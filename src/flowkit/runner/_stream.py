@@ -11,7 +11,6 @@ and hands items out while it runs, so an async node's tokens arrive live.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
@@ -27,6 +26,7 @@ from ..execution._cursor import Cursor, Steps
 from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ..execution._threads import Threads
 from ..records._events import Emitted, Event, StateChanged, Subscriber, TokenStreamed
+from ..records._records import new_run_id
 from ._result import RunResult
 
 if TYPE_CHECKING:
@@ -91,11 +91,6 @@ class Streamed(Protocol[S]):
         run_id: str,
     ) -> Steps: ...
     def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]: ...
-
-
-def new_run_id() -> str:
-    """A run's id: 16 random hex digits, the form ``Runner`` gives the runs it starts."""
-    return os.urandom(8).hex()
 
 
 def parse_modes(thread_id: str, mode: str | Sequence[str]) -> tuple[frozenset[str], bool]:
