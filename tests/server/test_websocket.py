@@ -3,6 +3,7 @@ text in as the answer to the waiting gate."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -160,5 +161,17 @@ def test_the_roundtable_workflow_talks_over_the_socket(store: Any, tmp_path: Any
                     statuses.add(frame["status"])
         assert len(set(speakers)) == 3  # each character spoke once in the round
         assert statuses <= {"THINKING", "IDLE", "ACTIVE"}
-        after = client.get("/threads/t", headers=AUTH).json()
+        # The last character's message is an event its node emits before its step, and the
+        # round's return to the person, are committed: wait for the run to settle.
+        after = _settled(client, "/threads/t")
         assert after["status"] == "waiting" and after["gates"][0]["name"] == "person"
+
+
+def _settled(client: TestClient, path: str, wait_s: float = 60.0) -> Any:
+    """The thread at ``path`` once its run is no longer going on (or after ``wait_s``)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        thread = client.get(path, headers=AUTH).json()
+        if thread["status"] != "pending" or time.monotonic() > deadline:
+            return thread
+        time.sleep(0.05)
