@@ -39,7 +39,7 @@ def test_text_answers_the_gate_and_characters_reply_in_the_origins_shapes(
             assert set(frame) == {"type", "character", "status"} and frame["type"] == "status"
         socket.send_text('{"type": "message", "text": "again"}')  # JSON works too
         assert frames_until_message(socket)[-1]["text"] == "you said: again"
-    state = client.get("/threads/talk", headers=AUTH).json()["state"]
+    state = _settled(client, "/threads/talk")["state"]  # the reply is emitted before its commit
     assert [m["text"] for m in state["messages"]] == [
         "hello there", "you said: hello there", "again", "you said: again"
     ]  # fmt: skip
