@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .definition._ask import Ask
     from .definition._cache_policy import CachePolicy
     from .definition._conditions import all_of, always, any_of, field, not_, when
     from .definition._flow import Flow
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
         Waiting,
     )
     from .records._node_error import NodeError
-    from .runner._result import Checkpoint, RunResult
+    from .runner._result import Checkpoint, Pause, RunResult
     from .runner._runner import Runner
     from .runner._stream import AsyncStream, Paused, Stream
 
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "END",
+    "Ask",
     "AsyncStream",
     "CachePolicy",
     "Checkpoint",
@@ -58,6 +60,7 @@ __all__ = [
     "NodeFinished",
     "NodeStarted",
     "Parallel",
+    "Pause",
     "Paused",
     "Reducer",
     "Resolution",
@@ -89,6 +92,7 @@ __all__ = [
 # it to the first use of a name; type checkers read the imports above instead.
 _LAZY = {
     "END": ".definition._route_table",
+    "Ask": ".definition._ask",
     "AsyncStream": ".runner._stream",
     "Checkpoint": ".runner._result",
     "Completed": ".records._events",
@@ -106,6 +110,7 @@ _LAZY = {
     "NodeFinished": ".records._events",
     "NodeStarted": ".records._events",
     "Parallel": ".definition._parallel",
+    "Pause": ".runner._result",
     "Paused": ".runner._stream",
     "Reducer": ".definition._reducers",
     "Resolution": ".definition._route_table",

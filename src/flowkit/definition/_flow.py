@@ -57,6 +57,7 @@ class Flow:
 
     __slots__ = (
         "_frozen",
+        "arrivals",
         "change_classes",
         "composite",
         "description",
@@ -110,6 +111,10 @@ class Flow:
         )
         self.gates: Mapping[str, Gate] = MappingProxyType(
             {k: as_gate(v) for k, v in (gates or {}).items()}
+        )
+        #: Gates a thread arrives at with something to carry (a payload, a deadline).
+        self.arrivals: frozenset[str] = frozenset(
+            name for name, gate in self.gates.items() if gate.on_arrival
         )
         self.finals: Mapping[str, FinalStatus] = MappingProxyType(dict(finals or {}))
         self.routes: Mapping[str, str | RouteTable] = MappingProxyType(dict(routes))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -23,12 +24,23 @@ class Gate:
     ``apply(state, input) -> update`` maps a validated input onto a state update; without it
     the input's explicitly given fields are copied into same-named state fields. An ``apply``
     with a keyword-only ``thread_id`` parameter also receives the thread's id.
+
+    ``payload(state)`` is what the pause carries to whoever answers it (the question, the
+    draft, the options): computed once, when the thread arrives at the gate, journaled with
+    that step, and returned by ``get_state``/``RunResult.pauses``, events, streams, the CLI
+    and the HTTP API. It must have a JSON form (a dict, list, str, number, a model).
     """
 
     input: type[BaseModel]
     apply: Callable[..., Mapping[str, Any] | None] | None = None
     writes: frozenset[str] | None = None
     description: str = ""
+    payload: Callable[[Any], Any] | None = None
+    #: How long the gate waits for its answer (a ``timedelta``, or seconds) before its timer
+    #: fires and the thread moves to ``on_timeout`` (see docs/timers.md); ``None``: forever.
+    deadline: timedelta | None = None
+    #: The state the thread moves to when the deadline passes unanswered.
+    on_timeout: str | None = None
 
     def __init__(
         self,
@@ -37,13 +49,39 @@ class Gate:
         apply: Callable[..., Mapping[str, Any] | None] | None = None,
         writes: Iterable[str] | None = None,
         description: str = "",
+        payload: Callable[[Any], Any] | None = None,
+        deadline: timedelta | float | None = None,
+        on_timeout: str | None = None,
     ) -> None:
         if not (isinstance(input, type) and issubclass(input, BaseModel)):
             raise TypeError(f"Gate input must be a pydantic model class, got {input!r}")
+        if payload is not None and not callable(payload):
+            raise TypeError(
+                "Gate payload= is a function state -> what the pause shows whoever answers it"
+            )
         object.__setattr__(self, "input", input)
         object.__setattr__(self, "apply", apply)
         object.__setattr__(self, "writes", frozenset(writes) if writes is not None else None)
         object.__setattr__(self, "description", description)
+        object.__setattr__(self, "payload", payload)
+        if deadline is not None and not isinstance(deadline, timedelta):
+            if isinstance(deadline, bool) or not isinstance(deadline, int | float):
+                raise TypeError("Gate deadline= is a timedelta, or a number of seconds")
+            deadline = timedelta(seconds=deadline)
+        if deadline is not None and deadline.total_seconds() <= 0:
+            raise ValueError("Gate deadline= must be a positive time")
+        if (deadline is None) != (on_timeout is None):
+            raise TypeError(
+                "Gate deadline= and on_timeout= go together: how long the gate waits, and the "
+                "state the thread moves to when nobody answered in time"
+            )
+        object.__setattr__(self, "deadline", deadline)
+        object.__setattr__(self, "on_timeout", on_timeout)
+
+    @property
+    def on_arrival(self) -> bool:
+        """Whether a thread arriving at this gate carries something: a payload, a deadline."""
+        return self.payload is not None or self.deadline is not None
 
     @property
     def default_writes(self) -> frozenset[str]:

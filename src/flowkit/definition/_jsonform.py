@@ -11,7 +11,8 @@ yet.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,26 @@ def dump_state(
         if adapter is not None:
             _check_faithful(adapter, written, value, thread_id=thread_id, who=who, field=key)
     return data
+
+
+def dump_payload(value: Any, *, thread_id: str, who: str) -> Any:
+    """The JSON form of a pause's payload (a model, a dict, a list, text, a number), as the
+    journal keeps it and every reader is given it; ``UnstorableValueError`` if JSON cannot
+    carry it faithfully."""
+    from pydantic_core import to_jsonable_python
+
+    _check_floats(value, thread_id=thread_id, who=who, field="payload")
+    dump = partial(to_jsonable_python, value, fallback=_plain_container)
+    return _dump(dump, thread_id=thread_id, who=who, field="payload")
+
+
+def _plain_container(value: Any) -> Any:
+    """A container JSON has no name for (a reducer's list, a ``UserDict``) as the plain one."""
+    if isinstance(value, Sequence | AbstractSet) and not isinstance(value, str | bytes):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"no JSON form for {type(value).__name__}")
 
 
 def _check_faithful(

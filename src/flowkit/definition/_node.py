@@ -14,15 +14,19 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, overload
 
 from typing_extensions import TypeVar
 
 from ..errors import InvalidUpdateError, RunError
 from ..records._node_error import ErrorText, NodeError, is_retryable
+from ._ask import Ask
 from ._cache_policy import CachePolicy
+from ._gate import Gate, as_gate
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ..foundation._logging import Logger
     from ..memory import Memory
     from ..records._events import Event
@@ -144,6 +148,23 @@ class Context(Generic[D]):
         self._runner = runner
         self._step = step
 
+    def ask(
+        self,
+        payload: Any = None,
+        *,
+        input: type[BaseModel] | None = None,
+        update: Mapping[str, Any] | None = None,
+    ) -> NoReturn:
+        """Pause the thread here with ``payload`` (what whoever answers is shown: a question,
+        a draft, options), saving ``update`` with the pause. The node's step ends now: nothing
+        after this call runs. The answer, validated against the node's ``asks`` model, becomes
+        the node's update and its route decides where the run goes; a node that needs another
+        answer is routed back and asks again (see docs/pauses.md).
+
+        ``input`` (optional) names the model the node declared with ``@node(asks=...)``.
+        """
+        raise Ask(payload, update=update, input=input)
+
     def emit(self, value: Any) -> None:
         """Send ``value`` to whoever watches the run: the ``custom`` mode of ``Runner.stream``
         and subscribers (as an ``Emitted`` event). Not journaled; a no-op when nobody watches.
@@ -228,6 +249,9 @@ class Node:
     retry: RetryPolicy | None = None
     #: Reuse the update while the declared reads are unchanged (see ``CachePolicy``).
     cache: CachePolicy | None = None
+    #: What the answer looks like when the node asks (``ctx.ask``): a ``Gate`` (its input
+    #: model, and how the answer becomes an update); ``None``: the node never asks.
+    asks: Gate | None = None
     is_async: bool = field(init=False)
     takes_context: bool = field(init=False)
     #: Called once, with the state alone: no context, timeout, retry or cache. The engine runs
@@ -270,6 +294,8 @@ class Node:
             raise ValueError("node timeout must be positive seconds")
         if self.cache is not None:
             self._check_cache()
+        if self.asks is not None:
+            object.__setattr__(self, "asks", as_gate(self.asks))
 
     def _check_cache(self) -> None:
 
@@ -311,6 +337,7 @@ def node(
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
     cache: CachePolicy | None = None,
+    asks: Gate | type[BaseModel] | None = None,
 ) -> Node: ...
 
 
@@ -323,6 +350,7 @@ def node(
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
     cache: CachePolicy | None = None,
+    asks: Gate | type[BaseModel] | None = None,
 ) -> Callable[[NodeFn], Node]: ...
 
 
@@ -334,9 +362,12 @@ def node(
     timeout: float | None = None,
     retry: RetryPolicy | None = None,
     cache: CachePolicy | None = None,
+    asks: Gate | type[BaseModel] | None = None,
 ) -> Node | Callable[[NodeFn], Node]:
     """Declare a node's contract: ``@node(reads=[...], writes=[...], timeout=5, retry=...,
-    cache=CachePolicy(ttl=...))``."""
+    cache=CachePolicy(ttl=...), asks=AnswerModel)``. ``asks`` is what the answer looks like
+    when the node pauses with ``ctx.ask(payload)`` (a model, or a ``Gate`` with its own
+    ``apply``)."""
 
     def wrap(f: NodeFn) -> Node:
         return Node(
@@ -346,6 +377,7 @@ def node(
             timeout=timeout,
             retry=retry,
             cache=cache,
+            asks=None if asks is None else as_gate(asks),
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -98,6 +98,8 @@ class Map(BatchNode):
     def __post_init__(self) -> None:
         if self.cache is not None:
             raise TypeError("A Map is not cached as a whole; cache the work its calls do instead")
+        if self.asks is None and isinstance(self.fn, Node) and self.fn.asks is not None:
+            object.__setattr__(self, "asks", self.fn.asks)  # @node(asks=...) on the function
         Node.__post_init__(self)
         if self.over is None or not callable(self.over):
             raise TypeError("Map needs over=, a function state -> the items to map over")
@@ -160,7 +162,12 @@ class Map(BatchNode):
 
             bound = call
         return Node(
-            bound, reads=self.reads, writes=self.writes, timeout=self.timeout, retry=self.retry
+            bound,
+            reads=self.reads,
+            writes=self.writes,
+            timeout=self.timeout,
+            retry=self.retry,
+            asks=self.asks,
         )
 
 
@@ -208,6 +215,7 @@ class Parallel(BatchNode):
         object.__setattr__(self, "timeout", timeout)
         object.__setattr__(self, "retry", retry)
         object.__setattr__(self, "cache", None)
+        object.__setattr__(self, "asks", None)
         object.__setattr__(self, "concurrency", concurrency)
         object.__setattr__(self, "merge", None)
         object.__setattr__(self, "branches", MappingProxyType(nodes))

@@ -85,6 +85,7 @@ class Subflow(Node):
         object.__setattr__(self, "timeout", timeout)
         object.__setattr__(self, "retry", retry)
         object.__setattr__(self, "cache", None)
+        object.__setattr__(self, "asks", None)
         object.__setattr__(self, "flow", flow)
         object.__setattr__(self, "input", input)
         object.__setattr__(self, "output", output)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..definition._ask import Ask
 from ..definition._invariants import check_invariants
 from ..definition._node import Node, check_update
 from ..definition._parallel import Map, Parallel
@@ -22,8 +23,10 @@ from ..records._events import (
     NodeFinished,
 )
 from ..records._node_error import NodeError
+from ._asks import ask_step
 from ._cache import run_cached
 from ._cursor import CallNode, Cursor, Steps
+from ._open import arrive
 from ._port import RunPort
 from ._steps import attempts, check_writes, fail, log_node_finished, mirror, step_record
 from .batch._run import run_batch
@@ -45,6 +48,7 @@ def run_steps(  # noqa: PLR0915
     owner = store if store is not None else runner
     composite = flow.composite
     statuses = flow.statuses
+    arrivals = flow.arrivals
     debug = runner._log.debug_enabled()
     steps = 0
     while cursor.status == "pending":
@@ -78,6 +82,11 @@ def run_steps(  # noqa: PLR0915
                 check_writes(name, node.writes, raw)
             # A cached update is stored in its JSON form, like the journal's.
             state, update = schema.apply(cursor.state, raw, node=name, strict_json=outcome.cached)
+        elif isinstance(outcome.error, Ask):  # the node asked: its step ends in a pause
+            return ask_step(
+                runner, thread_id, run_id, cursor, name, node, outcome.error, attempt, calls,
+                latency,
+            )  # fmt: skip
         else:
             error = NodeError.from_exception(
                 outcome.error, node=name, attempts=attempt, text=runner.error_text
@@ -103,7 +112,13 @@ def run_steps(  # noqa: PLR0915
             state = mirror(flow, state, update, target)
         if flow.invariants:
             check_invariants(flow, thread_id, name, state, cursor.version)
-        after = Cursor(state, target, statuses[target], cursor.version + 1, error)
+        if target in arrivals:  # a gate with a payload or a deadline
+            pauses, due = arrive(runner, thread_id, target, state)
+            after = Cursor(
+                state, target, "waiting", cursor.version + 1, error, pauses=pauses, due=due
+            )
+        else:
+            after = Cursor(state, target, statuses[target], cursor.version + 1, error)
         # Without a store nothing reads records, so none is built (a third of a step's cost).
         record = (
             None

@@ -63,6 +63,12 @@ class Cursor(NamedTuple):
     sub: Cursor | None = None
     entered: int | None = None
     attempts: int = 1
+    #: The open pauses that carry a payload or were made at run time (a node's ask, a
+    #: ``Map`` item's), by id -> payload (JSON form); ``None`` when there are none such.
+    pauses: Mapping[str, Any] | None = None
+    #: When this position's timer fires (seconds since the epoch; a gate's deadline, a
+    #: node's wake-up), or ``None``.
+    due: float | None = None
 
     @property
     def step_version(self) -> int:

@@ -186,7 +186,18 @@ def cursor_from_snapshot(flow: Flow, thread_id: str, snap: Snapshot) -> Cursor:
             thread_id=thread_id,
             version=snap.version,
         ) from exc
-    return Cursor(state, snap.next, snap.status, snap.version, error, items, sub, snap.entered)
+    return Cursor(
+        state,
+        snap.next,
+        snap.status,
+        snap.version,
+        error,
+        items,
+        sub,
+        snap.entered,
+        pauses=snap.pauses,
+        due=snap.due,
+    )
 
 
 def raw_apply(

@@ -19,6 +19,7 @@ from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._plain import describe_validation_error
 from ..records._records import InputRecord, PatchRecord
 from ._cursor import Cursor
+from ._open import arrive
 from ._port import RunPort
 from ._steps import check_writes, mirror, move, status_of
 
@@ -75,12 +76,19 @@ def refused_by_gate(gate: str, thread_id: str, exc: Exception) -> InvalidResumeI
 
 
 def gate_input_step(
-    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, value: BaseModel
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    value: BaseModel,
+    gate: Gate | None = None,
 ) -> Cursor:
-    """Apply validated gate input: reduce it into the state, route on, commit."""
+    """Apply validated input to the gate the thread waits at (or, with ``gate``, the answer
+    to the node that asked): reduce it into the state, route on, commit."""
     flow = runner.flow
     gate_name = cursor.node
-    gate = flow.gates[gate_name]
+    if gate is None:
+        gate = flow.gates[gate_name]
     try:
         raw = gate.to_update(cursor.state, value, thread_id=thread_id)
     except (ValueError, TypeError, LookupError) as exc:
@@ -91,13 +99,18 @@ def gate_input_step(
     target = flow.next_state(gate_name, state)
     runner._log.debug("route_decided", thread_id=thread_id, node=gate_name, target=target)
     state = move(flow, thread_id, gate_name, target, state, update, cursor.version)
-    after = Cursor(state, target, status_of(flow, target), cursor.version + 1)
+    pauses, due = arrive(runner, thread_id, target, state)
+    after = Cursor(
+        state, target, status_of(flow, target), cursor.version + 1, pauses=pauses, due=due
+    )
     record = InputRecord.model_construct(
         version=after.version,
         ts=runner._threads.stamp(),
         run_id=run_id,
         next=target,
         status=after.status,
+        pauses=pauses,
+        due=due,
         gate=gate_name,
         input=dump_input(thread_id, gate_name, value),
         update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
@@ -127,14 +140,25 @@ def patch_step(
     state, update = flow.schema.apply(cursor.state, values, node="update_state")
     target = cursor.node if goto is None else goto
     status = cursor.status if goto is None else status_of(flow, target)
+    # A patch that leaves the thread where it is keeps its pauses and timer.
+    pauses, due = (cursor.pauses, cursor.due) if goto is None else (None, None)
     if goto is not None:
         state = mirror(flow, state, update, target)
+        pauses, due = arrive(runner, thread_id, target, state)
     if flow.invariants:
         check_invariants(flow, thread_id, "update_state", state, cursor.version)
     # A running child stays (same rule as replay) unless the patch moved the thread.
     sub = cursor.sub if (target, status) == (cursor.node, cursor.status) else None
     after = Cursor(
-        state, target, status, cursor.version + 1, cursor.error if goto is None else None, None, sub
+        state,
+        target,
+        status,
+        cursor.version + 1,
+        cursor.error if goto is None else None,
+        None,
+        sub,
+        pauses=pauses,
+        due=due,
     )
     record = PatchRecord.model_construct(
         version=after.version,
@@ -142,6 +166,8 @@ def patch_step(
         run_id=None,
         next=target,
         status=status,
+        pauses=None if pauses is None else dict(pauses),
+        due=due,
         update=runner._threads.dump(update, thread_id=thread_id, who="update_state"),
         reason=reason,
         actor=actor,

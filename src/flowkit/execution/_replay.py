@@ -29,7 +29,10 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     error = NodeError.model_validate(record.error) if getattr(record, "error", None) else None
     if isinstance(record, StartRecord):
         state = flow.schema.load_state(record.state)
-        return Cursor(state, record.next, record.status, record.version, error)
+        return Cursor(
+            state, record.next, record.status, record.version, error,
+            pauses=record.pauses, due=record.due,
+        )  # fmt: skip
     assert cursor is not None, "a journal starts with a start record"
     who = getattr(record, "node", None) or getattr(record, "gate", None) or "update_state"
     state = flow.schema.replay(cursor.state, record.update, node=who)
@@ -39,13 +42,23 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
     entered = None
     if record.kind == "step" and record.status == "failed" and record.next == record.node:
         entered = cursor.step_version  # a failed attempt (`_fail`): still the same step
-    return Cursor(state, record.next, record.status, record.version, error, None, sub, entered)
+    if record.kind == "step" and record.status == "waiting" and record.next == record.node:
+        entered = cursor.step_version  # a node that asked: still the same step
+    return Cursor(
+        state, record.next, record.status, record.version, error, None, sub, entered,
+        pauses=record.pauses, due=record.due,
+    )  # fmt: skip
 
 
 def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     """The cursor after an ``item`` or ``join`` record."""
     if isinstance(record, PauseRecord):
-        return cursor._replace(status="waiting", version=record.version, error=None)
+        return cursor._replace(
+            status=record.status, version=record.version, error=None, pauses=record.pauses,
+            due=record.due,
+            # A call that asked while the others go on: still the same step (as live).
+            entered=cursor.step_version if record.status == "pending" else cursor.entered,
+        )  # fmt: skip
     error = NodeError.model_validate(record.error) if record.error else None
     if isinstance(record, ItemRecord):
         done = ItemDone(record.update, record.update, error, record.of, record.label)
@@ -58,6 +71,8 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
             None,
             items,
             entered=cursor.step_version,
+            pauses=record.pauses,
+            due=record.due,
         )
     assert isinstance(record, JoinRecord)
     items = dict(cursor.items or {})
@@ -77,7 +92,10 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     if record.folded:
         state = merge_items(flow.schema, state, items, record.merged, record.node)
     state = flow.schema.replay(state, record.update, node=record.node)
-    return Cursor(state, record.next, record.status, record.version, error)
+    return Cursor(
+        state, record.next, record.status, record.version, error,
+        pauses=record.pauses, due=record.due,
+    )  # fmt: skip
 
 
 def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ..definition._ask import Ask
+from ..definition._gate import Gate
 from ..definition._invariants import check_invariants
 from ..definition._node import Context, Node, RetryPolicy
 from ..definition._route_table import END
 from ..errors import (
+    InvalidUpdateError,
     StoreError,
     UndeclaredWriteError,
 )
@@ -35,6 +38,7 @@ from ..records._records import (
     prebuilt,
 )
 from ._cursor import AttemptSteps, CallNode, Cursor, Sleep
+from ._open import open_pauses
 from ._port import RunPort
 
 if TYPE_CHECKING:
@@ -143,6 +147,8 @@ def step_record(
         "run_id": run_id,
         "next": after.node,
         "status": after.status,
+        "pauses": None if after.pauses is None else dict(after.pauses),
+        "due": after.due,
         "kind": "step",
         "node": name,
         "update": runner._threads.dump(update, thread_id=thread_id, who=name),
@@ -199,11 +205,29 @@ def attempts(
             )
         outcome = yield CallNode(node, name, cursor.state, ctx, thread_id, owner)
         assert outcome is not None
-        if outcome.error is None:
+        if outcome.error is None or isinstance(outcome.error, Ask):  # asking is no failure
             return outcome, attempt, calls
         if node.retry is None or not node.retry.should_retry(outcome.error, attempt):
             return outcome, attempt, calls
         yield from back_off(runner, thread_id, name, node.retry, attempt, type(outcome.error))
+
+
+def check_ask(name: str, spec: Gate | None, ask: Ask) -> Gate:
+    """The answer node ``name`` declares; ``InvalidUpdateError`` (nothing saved, as for a
+    write it did not declare) if it declares none, or another model than the one it named."""
+    if spec is None:
+        raise InvalidUpdateError(
+            f"`{name}` asked for input (ctx.ask) but declares no answer; declare what the "
+            "answer looks like: @node(asks=AnswerModel) (a Map's function too).",
+            node=name,
+        )
+    if ask.input is not None and ask.input is not spec.input:
+        raise InvalidUpdateError(
+            f"`{name}` asked for a {getattr(ask.input, '__name__', ask.input)!s} answer but "
+            f"declares {spec.input.__name__} (@node(asks=...)); ask for the declared one.",
+            node=name,
+        )
+    return spec
 
 
 def back_off(
@@ -282,7 +306,8 @@ def announce(
     version = after.version
     emit(StateChanged(thread_id, run_id, node, version, changed, classes, after.state, update))
     if after.status == "waiting":
-        emit(Waiting(thread_id, run_id, after.node, after.version))
+        for pause, payload in open_pauses(runner.flow, after).items():
+            emit(Waiting(thread_id, run_id, pause, after.version, payload))
     elif after.status == "done":
         emit(Completed(thread_id, run_id, after.node, after.version))
     elif after.status == "failed" and after.error is not None:

@@ -103,6 +103,8 @@ class Threads:
             sub=sub_snapshot(self.flow, cursor, thread_id, ts),
             flow_version=self._flow_version,
             entered=cursor.entered,
+            pauses=None if cursor.pauses is None else dict(cursor.pauses),
+            due=cursor.due,
         )
 
     @property
@@ -245,6 +247,8 @@ class Threads:
             "run_id": None,
             "next": cursor.node,
             "status": cursor.status,
+            "pauses": None if cursor.pauses is None else dict(cursor.pauses),
+            "due": cursor.due,
             "kind": "start",
             "flow": self.flow.name,
             "state": self.dump_state(thread_id, cursor.state, "start"),

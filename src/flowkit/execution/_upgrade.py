@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..definition._migration import DOCS as _DOCS
-from ..definition._parallel import Parallel
+from ..definition._parallel import BatchNode
 from ..definition._subflow import Subflow
 from ..errors import IncompatibleThreadError
 from ..records._node_error import NodeError
@@ -138,7 +138,8 @@ def upgrade(
     if status in ("pending", "waiting") and node in flow.states:
         # A gate mapped to a node runs it; a node mapped to a gate waits there. A thread
         # waiting at a Parallel's gate branches or inside a Subflow keeps waiting.
-        inside = isinstance(flow.nodes.get(node), Parallel | Subflow)
+        at = flow.nodes.get(node)
+        inside = isinstance(at, BatchNode | Subflow) or (at is not None and at.asks is not None)
         if not (status == "waiting" and inside):
             status = status_of(flow, node)
     error = NodeError.model_validate(raw.error) if raw.error else None
@@ -218,7 +219,12 @@ def check_position(
     """Raise if a thread that can still move stands where the flow has no such state."""
     status, node = cursor.status, cursor.node
     if status == "waiting":
-        fits = node in flow.gates or isinstance(flow.nodes.get(node), Parallel | Subflow)
+        at = flow.nodes.get(node)
+        fits = (
+            node in flow.gates
+            or isinstance(at, BatchNode | Subflow)
+            or (at is not None and at.asks is not None)  # a node that asks
+        )
         kind = "waits at gate"
     elif status == "pending" or (status == "failed" and node not in flow.finals):
         fits = node in flow.nodes

@@ -74,9 +74,14 @@ class StateChanged(Event):
 
 @dataclass(frozen=True, slots=True)
 class Waiting(Event):
+    """The thread waits at pause ``gate`` (a gate's name, or the id of another pause: a node
+    that asked, a ``Map`` call ``node[label]``), which carries ``payload`` (JSON form; ``None``
+    when it has none)."""
+
     kind: ClassVar[str] = "waiting"
     gate: str
     version: int
+    payload: Any = None
 
 
 @dataclass(frozen=True, slots=True)

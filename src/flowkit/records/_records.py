@@ -64,6 +64,13 @@ class _Record(BaseModel):
     run_id: str | None = None
     next: str
     status: Status
+    #: The open pauses after this record that carry something the flow's shape cannot tell:
+    #: a payload (a gate's, a node's question) or a pause made at run time (a node that asks,
+    #: a ``Map`` item that asks), by pause id -> payload (JSON). ``None``: none such.
+    pauses: dict[str, Any] | None = None
+    #: When the timer of the position after this record fires (seconds since the epoch): a
+    #: gate's deadline, a node's wake-up. ``None``: no timer.
+    due: Timestamp | None = None
 
 
 class StartRecord(_Record):
@@ -126,11 +133,16 @@ class ItemRecord(_Record):
 
 
 class PauseRecord(_Record):
-    """A ``Parallel`` node's calls have finished and its gate branches wait for input."""
+    """Pauses of a ``Map`` or ``Parallel`` node: with ``status="waiting"``, every call has
+    finished or asked and ``gates`` (the ids of its gate branches and of the calls that asked)
+    wait for input; with ``status="pending"``, one call asked (its question is in ``pauses``)
+    while the others go on."""
 
     kind: Literal["pause"] = "pause"
     node: str
     gates: list[str]
+    #: The LLM calls of a call that asked, made before it asked.
+    llm_calls: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class JoinRecord(_Record):
@@ -220,6 +232,10 @@ class Snapshot(BaseModel):
     entered: int | None = None
     #: A child's snapshot (in ``sub``): which attempt of its ``Subflow`` node the child run is.
     attempts: int = Field(default=1, ge=1)
+    #: The open pauses with a payload or made at run time, by id (see ``Record.pauses``).
+    pauses: dict[str, Any] | None = None
+    #: When the position's timer fires (see ``Record.due``).
+    due: Timestamp | None = None
 
 
 SubRecord.model_rebuild()

@@ -10,9 +10,19 @@ from pydantic import BaseModel
 from ..records._node_error import NodeError
 from ..records._records import Status
 
-__all__ = ["Checkpoint", "RunResult"]
+__all__ = ["Checkpoint", "Pause", "RunResult"]
 
 S = TypeVar("S", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """One open pause of a waiting thread: its ``id`` (what an answer names: a gate, a gate
+    branch of a ``Parallel``, a node that asked, a ``Map`` call ``node[label]``; by path
+    inside a ``Subflow``) and its ``payload`` (JSON form; ``None`` when it has none)."""
+
+    id: str
+    payload: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +39,11 @@ class RunResult(Generic[S]):
     For a gate inside a ``Subflow`` node, ``node`` is the subflow node and ``gates`` names the
     gate by path: the node, then the gate (``("review/approve",)``); ``resume(..., gate=...)``
     takes that path.
+
+    ``pauses`` lists the same open pauses with their payloads (``Pause(id, payload)``): what a
+    gate's ``payload=`` computed, or what a node asked with (``ctx.ask(payload)``); a node
+    that asked and each ``Map`` call that asked (``node[label]``) is a pause too. ``payload``
+    is the payload of the one open pause (``None`` when there are several, or none).
     """
 
     thread_id: str
@@ -39,6 +54,12 @@ class RunResult(Generic[S]):
     run_id: str | None = None
     error: NodeError | None = None
     gates: tuple[str, ...] = ()
+    pauses: tuple[Pause, ...] = ()
+
+    @property
+    def payload(self) -> Any:
+        """The payload of the one open pause; ``None`` when none or several are open."""
+        return self.pauses[0].payload if len(self.pauses) == 1 else None
 
     @property
     def waiting(self) -> bool:

@@ -19,7 +19,6 @@ from typing_extensions import TypeVar
 
 from ..definition._flow import UNSET, Flow
 from ..definition._invariants import check_invariants
-from ..definition._parallel import Parallel
 from ..errors import (
     CheckpointNotFoundError,
     ConflictError,
@@ -28,14 +27,15 @@ from ..errors import (
     RunError,
     UnknownGateError,
 )
+from ..execution._answers import answer
 from ..execution._core import run_steps
 from ..execution._cursor import Cursor, Steps
 from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
-from ..execution._outside_steps import gate_input_step, patch_step, validate_gate_input
+from ..execution._open import arrive, known_pause, open_pauses
+from ..execution._outside_steps import patch_step
 from ..execution._steps import announce, mirror, status_of
 from ..execution._threads import Threads
 from ..execution._upgrade import MigrationReport
-from ..execution.batch._gates import answer_gates, open_gates
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._logging import get_logger
 from ..records._events import Event, Subscriber
@@ -44,7 +44,7 @@ from ..records._records import new_run_id, record_clock
 from ..stores._protocol import AttemptMarks, Store, attempt_marks
 from ..stores._work_queue import queue_input
 from ..stores.memory import MemoryStore
-from ._result import Checkpoint, RunResult
+from ._result import Checkpoint, Pause, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
 
 if TYPE_CHECKING:
@@ -156,6 +156,7 @@ class Runner(Generic[S, D]):
             announce(self, thread_id, run_id, node, after, update)
 
     def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]:
+        pauses = _pauses(self.flow, cursor) if cursor.status == "waiting" else {}
         return RunResult(
             thread_id,
             cursor.status,
@@ -164,7 +165,8 @@ class Runner(Generic[S, D]):
             cursor.version,
             run_id,
             cursor.error,
-            _open_gates(self.flow, cursor) if cursor.status == "waiting" else (),
+            tuple(pauses),
+            tuple(Pause(pause, payload) for pause, payload in pauses.items()),
         )
 
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
@@ -244,7 +246,8 @@ class Runner(Generic[S, D]):
         # As replay will rebuild it from the start record; a model built here is ours alone.
         model = flow.schema.own_form(model, fresh=model is not state)
         model = mirror(flow, model, update, flow.start)
-        return Cursor(model, flow.start, status_of(flow, flow.start), 0)
+        pauses, due = arrive(self, thread_id, flow.start, model)
+        return Cursor(model, flow.start, status_of(flow, flow.start), 0, pauses=pauses, due=due)
 
     def _start_steps(
         self, thread_id: str, state: S | Mapping[str, Any] | None, run_id: str
@@ -273,30 +276,14 @@ class Runner(Generic[S, D]):
 
             cursor = answer_child(self, thread_id, run_id, cursor, value, gate)
             return run_steps(self, thread_id, run_id, cursor)
-        waiting_at = open_gates(self.flow, cursor)
-        if gate is not None and gate not in self.flow.gates and gate not in waiting_at:
-            # A gate branch of a Parallel is a gate of the flow too, even once answered.
-            branches = (n.gates for n in self.flow.nodes.values() if isinstance(n, Parallel))
-            if not any(gate in each for each in branches):
-                raise UnknownGateError(
-                    gate,
-                    thread_id=thread_id,
-                    gates=list(dict.fromkeys([*self.flow.gates, *waiting_at])),
-                )
-        if cursor.status == "waiting" and cursor.node in self.flow.nodes:
-            # Gate branches of a Parallel wait: answer them; the join runs once none is open.
-            cursor = answer_gates(self, thread_id, run_id, cursor, value, gate)
-        elif cursor.status == "waiting":
-            if gate is not None and gate != cursor.node:
-                raise NotWaitingError(
-                    f"Thread `{thread_id}` waits at gate `{cursor.node}`, not `{gate}`; resume "
-                    f"with gate='{cursor.node}'.",
-                    thread_id=thread_id,
-                    status=cursor.status,
-                    node=cursor.node,
-                )
-            model = validate_gate_input(self.flow, thread_id, cursor.node, value)
-            cursor = gate_input_step(self, thread_id, run_id, cursor, model)
+        if gate is not None and not known_pause(self.flow, gate, cursor):
+            raise UnknownGateError(
+                gate,
+                thread_id=thread_id,
+                gates=list(dict.fromkeys([*self.flow.gates, *open_pauses(self.flow, cursor)])),
+            )
+        if cursor.status == "waiting":
+            cursor = answer(self, thread_id, run_id, cursor, value, gate)
         elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
             # Calls of a Map/Parallel node that had finished stay finished.
             cursor = cursor._replace(status="pending", error=None)
@@ -506,7 +493,16 @@ class Runner(Generic[S, D]):
         cursor = last[0][1]
         if at is not None and cursor.version != at:
             raise CheckpointNotFoundError(thread_id, at, cursor.version)
-        fresh = Cursor(cursor.state, cursor.node, cursor.status, 0, cursor.error, sub=cursor.sub)
+        fresh = Cursor(
+            cursor.state,
+            cursor.node,
+            cursor.status,
+            0,
+            cursor.error,
+            sub=cursor.sub,
+            pauses=cursor.pauses,
+            due=cursor.due,
+        )
         with self._threads.lock(new_thread_id):
             origin = {"thread_id": thread_id, "version": cursor.version}
             self._threads.create(new_thread_id, fresh, origin)
@@ -663,13 +659,13 @@ class Runner(Generic[S, D]):
         return f"Runner({self.flow.name!r}, store={self.store!r})"
 
 
-def _open_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
-    """The gates a waiting thread waits at; by path when they are inside a ``Subflow``."""
+def _pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
+    """The open pauses of a waiting thread, id -> payload; by path inside a ``Subflow``."""
     if cursor.sub is None:
-        return open_gates(flow, cursor)
-    from ..execution.subflows._run import waiting_gates
+        return open_pauses(flow, cursor)
+    from ..execution.subflows._child import waiting_pauses
 
-    return waiting_gates(flow, cursor)
+    return waiting_pauses(flow, cursor)
 
 
 def _innermost(record: Any) -> Any:

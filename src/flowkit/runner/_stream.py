@@ -27,7 +27,7 @@ from ..execution._invoke import advance_sync, perform_async, refuse_inside_event
 from ..execution._threads import Threads
 from ..records._events import Emitted, Event, StateChanged, Subscriber, TokenStreamed
 from ..records._records import new_run_id
-from ._result import RunResult
+from ._result import Pause, RunResult
 
 if TYPE_CHECKING:
     import asyncio
@@ -56,8 +56,9 @@ class Paused(Event):
     wait, or the ``Subflow`` node with a gate inside. ``gates`` names every gate open for input
     (``resume(..., gate=...)`` takes each; a gate inside a ``Subflow`` by path,
     ``"review/approve"``), and ``version`` is the thread's version, for
-    ``resume(..., expected_version=...)``. ``payload`` is what the pause carries for whoever
-    answers it; ``None`` until gates carry payloads.
+    ``resume(..., expected_version=...)``. ``pauses`` lists the open pauses with their
+    payloads (``Pause(id, payload)``, as ``RunResult.pauses``); ``payload`` is the payload of
+    the one open pause (``None`` when several are open, or it carries none).
 
     ``values`` and ``events`` yield it as it is; ``updates`` as ``{"__pause__": paused}``, so
     every ``updates`` item stays a one-entry mapping. Made by the stream once the run has
@@ -69,6 +70,7 @@ class Paused(Event):
     gates: tuple[str, ...]
     version: int
     payload: Any = None
+    pauses: tuple[Pause, ...] = ()
 
 
 class Streamed(Protocol[S]):
@@ -179,7 +181,15 @@ class _Collector:
         """The run stopped at ``result``: one item per pause mode when it waits for input."""
         if not result.waiting or not self.modes & _PAUSE_MODES:
             return
-        paused = Paused(result.thread_id, self.run_id, result.node, result.gates, result.version)
+        paused = Paused(
+            result.thread_id,
+            self.run_id,
+            result.node,
+            result.gates,
+            result.version,
+            result.payload,
+            result.pauses,
+        )
         modes = self.modes
         if "values" in modes:
             self.put("values", paused)

@@ -221,6 +221,8 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "flow_version": None,
     "migration": None,
     "cached": False,
+    "pauses": None,
+    "due": None,
 }
 
 

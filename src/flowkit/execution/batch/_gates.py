@@ -1,98 +1,68 @@
-"""Gate branches of a ``Parallel``: several gates open at once, answered one by one.
+"""Pauses of a ``Map`` or ``Parallel`` node, answered one by one or several at once.
 
-Once a ``Parallel``'s node branches have finished, its gate branches wait together (the run
-commits a ``pause`` record). Each answer is validated against its gate's model and
+Once a batch's calls have finished or asked, its gate branches (a ``Parallel``'s) and the calls
+that asked (``ctx.ask`` in a ``Map``'s function) wait together (the run commits a ``pause``
+record). Each answer is validated against its gate's (or the asking function's) model and
 checkpointed like a finished call (an ``item`` record carrying the input); the answer that
-closes the last open gate leaves the thread pending, and the run goes on to the join.
+closes the last open pause leaves the thread pending, and the run goes on to the join.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from ...definition._parallel import Call, Parallel
-from ...errors import NotWaitingError
+from ...definition._gate import Gate
+from ...definition._parallel import Batched, Call, Map, Parallel
 from .._cursor import Cursor
+from .._open import open_pauses
 from .._outside_steps import dump_input, refused_by_gate, validate_gate_input
 from .._port import RunPort
 from .._steps import check_writes
 from ._run import checkpoint_call, label_of
 
-if TYPE_CHECKING:
-    from ...definition._flow import Flow
-
-__all__ = ["answer_gates", "open_gates"]
+__all__ = ["answer_batch", "pause_spec"]
 
 
-def open_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
-    """The gates a waiting cursor waits at: its gate, or a ``Parallel``'s open gate branches."""
-    if cursor.status != "waiting":
-        return ()
-    if cursor.node in flow.gates:
-        return (cursor.node,)
-    node = flow.nodes.get(cursor.node)
-    if not isinstance(node, Parallel):
-        return ()
-    done = cursor.items or {}
-    return tuple(c.label for c in node.calls(cursor.state) if c.gate and c.index not in done)
+def pause_spec(node: Batched, cursor: Cursor, pause: str) -> tuple[Call, Gate]:
+    """The call an open pause of the batch at ``cursor`` stands for, and what its answer
+    looks like (a gate branch's gate; the ``asks`` of a call that asked)."""
+    calls = node.calls(cursor.state)
+    entry = (cursor.pauses or {}).get(pause)
+    if entry is not None and "index" in entry:
+        call = calls[int(entry["index"])]
+        assert call.node.asks is not None, "only a call that declares its answer asks"
+        return call, call.node.asks
+    call = next(c for c in calls if c.label == pause and c.gate is not None)
+    assert call.gate is not None
+    return call, call.gate
 
 
-def answer_gates(
+def answer_batch(
     runner: RunPort,
     thread_id: str,
     run_id: str,
     cursor: Cursor,
-    value: Any,
-    gate: str | None,
+    answers: Mapping[str, Any],
 ) -> Cursor:
-    """Input for the open gate branches of a ``Parallel``: ``gate=`` names one; otherwise
-    ``value`` maps gate names to their inputs. Each answer is checkpointed like a finished call;
-    once none is open, the thread is pending and the run goes on to the join."""
+    """Answer open pauses of the batch node the thread waits at (``answers``: pause id ->
+    input, every id open). Every input is validated before any is saved; each answer is then
+    checkpointed on its own, so a crash between them loses none that was saved."""
     flow = runner.flow
     node = flow.nodes[cursor.node]
-    assert isinstance(node, Parallel)
-    waiting = open_gates(flow, cursor)
-    answers = _answers(thread_id, cursor.node, waiting, value, gate)
-    calls = node.calls(cursor.state)
-    by_label = {call.label: call for call in calls}
+    assert isinstance(node, Map | Parallel)
+    specs = {pause: pause_spec(node, cursor, pause) for pause in answers}
     validated = {
-        name: validate_gate_input(flow, thread_id, name, answer, by_label[name].gate)
-        for name, answer in answers.items()
-    }  # every input is checked before any is saved
-    for name, model in validated.items():
-        cursor = _commit_answer(runner, thread_id, run_id, cursor, by_label[name], model, calls)
+        pause: validate_gate_input(flow, thread_id, pause, value, specs[pause][1])
+        for pause, value in answers.items()
+    }
+    of = len(node.calls(cursor.state))
+    for pause, model in validated.items():
+        call, spec = specs[pause]
+        cursor = _commit_answer(runner, thread_id, run_id, cursor, pause, call, spec, model, of)
     return cursor
-
-
-def _answers(
-    thread_id: str, node: str, waiting: tuple[str, ...], value: Any, gate: str | None
-) -> dict[str, Any]:
-    if gate is not None:
-        if gate not in waiting:
-            raise NotWaitingError(
-                f"Thread `{thread_id}` waits at {_names(waiting)} of `{node}`, not at `{gate}`; "
-                "resume with one of those.",
-                thread_id=thread_id,
-                status="waiting",
-                node=node,
-            )
-        return {gate: value}
-    if isinstance(value, Mapping) and value and set(value) <= set(waiting):
-        return dict(value)
-    raise NotWaitingError(
-        f"Thread `{thread_id}` waits at {len(waiting)} gates of `{node}` ({_names(waiting)}); "
-        "pass gate='<name>' with its input, or a mapping {gate name: input} to answer several.",
-        thread_id=thread_id,
-        status="waiting",
-        node=node,
-    )
-
-
-def _names(gates: tuple[str, ...]) -> str:
-    return ", ".join(f"`{g}`" for g in gates)
 
 
 def _commit_answer(
@@ -100,29 +70,34 @@ def _commit_answer(
     thread_id: str,
     run_id: str,
     cursor: Cursor,
+    pause: str,
     call: Call,
+    spec: Gate,
     model: BaseModel,
-    calls: list[Call],
+    of: int,
 ) -> Cursor:
-    assert call.gate is not None
     name = cursor.node
     label = label_of(name, call)
     try:
-        raw = call.gate.to_update(cursor.state, model, thread_id=thread_id)
+        raw = dict(spec.to_update(cursor.state, model, thread_id=thread_id))
     except (ValueError, TypeError, LookupError) as exc:
-        raise refused_by_gate(call.label, thread_id, exc) from exc
-    check_writes(label, call.gate.writes, raw)
+        raise refused_by_gate(pause, thread_id, exc) from exc
+    check_writes(label, spec.writes, raw)
+    entry = (cursor.pauses or {}).get(pause) or {}
+    saved = entry.get("update")
+    if saved:  # what the call saved with its question, under the answer
+        raw = {**saved, **raw}
     _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
-    done = cursor.items or {}
-    still = any(c.gate and c.index not in done and c.index != call.index for c in calls)
+    still = [p for p in open_pauses(runner.flow, cursor) if p != pause]
     return checkpoint_call(
         runner,
         thread_id,
         run_id,
         cursor,
         call,
-        len(calls),
+        of,
         update,
         status="waiting" if still else "pending",
         given=dump_input(thread_id, label, model),
+        answered=pause,
     )

@@ -14,6 +14,8 @@ from collections.abc import Generator, Mapping
 from functools import partial
 from typing import Any
 
+from ...definition._ask import Ask
+from ...definition._jsonform import dump_payload
 from ...definition._node import check_update
 from ...definition._parallel import Batched, BatchNode, Call
 from ...errors import RunError
@@ -21,9 +23,10 @@ from ...records._events import Failed, NodeFinished, NodeStarted, Waiting
 from ...records._node_error import NodeError
 from ...records._records import ItemRecord, JoinRecord, PauseRecord, Status
 from .._cursor import Batch, Cursor, Finished, Instruction, ItemDone, Job
+from .._open import arrive, gate_payload, open_pauses
 from .._port import RunPort
 from .._steps import attempts as _attempts
-from .._steps import check_writes, log_node_finished, move, status_of
+from .._steps import check_ask, check_writes, log_node_finished, move, status_of
 from ._journal import field_values, merge_items
 
 __all__ = ["checkpoint_call", "label_of", "run_batch"]
@@ -46,10 +49,13 @@ def run_batch(
     except Exception as exc:  # `over` or `key` raised: the node fails, like a failing call
         error = _broke(runner, name, exc)
         return _join(runner, thread_id, run_id, cursor, name, node, 0, 0.0, error)
+    asked = asked_calls(cursor)
     todo = [
         call
         for call in calls
-        if call.gate is None and (cursor.items is None or call.index not in cursor.items)
+        if call.gate is None
+        and (cursor.items is None or call.index not in cursor.items)
+        and call.index not in asked
     ]
     if todo:
         by_index = {call.index: call for call in todo}
@@ -79,23 +85,47 @@ def run_batch(
             for _ in todo:
                 finished: Finished = yield batch
                 call = by_index[finished.index]
+                if isinstance(finished.outcome.error, Ask):
+                    cursor = _commit_ask(runner, thread_id, run_id, cursor, name, call, finished)
+                    continue
                 cursor = _commit_item(
                     runner, thread_id, run_id, cursor, name, call, finished, calls
                 )
         finally:
             batch.close()
     latency = time.perf_counter() - started
-    waiting = [c.label for c in calls if c.gate is not None and c.index not in (cursor.items or {})]
-    if waiting:
-        return _pause(runner, thread_id, run_id, cursor, name, waiting)
+    done = cursor.items or {}
+    branches = [c for c in calls if c.gate is not None and c.index not in done]
+    if branches or cursor.pauses:
+        return _pause(runner, thread_id, run_id, cursor, name, branches)
     return _join(runner, thread_id, run_id, cursor, name, node, len(calls), latency)
 
 
+def asked_calls(cursor: Cursor) -> set[int]:
+    """The indexes of the calls that asked (``ctx.ask``) and wait for their answer."""
+    if not cursor.pauses:
+        return set()
+    return {int(entry["index"]) for entry in cursor.pauses.values() if "index" in entry}
+
+
 def _pause(
-    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, name: str, gates: list[str]
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    branches: list[Call],
 ) -> Cursor:
-    """Every call has finished; the gate branches wait for their input."""
-    after = cursor._replace(status="waiting", version=cursor.version + 1)
+    """Every call has finished or asked; the gate branches and the calls that asked wait for
+    their input."""
+    pauses = dict(cursor.pauses or {})
+    for call in branches:
+        assert call.gate is not None
+        entry = gate_payload(runner, thread_id, call.label, call.gate, cursor.state)
+        if entry is not None:
+            pauses[call.label] = entry
+    after = cursor._replace(status="waiting", version=cursor.version + 1, pauses=pauses or None)
+    gates = list(open_pauses(runner.flow, after))
     record = None
     if runner.store is not None:
         record = PauseRecord.model_construct(
@@ -104,13 +134,59 @@ def _pause(
             run_id=run_id,
             next=name,
             status="waiting",
+            pauses=None if after.pauses is None else dict(after.pauses),
             node=name,
             gates=gates,
         )
     runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:
-        for gate in gates:
-            runner._emit(Waiting(thread_id, run_id, gate, after.version))
+        for gate, payload in open_pauses(runner.flow, after).items():
+            runner._emit(Waiting(thread_id, run_id, gate, after.version, payload))
+    return after
+
+
+def _commit_ask(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    name: str,
+    call: Call,
+    finished: Finished,
+) -> Cursor:
+    """A call asked (``ctx.ask``): checkpoint its question (and what it saved with it) as an
+    open pause; the other calls go on, and the node waits once all have finished or asked."""
+    label = label_of(name, call)
+    ask = finished.outcome.error
+    assert isinstance(ask, Ask)
+    check_ask(label, call.node.asks, ask)
+    raw = check_update(ask.update, label)
+    check_writes(label, call.node.writes, raw)
+    _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    entry: dict[str, Any] = {
+        "payload": dump_payload(ask.payload, thread_id=thread_id, who=label),
+        "index": call.index,
+    }
+    if update:
+        entry["update"] = runner._threads.dump(update, thread_id=thread_id, who=label)
+    pauses = {**(cursor.pauses or {}), label: entry}
+    after = cursor._replace(version=cursor.version + 1, pauses=pauses, entered=cursor.step_version)
+    record = None
+    if runner.store is not None:
+        record = PauseRecord.model_construct(
+            version=after.version,
+            ts=runner._threads.stamp(),
+            run_id=run_id,
+            next=name,
+            status=after.status,
+            pauses=pauses,
+            node=name,
+            gates=[],
+            llm_calls=finished.llm_calls,
+        )
+    runner._threads.commit(thread_id, cursor.version, after, record)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts))
     return after
 
 
@@ -132,15 +208,27 @@ def checkpoint_call(
     finished: Finished | None = None,
     status: Status = "pending",
     given: dict[str, Any] | None = None,
+    answered: str | None = None,
 ) -> Cursor:
-    """Commit an ``item`` record for one finished call (or answered gate branch, whose input
-    is ``given``): its update is kept aside in the cursor, the state does not change."""
+    """Commit an ``item`` record for one finished call (or answered pause ``answered``, a gate
+    branch or a call that asked, whose input is ``given``): its update is kept aside in the
+    cursor, the state does not change; the pauses still open stay."""
     name = cursor.node
     stored = runner._threads.dump(update, thread_id=thread_id, who=label_of(name, call))
     done = ItemDone(update, stored, error, of, call.label)
     items = {**(cursor.items or {}), call.index: done}
+    pauses = cursor.pauses
+    if answered is not None and pauses is not None and answered in pauses:
+        pauses = {key: entry for key, entry in pauses.items() if key != answered} or None
     after = Cursor(
-        cursor.state, name, status, cursor.version + 1, None, items, entered=cursor.step_version
+        cursor.state,
+        name,
+        status,
+        cursor.version + 1,
+        None,
+        items,
+        entered=cursor.step_version,
+        pauses=pauses,
     )
     record = None
     if runner.store is not None:
@@ -150,6 +238,7 @@ def checkpoint_call(
             run_id=run_id,
             next=name,
             status=status,
+            pauses=None if pauses is None else dict(pauses),
             node=name,
             index=call.index,
             of=of,
@@ -276,7 +365,10 @@ def _join(
     target = flow.next_state(name, state)
     log_node_finished(runner, thread_id, run_id, name, target, latency, 1, error)
     state = move(flow, thread_id, name, target, state, extra, cursor.version)
-    after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+    pauses, due = arrive(runner, thread_id, target, state)
+    after = Cursor(
+        state, target, status_of(flow, target), cursor.version + 1, error, pauses=pauses, due=due
+    )
     record = None
     if runner.store is not None:
         record = JoinRecord.model_construct(
@@ -285,6 +377,8 @@ def _join(
             run_id=run_id,
             next=target,
             status=after.status,
+            pauses=pauses,
+            due=due,
             node=name,
             merged=merged,
             folded=folded,

@@ -16,9 +16,10 @@ from ...records._events import Event, Failed, NodeFinished, StateChanged, Waitin
 from ...records._node_error import NodeError
 from ...records._records import AnyRecord, Status, SubRecord
 from .._cursor import Cursor
+from .._open import open_pauses
 from ._journal import child_error, child_flow_of
 
-__all__ = ["ChildRunner", "leaf", "parent_status", "retries", "waiting_path"]
+__all__ = ["ChildRunner", "leaf", "parent_status", "retries", "waiting_path", "waiting_pauses"]
 
 
 class ChildRunner:
@@ -136,8 +137,8 @@ class ChildRunner:
         if not self._subscribers:
             return
         if top.status == "waiting":
-            path = waiting_path(self.parent.flow, top)
-            self.parent._emit(Waiting(thread_id, run_id, path, top.version))
+            for path, payload in waiting_pauses(self.parent.flow, top).items():
+                self.parent._emit(Waiting(thread_id, run_id, path, top.version, payload))
         elif top.error is not None:
             self.parent._emit(Failed(thread_id, run_id, self.name, top.error, top.version))
 
@@ -191,6 +192,14 @@ def leaf(flow: Flow, cursor: Cursor) -> tuple[Flow, Cursor, str]:
         flow = child_flow_of(flow, cursor.node)
         cursor = cursor.sub
     return flow, cursor, "/".join(path)
+
+
+def waiting_pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
+    """The open pauses of the innermost child, by path (``review/approve``) -> payload."""
+    child_flow, inner, prefix = leaf(flow, cursor)
+    return {
+        f"{prefix}/{pause}": payload for pause, payload in open_pauses(child_flow, inner).items()
+    }
 
 
 def waiting_path(flow: Flow, cursor: Cursor) -> str:

@@ -90,7 +90,9 @@ def sub_snapshot(flow: Flow, cursor: Cursor, thread_id: str, ts: float) -> dict[
         sub=sub_snapshot(child_flow, sub, thread_id, ts),
         entered=sub.entered,
         attempts=sub.attempts,
-    ).model_dump(mode="json", exclude={"attempts"} if sub.attempts == 1 else None)
+        pauses=None if sub.pauses is None else dict(sub.pauses),
+        due=sub.due,
+    ).model_dump(mode="json", exclude=_defaults(sub))
 
 
 def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> Cursor | None:
@@ -108,7 +110,22 @@ def sub_from_snapshot(flow: Flow, node: str, data: Mapping[str, Any] | None) -> 
         sub_from_snapshot(child_flow, snap.next, snap.sub),
         snap.entered,
         snap.attempts,
+        snap.pauses,
+        snap.due,
     )
+
+
+def _defaults(sub: Cursor) -> set[str]:
+    """Fields of a child's snapshot left out while they hold their defaults (as before they
+    existed, so a parent's snapshot of a plain child is byte for byte what it was)."""
+    left = set()
+    if sub.attempts == 1:
+        left.add("attempts")
+    if sub.pauses is None:
+        left.add("pauses")
+    if sub.due is None:
+        left.add("due")
+    return left
 
 
 def dump_child_state(flow: Flow, thread_id: str, state: BaseModel) -> dict[str, Any]:

@@ -16,18 +16,19 @@ from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...definition._node import check_update
+from ...definition._parallel import BatchNode
 from ...definition._subflow import Subflow
-from ...errors import InvalidStateError, NotWaitingError
+from ...errors import InvalidStateError
 from ...records._events import NodeFinished, NodeStarted
 from ...records._node_error import NodeError
+from .._answers import answer, answers_for
 from .._cursor import Cursor, Instruction
-from .._outside_steps import gate_input_step, patch_step, validate_gate_input
+from .._outside_steps import patch_step
 from .._port import RunSteps
 from .._steps import back_off, check_writes, move, status_of, step_record
 from .._steps import fail as _fail
-from ..batch._gates import answer_gates, open_gates
 from ._attempts import run_child, start_child, start_state
-from ._child import ChildRunner, leaf, parent_status, retries, waiting_path
+from ._child import ChildRunner, leaf, parent_status, retries, waiting_path, waiting_pauses
 from ._journal import child_error, child_flow_of
 
 if TYPE_CHECKING:
@@ -180,55 +181,32 @@ def _step(
 
 
 def waiting_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
-    """The open gates of the innermost child, by path (``review/approve``)."""
-    child_flow, inner, prefix = leaf(flow, cursor)
-    return tuple(f"{prefix}/{gate}" for gate in open_gates(child_flow, inner))
+    """The open pauses of the innermost child, by path (``review/approve``)."""
+    return tuple(waiting_pauses(flow, cursor))
 
 
 def answer_child(
     runner: Any, thread_id: str, run_id: str, cursor: Cursor, value: Any, gate: str | None
 ) -> Cursor:
-    """Answer the open gate(s) of the innermost child with ``value``; the parent's cursor after.
+    """Answer the open pause(s) of the innermost child with ``value``; the parent's cursor
+    after.
 
-    ``gate`` is a path from ``gates`` (``review/approve``); for several gate branches of a
-    child's ``Parallel``, ``value`` may map their paths to inputs. Everything is validated
-    before anything is saved.
+    ``gate`` is a path from ``gates`` (``review/approve``); with several open, ``value`` may
+    map their paths to inputs. Everything is validated before anything is saved.
     """
-    flow, inner, prefix = leaf(runner.flow, cursor)
-    waiting = tuple(f"{prefix}/{name}" for name in open_gates(flow, inner))
-    if gate is not None and gate not in waiting:
-        raise NotWaitingError(
-            f"Thread `{thread_id}` waits at {', '.join(f'`{g}`' for g in waiting)} (inside "
-            f"subflow `{cursor.node}`), not at `{gate}`; resume with gate= one of those.",
-            thread_id=thread_id,
-            status=cursor.status,
-            node=cursor.node,
-        )
-    local = None if gate is None else gate[len(prefix) + 1 :]
-    if inner.node in flow.nodes:  # gate branches of a Parallel inside the child
-        names = {path[len(prefix) + 1 :] for path in waiting}
-        if isinstance(value, Mapping) and value and set(value) <= set(waiting):
-            value = {key[len(prefix) + 1 :]: each for key, each in value.items()}
-        elif gate is None and not (isinstance(value, Mapping) and value and set(value) <= names):
-            # Said here, by path: the child's own message would name the gates as the child
-            # knows them, which resume on the parent does not accept.
-            raise NotWaitingError(
-                f"Thread `{thread_id}` waits at {len(waiting)} gates inside subflow "
-                f"`{cursor.node}` ({', '.join(f'`{g}`' for g in waiting)}); pass gate='<path>' "
-                "with its input, or a mapping {path: input} to answer several.",
-                thread_id=thread_id,
-                status=cursor.status,
-                node=cursor.node,
-            )
+    child_flow, inner, prefix = leaf(runner.flow, cursor)
+    waiting = tuple(waiting_pauses(runner.flow, cursor))
+    several = isinstance(child_flow.nodes.get(inner.node), BatchNode)
+    by_path = answers_for(
+        thread_id, cursor.node, waiting, value, gate, several=several, inside=cursor.node
+    )
+    local = {path[len(prefix) + 1 :]: each for path, each in by_path.items()}
 
-        def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
-            return answer_gates(holder, thread_id, run_id, leaf_cursor, value, local)
-
-    else:
-        model = validate_gate_input(flow, thread_id, inner.node, value)
-
-        def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
-            return gate_input_step(holder, thread_id, run_id, leaf_cursor, model)
+    def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
+        if len(local) == 1:
+            ((pause, given),) = local.items()
+            return answer(holder, thread_id, run_id, leaf_cursor, given, pause)
+        return answer(holder, thread_id, run_id, leaf_cursor, local, None)
 
     return _answer(runner, run_id, cursor, at_leaf)
 
