@@ -1,7 +1,8 @@
 """A ``Flow`` given where a node goes is refused when built, with a message naming
-``Subflow(...)``; so are a ``Subflow`` (or ``Map``/``Parallel``) where the engine cannot run
-one yet: as a ``Parallel`` branch or as the function of a ``Map`` or another node. Nothing of
-that builds and then fails on every run."""
+``Subflow(...)``; so are a ``Map``/``Parallel`` where the engine cannot run one: as a
+``Parallel`` branch or as the function of a ``Map`` or another node, and a ``Subflow`` as the
+function of a plain node. Nothing of that builds and then fails on every run. A ``Subflow`` as
+a ``Parallel`` branch or as a ``Map``'s function builds (and runs: test_subflow_in_batches)."""
 
 from __future__ import annotations
 
@@ -60,11 +61,10 @@ def test_a_flow_as_a_parallel_branch_is_refused_naming_subflow() -> None:
 @pytest.mark.parametrize(
     "branch",
     [
-        Subflow(POLISH, writes=["text"]),
         Map(lambda s, item: {}, over=lambda s: []),
         Parallel({"count": count}),
     ],
-    ids=["subflow", "map", "parallel"],
+    ids=["map", "parallel"],
 )
 def test_a_composite_node_as_a_parallel_branch_is_refused_when_made(branch: Any) -> None:
     # Before, a Subflow branch built and then failed on every run ("cannot be called directly").
@@ -85,10 +85,17 @@ def test_a_flow_as_a_maps_function_is_refused_naming_subflow() -> None:
     ids=["subflow", "parallel"],
 )
 def test_a_composite_node_as_a_function_of_another_node_is_refused(inner: Any) -> None:
-    with pytest.raises(TypeError, match="its own name in the flow's nodes="):
-        Map(inner, over=lambda s: [1, 2])
+    if not isinstance(inner, Subflow):  # a Map over a Subflow runs the flow once per item
+        with pytest.raises(TypeError, match="its own name in the flow's nodes="):
+            Map(inner, over=lambda s: [1, 2])
     with pytest.raises(TypeError, match="run by the engine as a node of its own"):
         node(reads=["text"])(inner)
+
+
+def test_a_subflow_builds_as_a_parallel_branch_and_as_a_maps_function() -> None:
+    sub = Subflow(POLISH, writes=["text"])
+    assert Parallel({"polish": sub, "count": count}).branches["polish"] is sub
+    assert Map(sub, over=lambda s: [{"text": " a "}]).shape()["subflow"]["kind"] == "subflow"
 
 
 def test_a_flow_given_to_node_is_refused_naming_subflow() -> None:

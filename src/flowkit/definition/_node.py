@@ -260,6 +260,9 @@ class Node:
 
     #: Run by the core its own way (``Map``, ``Parallel``, ``Subflow``), not as one call.
     composite: ClassVar[bool] = False
+    #: Runs a flow of its own (``Subflow``): as a call of a ``Map`` or a ``Parallel`` branch,
+    #: the engine runs it as a child thread.
+    runs_child: ClassVar[bool] = False
 
     def shape(self) -> dict[str, Any]:
         """What kind of node this is, as plain data, with what a reader of the flow needs of

@@ -32,12 +32,15 @@ Concurrency = int | Callable[[Any], int]
 @dataclass(frozen=True, slots=True)
 class Call:
     """One call of a batch: its index in the merge order, a label and the node to call, or the
-    gate whose input stands for the call (a ``Parallel`` branch that waits for a person)."""
+    gate whose input stands for the call (a ``Parallel`` branch that waits for a person). A
+    ``Subflow`` as the node runs its flow as a child thread (``node.runs_child``)."""
 
     index: int
     label: str
     node: Node
     gate: Gate | None = None
+    #: The item of a ``Map`` call (what a ``Subflow`` call starts its child from).
+    item: Any = None
 
 
 def _not_callable_directly(*_: Any) -> Any:
@@ -98,6 +101,9 @@ class Map(BatchNode):
     def __post_init__(self) -> None:
         if self.cache is not None:
             raise TypeError("A Map is not cached as a whole; cache the work its calls do instead")
+        if isinstance(self.fn, Node) and self.fn.runs_child:
+            self._over_subflow()
+            return
         if self.asks is None and isinstance(self.fn, Node) and self.fn.asks is not None:
             object.__setattr__(self, "asks", self.fn.asks)  # @node(asks=...) on the function
         Node.__post_init__(self)
@@ -110,9 +116,33 @@ class Map(BatchNode):
         # The engine calls each item through a plain node: (state) or (state, ctx).
         object.__setattr__(self, "takes_context", self.item_takes_context)
 
+    def _over_subflow(self) -> None:
+        """``Map(Subflow(flow, ...), over=...)``: each item runs the flow as a child."""
+        if self.over is None or not callable(self.over):
+            raise TypeError("Map needs over=, a function state -> the items to map over")
+        if self.key is not None and not callable(self.key):
+            raise TypeError("Map key= is a function item -> the call's name in events and logs")
+        child = self.fn
+        assert isinstance(child, Node)
+        for name in ("reads", "writes", "timeout", "retry"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, getattr(child, name))
+        object.__setattr__(self, "is_async", child.is_async)
+        object.__setattr__(self, "takes_context", False)
+        object.__setattr__(self, "single_call", False)
+        object.__setattr__(self, "item_takes_context", False)
+        self._check_concurrency()
+
     def shape(self) -> dict[str, Any]:
         limit = self.concurrency
-        return {"kind": "map", "concurrency": limit if isinstance(limit, int) else "per state"}
+        shape: dict[str, Any] = {
+            "kind": "map",
+            "concurrency": limit if isinstance(limit, int) else "per state",
+        }
+        child = self.fn
+        if isinstance(child, Node) and child.runs_child:
+            shape["subflow"] = child.shape()
+        return shape
 
     def items(self, state: Any) -> list[Any]:
         assert self.over is not None
@@ -129,6 +159,12 @@ class Map(BatchNode):
                 if label in seen:
                     labels[index] = f"{label}#{index}"
                 seen.add(label)
+        fn = self.fn
+        if isinstance(fn, Node) and fn.runs_child:  # each call runs the flow as a child
+            return [
+                Call(index, label, fn, item=item)
+                for index, (label, item) in enumerate(zip(labels, items, strict=True))
+            ]
         return [
             Call(index, label, self._bound(item))
             for index, (label, item) in enumerate(zip(labels, items, strict=True))
@@ -244,6 +280,8 @@ class Parallel(BatchNode):
 
     def _with_defaults(self, branch: Node) -> Node:
         """A branch without its own timeout or retry takes the ``Parallel``'s."""
+        if branch.runs_child:  # a Subflow keeps its own policies
+            return branch
         if (branch.timeout is not None or self.timeout is None) and (
             branch.retry is not None or self.retry is None
         ):
@@ -258,16 +296,22 @@ class Parallel(BatchNode):
 
 
 def _branch(name: str, value: Node | NodeFn) -> Node:
-    """Branch ``name`` as a node. A branch is one call; a flow, or a node the core runs its own
-    way (``Subflow``, ``Map``, ``Parallel``), cannot run as one yet: refused here, when the
+    """Branch ``name`` as a node: a function, a ``Node``, or a ``Subflow`` (a flow of its own,
+    run as a child). A bare ``Flow``, a ``Map`` or a ``Parallel`` is refused here, when the
     ``Parallel`` is made, rather than failing on every run."""
+    if isinstance(value, Node) and value.runs_child:
+        return value
     if is_flow(value) or (isinstance(value, Node) and value.composite):
         kind = "Flow" if is_flow(value) else type(value).__name__
+        hint = (
+            "wrap it: Subflow(flow, writes=[...]) with the fields it hands back"
+            if is_flow(value)
+            else "make the branch a function, or wrap the steps in a flow of their own and "
+            "give Subflow(flow, ...) as the branch"
+        )
         raise TypeError(
-            f"Parallel branch `{name}` is a {kind}: a branch is one call (state) -> update, and "
-            f"a Subflow(...) (or a Map or Parallel) cannot run as a branch yet. Make the branch "
-            "a function, or run Subflow(flow, ...) as a node of its own before or after the "
-            "Parallel."
+            f"Parallel branch `{name}` is a {kind}: a branch is one call (state) -> update or a "
+            f"Subflow(...); {hint} (see docs/subflows.md)."
         )
     return as_node(value)
 

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ._flow import Flow
-from ._node import Node, RetryPolicy
+from ._node import Node, RetryPolicy, takes_at_least
 
 __all__ = ["Subflow"]
 
 #: ``input(parent_state)`` -> the child's start state (a mapping or a child state model).
-InputFn = Callable[[Any], Any]
+#: ``input(parent_state)``, or ``input(parent_state, item)`` for a ``Map`` over the subflow.
+InputFn = Callable[..., Any]
 #: ``output(parent_state, child_final_state)`` -> the parent's update (or ``None``).
 OutputFn = Callable[[Any, Any], Mapping[str, Any] | None]
 
@@ -94,6 +95,7 @@ class Subflow(Node):
         object.__setattr__(self, "takes_context", False)
 
     composite: ClassVar[bool] = True
+    runs_child: ClassVar[bool] = True
 
     def shape(self) -> dict[str, Any]:
         return {"kind": "subflow", "flow": self.flow.to_data()}
@@ -116,6 +118,17 @@ class Subflow(Node):
             return self.input(parent)
         shared = type(parent).model_fields.keys() & self.flow.state.model_fields.keys()
         return {key: getattr(parent, key) for key in shared if key != "dialog_state"}
+
+    def item_start_state(self, parent: Any, item: Any) -> Any:
+        """The child's start state for one item of a ``Map`` over this subflow:
+        ``input(parent, item)`` when ``input`` takes two arguments, ``input(parent)`` when it
+        takes one; without ``input``, the item itself (a mapping or a model of the child's
+        state)."""
+        if self.input is None:
+            return item
+        if takes_at_least(self.input, 2):
+            return self.input(parent, item)
+        return self.input(parent)
 
     def parent_update(self, parent: Any, child: Any) -> Mapping[str, Any] | None:
         """The parent's update once the child has finished."""

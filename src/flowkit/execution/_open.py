@@ -54,7 +54,12 @@ def open_pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
         ((int(entry["index"]), key) for key, entry in kept.items() if "index" in entry),
     )
     for _, key in asked:
-        found[key] = _payload(kept[key])
+        entry = kept[key]
+        if "pauses" in entry:  # a Subflow call whose child waits: its pauses, by path
+            for pause, payload in entry["pauses"].items():
+                found[f"{key}/{pause}"] = payload
+        else:
+            found[key] = _payload(entry)
     if not found and cursor.node in kept:  # a node that asked
         found[cursor.node] = _payload(kept[cursor.node])
     return found

@@ -76,6 +76,11 @@ class RunPort(Protocol):
 
     def _cache_memory(self) -> Memory: ...
 
+    def _child_runner(self, flow: Flow) -> Any:
+        """A runner of ``flow`` on the same store, LLM, clock, deps and memory: what runs the
+        child threads of ``Subflow`` calls in a batch (``start``/``resume``/``get_state``)."""
+        ...
+
 
 #: The core's loop (``run_steps``), handed to the parts that run a flow inside a step (a
 #: ``Subflow``'s child) so that they do not import the core that calls them.

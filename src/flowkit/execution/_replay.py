@@ -56,8 +56,7 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
         return cursor._replace(
             status=record.status, version=record.version, error=None, pauses=record.pauses,
             due=record.due,
-            # A call that asked while the others go on: still the same step (as live).
-            entered=cursor.step_version if record.status == "pending" else cursor.entered,
+            entered=cursor.step_version,  # still the same step (as live)
         )  # fmt: skip
     error = NodeError.model_validate(record.error) if record.error else None
     if isinstance(record, ItemRecord):

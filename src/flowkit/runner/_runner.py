@@ -7,6 +7,7 @@ store before the next one starts, so a crash loses at most the step that was run
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -116,6 +117,10 @@ class Runner(Generic[S, D]):
         self._subscribers: list[Subscriber] = []
         self._log = get_logger()
         self._marks: AttemptMarks | None = attempt_marks(self.store) if track_attempts else None
+        self._clock_given = clock
+        #: Runners of the flows that ``Subflow`` calls of a batch run as child threads.
+        self._children: dict[int, Runner[Any, Any]] = {}
+        self._children_lock = threading.Lock()
 
     # -- events ------------------------------------------------------------------------------
 
@@ -186,6 +191,26 @@ class Runner(Generic[S, D]):
 
             self.cache = InProcessMemory()
         return self.cache
+
+    def _child_runner(self, flow: Flow) -> Runner[Any, Any]:
+        """A runner of ``flow`` sharing this one's store, LLM, clock, deps, memory and cache:
+        it runs the child threads of ``Subflow`` calls in a ``Map`` or ``Parallel``."""
+        with self._children_lock:
+            child = self._children.get(id(flow))
+            if child is None:
+                child = Runner(
+                    flow,
+                    store=self.store,
+                    llm=self.llm,
+                    clock=self._clock_given,
+                    step_limit=self.step_limit,
+                    deps=self.deps,
+                    memory=self.memory,
+                    cache=self._cache_memory(),
+                    error_text=self.error_text,
+                )
+                self._children[id(flow)] = child
+            return child
 
     def _step_prefix(self, thread_id: str) -> str:
         """What step keys of this runner's nodes start with (a child flow's add its path)."""

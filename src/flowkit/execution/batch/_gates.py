@@ -15,15 +15,20 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...definition._gate import Gate
+from ...definition._node import check_update
 from ...definition._parallel import Batched, Call, Map, Parallel
+from ...definition._subflow import Subflow
+from ...errors import NotWaitingError, SubflowError
+from ...records._node_error import NodeError
 from .._cursor import Cursor
 from .._open import open_pauses
 from .._outside_steps import dump_input, refused_by_gate, validate_gate_input
 from .._port import RunPort
 from .._steps import check_writes
-from ._run import checkpoint_call, label_of
+from ._children import child_output, child_pauses
+from ._run import checkpoint_call, checkpoint_pauses, label_of
 
-__all__ = ["answer_batch", "pause_spec"]
+__all__ = ["answer_batch", "answer_child_call", "pause_spec"]
 
 
 def pause_spec(node: Batched, cursor: Cursor, pause: str) -> tuple[Call, Gate]:
@@ -53,16 +58,110 @@ def answer_batch(
     flow = runner.flow
     node = flow.nodes[cursor.node]
     assert isinstance(node, Map | Parallel)
-    specs = {pause: pause_spec(node, cursor, pause) for pause in answers}
+    kept = cursor.pauses or {}
+    own: dict[str, Any] = {}
+    children: dict[str, dict[str, Any]] = {}  # a Subflow call's key -> its child's answers
+    for pause, value in answers.items():
+        key = _child_key(kept, pause)
+        if key is None:
+            own[pause] = value
+        else:
+            children.setdefault(key, {})[pause[len(key) + 1 :]] = value
+    specs = {pause: pause_spec(node, cursor, pause) for pause in own}
     validated = {
         pause: validate_gate_input(flow, thread_id, pause, value, specs[pause][1])
-        for pause, value in answers.items()
+        for pause, value in own.items()
     }
-    of = len(node.calls(cursor.state))
+    calls = node.calls(cursor.state)
+    for key, given in children.items():  # a child's own gates are checked here too
+        child_flow = _child_of(calls, kept[key]).flow
+        for pause, value in given.items():
+            gate = child_flow.gates.get(pause)
+            if gate is not None:
+                validate_gate_input(child_flow, thread_id, f"{key}/{pause}", value, gate)
     for pause, model in validated.items():
         call, spec = specs[pause]
+        of = len(calls)
         cursor = _commit_answer(runner, thread_id, run_id, cursor, pause, call, spec, model, of)
+    for key, given in children.items():
+        cursor = answer_child_call(runner, thread_id, run_id, cursor, key, given, calls)
     return cursor
+
+
+def _child_key(kept: Mapping[str, Any], pause: str) -> str | None:
+    """The Subflow call (its key in the cursor's pauses) whose child pause ``pause`` is."""
+    for key, entry in kept.items():
+        if (
+            "pauses" in entry
+            and pause.startswith(f"{key}/")
+            and pause[len(key) + 1 :] in entry["pauses"]
+        ):
+            return key
+    return None
+
+
+def _child_of(calls: list[Call], entry: Mapping[str, Any]) -> Subflow:
+    sub = calls[int(entry["index"])].node
+    assert isinstance(sub, Subflow)
+    return sub
+
+
+def answer_child_call(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    key: str,
+    given: dict[str, Any],
+    calls: list[Call],
+) -> Cursor:
+    """Answer the child thread of Subflow call ``key``, then checkpoint where the call stands:
+    finished (its output, kept for the join), failed, or waiting at its child's next pauses.
+    An answer its child took already (a crash came before the parent's checkpoint) is not
+    given twice: the call is brought up to where its child stands."""
+    entry = (cursor.pauses or {})[key]
+    call = calls[int(entry["index"])]
+    sub = _child_of(calls, entry)
+    threads = runner._child_runner(sub.flow)
+    tid = str(entry["thread"])
+    try:
+        if len(given) == 1:
+            ((pause, value),) = given.items()
+            result = threads.resume(tid, value, gate=pause)
+        else:
+            result = threads.resume(tid, given)
+    except NotWaitingError:
+        result = threads.get_state(tid)
+        if result.status == "waiting" and child_pauses(result) == entry["pauses"]:
+            raise
+    if result.status == "waiting":
+        pauses = {**(cursor.pauses or {}), key: {**entry, "pauses": child_pauses(result)}}
+        return checkpoint_pauses(runner, thread_id, run_id, cursor, pauses)
+    name = cursor.node
+    label = label_of(name, call)
+    error: NodeError | None = None
+    update: Mapping[str, Any] = {}
+    try:
+        raw = dict(check_update(child_output(sub, label, cursor.state, result), label))
+        check_writes(label, sub.writes, raw)
+        _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    except SubflowError as exc:
+        assert isinstance(exc.error, NodeError), "child_output raises with a NodeError"
+        error = exc.error
+    ids = open_pauses(runner.flow, cursor)
+    still = [p for p in ids if p != key and not p.startswith(f"{key}/")]
+    return checkpoint_call(
+        runner,
+        thread_id,
+        run_id,
+        cursor,
+        call,
+        len(calls),
+        update,
+        error=error,
+        status="waiting" if still else "pending",
+        answered=key,
+    )
 
 
 def _commit_answer(

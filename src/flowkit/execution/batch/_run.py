@@ -27,9 +27,10 @@ from .._open import arrive, gate_payload, open_pauses
 from .._port import RunPort
 from .._steps import attempts as _attempts
 from .._steps import check_ask, check_writes, log_node_finished, move, status_of
+from ._children import ChildPaused, child_call
 from ._journal import field_values, merge_items
 
-__all__ = ["checkpoint_call", "label_of", "run_batch"]
+__all__ = ["asked_calls", "checkpoint_call", "checkpoint_pauses", "label_of", "run_batch"]
 
 #: ``NodeError.type`` of a join where some calls failed; the message lists which and why.
 ITEMS_FAILED = "ItemsFailed"
@@ -69,7 +70,9 @@ def run_batch(
                     run_id,
                     label_of(name, call),
                     cursor,
-                    call.node,
+                    child_call(runner, name, call, cursor.step_version)
+                    if call.node.runs_child
+                    else call.node,
                     call.index,
                 ),
             )
@@ -159,17 +162,37 @@ def _commit_ask(
     label = label_of(name, call)
     ask = finished.outcome.error
     assert isinstance(ask, Ask)
-    check_ask(label, call.node.asks, ask)
-    raw = check_update(ask.update, label)
-    check_writes(label, call.node.writes, raw)
-    _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
-    entry: dict[str, Any] = {
-        "payload": dump_payload(ask.payload, thread_id=thread_id, who=label),
-        "index": call.index,
-    }
-    if update:
-        entry["update"] = runner._threads.dump(update, thread_id=thread_id, who=label)
+    entry: dict[str, Any]
+    if isinstance(ask, ChildPaused):  # a Subflow call whose child waits
+        entry = {"index": call.index, "thread": ask.thread, "pauses": ask.pauses}
+    else:
+        check_ask(label, call.node.asks, ask)
+        raw = check_update(ask.update, label)
+        check_writes(label, call.node.writes, raw)
+        _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+        entry = {
+            "payload": dump_payload(ask.payload, thread_id=thread_id, who=label),
+            "index": call.index,
+        }
+        if update:
+            entry["update"] = runner._threads.dump(update, thread_id=thread_id, who=label)
     pauses = {**(cursor.pauses or {}), label: entry}
+    after = checkpoint_pauses(runner, thread_id, run_id, cursor, pauses, finished.llm_calls)
+    if runner._subscribers:
+        runner._emit(NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts))
+    return after
+
+
+def checkpoint_pauses(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    pauses: dict[str, Any],
+    llm_calls: list[dict[str, Any]] | None = None,
+) -> Cursor:
+    """Commit a ``pause`` record holding the batch's open pauses, ``pauses`` (a call asked,
+    or a Subflow call's child waits at other pauses now); the thread keeps its status."""
     after = cursor._replace(version=cursor.version + 1, pauses=pauses, entered=cursor.step_version)
     record = None
     if runner.store is not None:
@@ -177,16 +200,14 @@ def _commit_ask(
             version=after.version,
             ts=runner._threads.stamp(),
             run_id=run_id,
-            next=name,
+            next=cursor.node,
             status=after.status,
             pauses=pauses,
-            node=name,
-            gates=[],
-            llm_calls=finished.llm_calls,
+            node=cursor.node,
+            gates=list(open_pauses(runner.flow, after)) if after.status == "waiting" else [],
+            llm_calls=llm_calls or [],
         )
     runner._threads.commit(thread_id, cursor.version, after, record)
-    if runner._subscribers:
-        runner._emit(NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts))
     return after
 
 

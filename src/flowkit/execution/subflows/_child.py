@@ -47,6 +47,7 @@ class ChildRunner:
         self.stamp = parent._threads.stamp  # its records are the thread's: the same clock
         self.memory = parent.memory
         self._cache_memory = parent._cache_memory
+        self._child_runner = parent._child_runner
         self._deps_for = parent._deps_for  # the child's nodes see the parent's deps
         self._log = parent._log
         self._subscribers = parent._subscribers

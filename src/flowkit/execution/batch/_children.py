@@ -1,0 +1,104 @@
+"""``Subflow`` calls of a batch: a ``Parallel`` branch or a ``Map`` call that runs a flow.
+
+Each such call runs its flow as a child thread of its own in the same store, named after the
+parent's step (``<thread>:<node>@<version>:<index>``; ``.a2`` for a second attempt), through a
+runner for the child flow that the parent's runner hands out (``RunPort._child_runner``). A
+call is idempotent: run again after a crash, it finds its child where it stands and goes on
+from there, so no step of the child runs twice.
+
+A child that waits makes the call a pause of the batch: its open pauses are the batch's, by
+path (``review[2]/approve``), with their payloads, answered like any other pause of the batch.
+A child that finishes hands the parent its ``output`` (or its ``writes``), merged at the join
+in call order; a child that fails is a failed call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from ...definition._ask import Ask
+from ...definition._node import Context, Node
+from ...definition._parallel import Call
+from ...definition._subflow import Subflow
+from ...errors import SubflowError, ThreadNotFoundError
+from ...records._node_error import NodeError
+from ...stores._ids import MAX_THREAD_ID, is_thread_id
+from .._port import RunPort
+
+__all__ = ["ChildPaused", "child_call", "child_output", "child_pauses", "child_thread_id"]
+
+
+class ChildPaused(Ask):
+    """A ``Subflow`` call's child waits: its open pauses, by the child's own ids."""
+
+    def __init__(self, thread: str, pauses: Mapping[str, Any]) -> None:
+        super().__init__(None)
+        self.thread = thread
+        self.pauses = dict(pauses)
+
+
+def child_thread_id(thread_id: str, version: int, node: str, index: int, attempt: int) -> str:
+    """The id of the child thread of call ``index`` of ``node`` in the parent's step at
+    ``version``: readable where the store's id rules allow, else a digest of the same."""
+    name = f"{thread_id}:{node}@{version}:{index}" + ("" if attempt == 1 else f".a{attempt}")
+    if len(name) <= MAX_THREAD_ID and is_thread_id(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:32]
+    return f"{thread_id[: MAX_THREAD_ID - 40]}:sub:{digest}"
+
+
+def child_pauses(result: Any) -> dict[str, Any]:
+    """A waiting child's open pauses, id -> payload."""
+    return {pause.id: pause.payload for pause in result.pauses}
+
+
+def child_output(sub: Subflow, name: str, state: Any, result: Any) -> Mapping[str, Any]:
+    """What a finished child hands the parent; ``SubflowError`` for a child that failed."""
+    if result.status == "failed":
+        error = result.error
+        raise SubflowError(
+            NodeError(
+                type=error.type if error is not None else "SubflowFailed",
+                message=(
+                    f"{name}/{error.node}: {error.message}"
+                    if error is not None
+                    else f"`{name}` ended at its failed final state `{result.node}`"
+                ),
+                node=name,
+                retryable=error.retryable if error is not None else False,
+                attempts=1,
+            )
+        )
+    return sub.parent_update(state, result.state) or {}
+
+
+def child_call(runner: RunPort, name: str, call: Call, version: int) -> Node:
+    """The node a batch runs for ``Subflow`` call ``call`` of node ``name``: it starts the
+    call's child thread (or goes on with it) and returns the parent's update, or raises
+    ``ChildPaused`` while the child waits."""
+    sub = call.node
+    assert isinstance(sub, Subflow)
+    is_item = call.gate is None and call.item is not None
+
+    def run_child(state: Any, ctx: Context[Any]) -> Mapping[str, Any]:
+        threads = runner._child_runner(sub.flow)
+        tid = child_thread_id(ctx.thread_id, version, name, call.index, ctx.attempt)
+        deps = ctx.deps
+        try:
+            result = threads.get_state(tid)
+        except ThreadNotFoundError:
+            start = sub.item_start_state(state, call.item) if is_item else sub.start_state(state)
+            result = threads.start(tid, start, deps=deps)
+        else:
+            if result.status == "pending" or (
+                result.status == "failed" and result.node in sub.flow.nodes
+            ):
+                result = threads.resume(tid, deps=deps)  # a crash or a failure mid-child
+        if result.status == "waiting":
+            raise ChildPaused(tid, child_pauses(result))
+        return child_output(sub, f"{name}[{call.label}]", state, result)
+
+    run_child.__name__ = f"{name}[{call.label}]"
+    return Node(run_child, reads=sub.reads, writes=sub.writes, retry=sub.retry)
