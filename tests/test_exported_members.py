@@ -16,6 +16,7 @@ def test_top_level_exports_are_locked() -> None:
     assert len(set(flowkit.__all__)) == len(flowkit.__all__)
     assert set(flowkit.__all__) == {
         "END",
+        "Ask",
         "AsyncStream",
         "CachePolicy",
         "Checkpoint",
@@ -24,6 +25,7 @@ def test_top_level_exports_are_locked() -> None:
         "Emitted",
         "Event",
         "Failed",
+        "Fired",
         "Flow",
         "Gate",
         "Map",
@@ -33,6 +35,7 @@ def test_top_level_exports_are_locked() -> None:
         "NodeFinished",
         "NodeStarted",
         "Parallel",
+        "Pause",
         "Paused",
         "Reducer",
         "Resolution",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         Waiting,
     )
     from .records._node_error import NodeError
+    from .runner._fired import Fired
     from .runner._result import Checkpoint, Pause, RunResult
     from .runner._runner import Runner
     from .runner._stream import AsyncStream, Paused, Stream
@@ -51,6 +52,7 @@ __all__ = [
     "Emitted",
     "Event",
     "Failed",
+    "Fired",
     "Flow",
     "Gate",
     "Map",
@@ -100,6 +102,7 @@ _LAZY = {
     "Emitted": ".records._events",
     "Event": ".records._events",
     "Failed": ".records._events",
+    "Fired": ".runner._fired",
     "Flow": ".definition._flow",
     "Gate": ".definition._gate",
     "CachePolicy": ".definition._cache_policy",

@@ -4,7 +4,8 @@ Nodes are rounded boxes, gates hexagons, final states stadiums; a ``Map`` node i
 box labelled ``map``; a ``Parallel`` node is a fan-out to its branches, which meet at a join
 from which its routes leave; a ``Subflow`` node is a double box labelled ``subflow`` and the
 child flow's name. A route table draws one edge per rule, labelled with its
-condition (``default`` for the default). Every label is
+condition (``default`` for the default); a gate's deadline draws an edge to its
+``on_timeout`` labelled ``timeout 2d``. Every label is
 escaped, so condition values like ``"a|b"`` or ``"</script>"`` cannot break the output.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from .definition._flow import Flow
 from .definition._parallel import Map, Parallel
 from .definition._route_table import END, RouteTable
+from .definition._sleep import duration_text
 from .definition._subflow import Subflow
 
 __all__ = ["Edge", "edges", "to_dot", "to_mermaid"]
@@ -76,6 +78,9 @@ def edges(flow: Flow) -> Iterator[Edge]:
                 yield Edge(source, route.default, "default")
         else:
             yield Edge(source, route, "")
+    for name, gate in flow.gates.items():  # where a deadline that passes sends the thread
+        if gate.deadline is not None and gate.on_timeout is not None:
+            yield Edge(name, gate.on_timeout, f"timeout {duration_text(gate.deadline)}")
 
 
 def _mermaid_text(text: str) -> str:

@@ -8,6 +8,10 @@ when it is ``pending`` with nobody's live lease on it: its last worker died mid-
 one resumes it from its last committed step. An input is marked used in the same transaction
 as the step that applies it, so it is applied exactly once; one that cannot be applied (the
 thread has finished, the input does not fit the gate) is marked rejected with the reason.
+
+A worker also fires the timers of its flows (a gate's deadline, a node's wake-up;
+``Runner.fire_due``) every ``timer_poll_s`` seconds, from a thread of its own; each timer
+fires once however many workers share the store (docs/timers.md).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -70,12 +75,14 @@ def submit(
 
 @dataclass(slots=True)
 class WorkerStats:
-    """What a worker did: threads claimed, runner calls, inputs rejected, runs that failed."""
+    """What a worker did: threads claimed, runner calls, inputs rejected, runs that failed,
+    timers fired."""
 
     claims: int = 0
     runs: int = 0
     rejected: int = 0
     errors: int = 0
+    timers: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
@@ -90,6 +97,9 @@ class Worker:
     ``run()`` serves until ``stop()`` (or, with ``until_idle=True``, until nothing is left
     to claim). ``llm`` is handed to every runner. ``poll_s``: pause between empty claims.
     ``park_s``: how long a thread whose run raised is left alone before another try.
+    ``timer_poll_s``: how often the due timers of the flows are fired (``None``: never, for
+    a deployment where another process does it). ``clock`` is every runner's clock (an aware
+    ``datetime``; default: the wall clock), as ``Runner(clock=...)``: tests move it by hand.
     """
 
     def __init__(
@@ -102,6 +112,8 @@ class Worker:
         poll_s: float = 0.2,
         park_s: float = 60.0,
         runs_per_claim: int = 20,
+        timer_poll_s: float | None = 2.0,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         from .definition._flow import Flow
 
@@ -113,6 +125,16 @@ class Worker:
                 f"concurrency must be a whole number of at least 1, got {concurrency!r}",
                 thread_id="",
             )
+        if timer_poll_s is not None and (
+            isinstance(timer_poll_s, bool)
+            or not isinstance(timer_poll_s, int | float)
+            or not 0 < timer_poll_s < float("inf")
+        ):
+            raise RunError(
+                f"timer_poll_s must be a positive number of seconds, or None, got "
+                f"{timer_poll_s!r:.40}",
+                thread_id="",
+            )
         self.flows = {flow.name: flow for flow in chosen}
         self.store = store
         self.queue = work_queue(store)
@@ -121,6 +143,8 @@ class Worker:
         self.poll_s = poll_s
         self.park_s = park_s
         self.runs_per_claim = runs_per_claim
+        self.timer_poll_s = timer_poll_s
+        self.clock = clock
         self.stats = WorkerStats()
         self._stop = threading.Event()
         self._log = get_logger()
@@ -136,6 +160,12 @@ class Worker:
     def run(self, *, until_idle: bool = False) -> WorkerStats:
         """Serve until stopped (or idle); returns what was done."""
         self._log.info("worker_started", concurrency=self.concurrency, pid=os.getpid())
+        timers = None
+        if self.timer_poll_s is not None and until_idle:
+            self.fire_timers()  # what is due now, before the work it may queue
+        elif self.timer_poll_s is not None:
+            timers = threading.Thread(target=self._timers, name="flowkit-timers", daemon=True)
+            timers.start()
         if self.concurrency == 1:
             self._slot(until_idle)
         else:
@@ -147,8 +177,33 @@ class Worker:
                 slot.start()
             for slot in slots:
                 slot.join()
+        if timers is not None:
+            timers.join()
         self._log.info("worker_stopped", claims=self.stats.claims, runs=self.stats.runs)
         return self.stats
+
+    def fire_timers(self) -> int:
+        """Fire the due timers of every flow of this worker now (``Runner.fire_due``); how
+        many fired. A store that cannot be reached is logged and tried at the next poll."""
+        return self._fire(self._runners())
+
+    def _fire(self, runners: dict[str, Runner[Any]]) -> int:
+        fired = 0
+        for runner in runners.values():
+            try:
+                fired += len(runner.fire_due())
+            except Exception as exc:  # the database is away (StoreError): the next poll
+                self._log.warning("worker_timers_failed", error_type=type(exc).__name__)
+        self.stats.add(timers=fired)
+        return fired
+
+    def _timers(self) -> None:
+        """Fire due timers every ``timer_poll_s`` until stopped (its own thread)."""
+        assert self.timer_poll_s is not None
+        runners = self._runners()
+        while not self._stop.is_set():
+            self._fire(runners)
+            self._stop.wait(self.timer_poll_s)
 
     def run_once(self) -> bool:
         """Claim one runnable thread and serve it; whether there was one."""
@@ -162,7 +217,8 @@ class Worker:
         # Each slot has runners of its own: a runner's cursor cache is not shared across OS
         # threads, and the store's leases keep two slots off one thread anyway.
         return {
-            name: Runner(flow, store=self.store, llm=self.llm) for name, flow in self.flows.items()
+            name: Runner(flow, store=self.store, llm=self.llm, clock=self.clock)
+            for name, flow in self.flows.items()
         }
 
     def _slot(self, until_idle: bool) -> None:

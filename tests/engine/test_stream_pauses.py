@@ -1,47 +1,41 @@
 """Streams and pauses: a run that stops to wait for input ends its stream with a ``Paused``
 item (``values``, ``updates``, ``events``), and a resumed stream begins from the thread's
 current state, also when the answer goes to a gate inside a ``Subflow`` or to a ``Parallel``'s
-gate branches. On every shipped store, and across a new ``Runner`` on the same store."""
+gate branches. The ``Paused`` item carries the open pauses with their payloads (a gate's
+``payload=``, a node's or a ``Map`` call's question). On every shipped store, and across a new
+``Runner`` on the same store."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
-from _pg import fresh_schema, require_postgres
 from pydantic import BaseModel
 
 from flowkit import (
     END,
+    Context,
     Flow,
     Gate,
+    Map,
     Parallel,
+    Pause,
     Runner,
     StateChanged,
     Subflow,
     Waiting,
     append,
+    node,
 )
 from flowkit.runner._stream import PAUSE, Paused
-from flowkit.stores import JsonFileStore, MemoryStore, Store
+from flowkit.stores import Store
 
 
-@pytest.fixture(params=["memory", "jsonfile", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "memory":
-        yield MemoryStore()
-    elif request.param == "postgres":
-        require_postgres()
-        from flowkit.stores.postgres import PostgresStore
-
-        with fresh_schema() as (url, schema), PostgresStore(url, schema=schema) as pg_store:
-            yield pg_store
-    else:
-        with JsonFileStore(tmp_path / "store", fsync=False) as file_store:
-            yield file_store
+@pytest.fixture
+def store(every_store: Store) -> Store:
+    return every_store
 
 
 class Draft(BaseModel):
@@ -376,3 +370,100 @@ def test_astream_of_parallel_gate_branches(store: Store) -> None:
     events = _collect(lambda: runner.astream("s", {"legal_ok": True}, gate="legal", mode="events"))
     assert any(isinstance(e, StateChanged) and e.node == "review" for e in events)
     assert events[-1].kind == "completed"
+
+
+# -- pauses with payloads -----------------------------------------------------------------------
+
+MODES = ["values", "updates", "events"]
+
+
+class Answer(BaseModel):
+    approved: bool
+
+
+def drafts_with_payload() -> Flow:
+    return Flow(
+        name="drafts_payload",
+        state=Draft,
+        start="write",
+        nodes={"write": write, "publish": publish},
+        gates={"review": Gate(Verdict, payload=lambda s: {"draft": s.text})},
+        routes={"write": "review", "review": "publish", "publish": END},
+    )
+
+
+@node(asks=Answer)
+def ask_first(state: Draft, ctx: Context) -> None:
+    ctx.ask({"question": f"write about {state.topic}?"}, update={"log": ["asked"]})
+
+
+ASKS = Flow(
+    name="asks_first",
+    state=Draft,
+    start="ask",
+    nodes={"ask": ask_first, "write": write},
+    routes={"ask": "write", "write": END},
+)
+
+
+def check_each(state: Draft, topic: str, ctx: Context) -> dict[str, Any]:
+    if topic.startswith("?"):
+        ctx.ask({"topic": topic})
+    return {"log": [topic]}
+
+
+MAPS = Flow(
+    name="asks_in_a_map",
+    state=Draft,
+    start="check",
+    nodes={"check": Map(check_each, over=lambda s: ["a", "?b", "c", "?d"], asks=Answer)},
+    routes={"check": END},
+)
+
+
+@pytest.mark.parametrize(
+    ("flow", "pauses"),
+    [
+        (drafts_with_payload(), (Pause("review", {"draft": "about robots"}),)),
+        (ASKS, (Pause("ask", {"question": "write about robots?"}),)),
+        (MAPS, (Pause("check[1]", {"topic": "?b"}), Pause("check[3]", {"topic": "?d"}))),
+    ],
+    ids=["gate-payload", "node-asks", "map-calls-ask"],
+)
+def test_every_pause_mode_ends_with_the_payloads(
+    store: Store, flow: Flow, pauses: tuple[Pause, ...]
+) -> None:
+    it = Runner(flow, store=store).stream("t", {"topic": "robots"}, mode=MODES)
+    pairs = list(it)
+    assert it.result is not None and it.result.pauses == pauses
+    tail = pairs[-3:]
+    assert [mode for mode, _ in tail] == ["values", "updates", "events"]
+    paused = tail[0][1]
+    assert tail[1][1] == {PAUSE: paused} and tail[2][1] is paused
+    assert isinstance(paused, Paused)
+    assert paused.pauses == pauses and paused.gates == tuple(p.id for p in pauses)
+    assert paused.payload == (pauses[0].payload if len(pauses) == 1 else None)
+    waiting = [e for mode, e in pairs if mode == "events" and isinstance(e, Waiting)]
+    assert [(e.gate, e.payload) for e in waiting] == [(p.id, p.payload) for p in pauses]
+
+
+def test_a_resumed_stream_ends_with_the_next_question(store: Store) -> None:
+    runner = Runner(MAPS, store=store)
+    runner.start("t")
+    # A new runner on the same store, as a later request would: one answer, one left.
+    later = Runner(MAPS, store=store)
+    items = list(later.stream("t", {"approved": True}, gate="check[3]", mode="updates"))
+    assert [list(item) for item in items] == [[PAUSE]]  # no step of the state: the map waits
+    paused = items[0][PAUSE]
+    assert paused.pauses == (Pause("check[1]", {"topic": "?b"}),)
+    assert paused.payload == {"topic": "?b"}
+    last = list(later.stream("t", {"approved": False}))
+    assert not any(isinstance(item, Paused) for item in last)
+    assert last[-1].log == ["a", "c"]
+    assert last[-1].approved is True  # the answers merge in item order: check[3]'s last
+
+
+def test_astream_ends_with_the_payload(store: Store) -> None:
+    items = _collect(lambda: Runner(ASKS, store=store).astream("t", {"topic": "x"}))
+    assert isinstance(items[-1], Paused)
+    assert items[-1].payload == {"question": "write about x?"}

@@ -11,7 +11,7 @@ from flowkit import Runner
 from flowkit.cli import main
 from flowkit.examples.review import flow as review_flow
 from flowkit.stores import JsonFileStore
-from flowkit.stores.postgres import PostgresStore
+from flowkit.stores.postgres import SCHEMA_VERSION, PostgresStore
 
 from .flows import STEPS
 
@@ -88,7 +88,7 @@ def test_store_init_creates_the_schema_once(
 ) -> None:
     url, _ = pg
     assert main(["store", "init", url, "--schema", "fresh_init"]) == 0
-    assert "migrated from version 0 to 1" in capsys.readouterr().out
+    assert f"migrated from version 0 to {SCHEMA_VERSION}" in capsys.readouterr().out
     assert main(["store", "init", url, "--schema", "fresh_init"]) == 0
     assert "nothing to do" in capsys.readouterr().out
     with PostgresStore(url, schema="fresh_init") as store:

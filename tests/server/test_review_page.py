@@ -8,6 +8,7 @@ list arrive live, approves twice, and downloads the validated program. Screensho
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from _live import ThreadServer
+from pause_flows import EVIL, PAUSE_FLOWS
 from serve_common import AUTH, TOKEN
 from serve_flows import chat
 
@@ -194,3 +196,69 @@ def test_a_conversation_shows_as_a_chat_and_takes_what_a_person_types(
     assert page.locator("#chat li.mine .text").inner_text() == "hello <b>there</b>"
     assert page.locator("#chat b").count() == 0
     page.screenshot(path=str(artifacts / "chat.png"), full_page=True)
+
+
+# -- pauses: what each open pause shows, next to its form -------------------------------------
+
+
+@pytest.fixture
+def pause_live(tmp_path: Path) -> Iterator[ThreadServer]:
+    store = JsonFileStore(tmp_path / "pauses", fsync=False)
+    with ThreadServer(create_app(PAUSE_FLOWS, store=store, token=TOKEN)) as server:
+        yield server
+
+
+def _open_thread(live: ThreadServer, browser: Any, flow: str, thread_id: str) -> Any:
+    made = httpx.post(
+        f"{live.base}/flows/{flow}/threads", json={"thread_id": thread_id}, headers=AUTH, timeout=60
+    )
+    assert made.status_code == 201, made.text
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(live.base + "/")
+    page.fill("#token", TOKEN)
+    page.click("#token-form button")
+    page.goto(live.base + "/#/threads/" + thread_id)
+    page.locator("form.gate").first.wait_for()
+    return page
+
+
+def test_each_open_pause_shows_its_payload_as_text_beside_its_form(
+    pause_live: ThreadServer, browser: Any, artifacts: Path
+) -> None:
+    page = _open_thread(pause_live, browser, "drafts", "draft-1")
+    shown = page.locator("form.gate[data-gate='review'] pre.payload")
+    payload = json.loads(shown.inner_text())
+    assert payload["draft"] == f"Release notes {EVIL} (written)"
+    assert payload["api_key"] == "***"  # masked as the state is
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("main img[src='x']").count() == 0
+    assert page.locator("main script").count() == 0
+    page.screenshot(path=str(artifacts / "pause-payload.png"), full_page=True)
+    page.check("[id='field-review-approved']")
+    page.click("form.gate[data-gate='review'] button[type=submit]")
+    page.locator("#status", has_text="done").wait_for(timeout=30_000)
+
+
+def test_a_map_that_asks_shows_one_form_per_open_call_and_each_answers_its_own(
+    pause_live: ThreadServer, browser: Any, artifacts: Path
+) -> None:
+    page = _open_thread(pause_live, browser, "checks", "checks-1")
+    forms = page.locator("form.gate")
+    assert [forms.nth(i).get_attribute("data-gate") for i in range(forms.count())] == [
+        "check[0]",
+        "check[2]",
+        "check[4]",
+    ]
+    question = page.locator("form.gate[data-gate='check[2]'] pre.payload").inner_text()
+    assert json.loads(question) == {"item": 3, "question": "Is item 3 fine?"}
+    page.screenshot(path=str(artifacts / "map-pauses.png"), full_page=True)
+    page.check("[id='field-check[2]-ok']")
+    page.click("form.gate[data-gate='check[2]'] button[type=submit]")
+    page.locator("form.gate[data-gate='check[2]']").wait_for(state="detached", timeout=30_000)
+    assert forms.count() == 2
+    for call in ("check[0]", "check[4]"):
+        page.click(f"form.gate[data-gate='{call}'] button[type=submit]")
+        page.locator(f"form.gate[data-gate='{call}']").wait_for(state="detached", timeout=30_000)
+    page.locator("#status", has_text="done").wait_for(timeout=30_000)
+    state = httpx.get(f"{pause_live.base}/threads/checks-1", headers=AUTH, timeout=30).json()
+    assert state["state"]["results"] == ["no", "auto2", "ok", "auto4", "no", "auto6"]

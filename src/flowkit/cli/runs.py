@@ -16,6 +16,7 @@ from ..terminal.errors import CommandError
 from ..terminal.inputs import TARGET_HELP, add_llm_option, load_target, read_json
 from ..terminal.output import command_hint, write_json
 from ..terminal.store import add_store_option, open_for_reading, open_for_writing, store_location
+from ._pauses import answer_model, pauses_json, write_pauses
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -46,9 +47,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     resume.add_argument("thread", metavar="THREAD", help="the thread id")
     resume.add_argument(
         "--input", metavar="JSON",
-        help=f"the answer to the gate it waits at; {_JSON_HELP} (omit to retry a failed step)",
+        help=f"the answer to the pause it waits at, or {{ID: answer, ...}} to answer several "
+        f"open pauses at once; {_JSON_HELP} (omit to retry a failed step)",
     )  # fmt: skip
-    resume.add_argument("--gate", metavar="GATE", help="refuse unless it waits at this gate")
+    resume.add_argument(
+        "--gate", metavar="ID",
+        help="the open pause to answer: a gate, a node that asked, a Map call such as "
+        "check[3], review/approve inside a subflow (`flowkit show` lists them)",
+    )  # fmt: skip
     _common_options(resume)
     add_llm_option(resume, used_by="the flow's nodes call")
     resume.set_defaults(run=_cmd_resume)
@@ -182,12 +188,17 @@ def _report(
     """Print where the thread stands, its state and the next command; the exit code: 1 when
     the run failed (``patched``: the patch is written, so 0 whatever the thread's status)."""
     code = 1 if result.status == "failed" and not patched else 0
-    state = flow.schema.dump_state(result.state)
+    state = state_raw = flow.schema.dump_state(result.state)
     if flow.name == "dialogue":
         from ..dialogue.privacy import mask_dialogue_state
 
         state, _ = mask_dialogue_state(state)
     hint = _next_command(result, flow, args)
+    pauses = [(pause.id, pause.payload) for pause in result.pauses]
+    if flow.name == "dialogue":
+        from ..dialogue.privacy import mask_like
+
+        pauses = [(pause, mask_like(payload, state_raw)) for pause, payload in pauses]
     if args.json:
         write_json(
             {
@@ -196,6 +207,9 @@ def _report(
                 "status": result.status,
                 "node": result.node,
                 "version": result.version,
+                "gates": list(result.gates),
+                "pauses": pauses_json(pauses),
+                "due": None if result.due is None else result.due.isoformat(),
                 "state": state,
                 "error": result.error.model_dump(mode="json") if result.error else None,
                 "next": hint,
@@ -207,6 +221,12 @@ def _report(
 
     where = {"waiting": "waiting at gate", "done": "done at", "failed": "failed at"}
     stands = f"{where.get(result.status, 'next:')} `{result.node}`"
+    if result.waiting and not result.gates:  # a node asleep (ctx.sleep_until)
+        wakes = "" if result.due is None else f" until {result.due.isoformat()}"
+        stands = f"asleep at `{result.node}`{wakes}"
+    elif result.waiting and list(result.gates) != [result.node]:
+        # A Map's calls, a Parallel's gate branches, a gate inside a subflow: by pause id.
+        stands = "waiting at " + ", ".join(f"`{pause}`" for pause in result.gates)
     if patched:
         still = "still " if result.status == "failed" else ""
         out.write(
@@ -226,6 +246,7 @@ def _report(
             f"flowkit: error: {result.error.type}: {shorten(result.error.message, 300)}",
             file=sys.stderr,
         )
+    write_pauses(pauses, out)
     out.write(json.dumps(state, indent=2, ensure_ascii=False, default=str) + "\n")
     out.write(f"\nNext: {hint}\n")
     return code
@@ -240,10 +261,15 @@ def _next_command(result: RunResult[Any], flow: Flow, args: argparse.Namespace) 
         target = getattr(args, "flow", None) or getattr(args, "target", None)
     thread = result.thread_id
     llm: str | None = getattr(args, "llm", None)
-    if result.status == "waiting":
-        gate = flow.gates.get(result.node)
-        example = _example_input(gate.input) if gate is not None else "{}"
-        return command_hint("resume", thread, input=example, flow=target, llm=llm, store=store)
+    if result.status == "waiting" and result.gates:
+        # The first open pause; with several open, named (a bare answer would be refused).
+        pause = result.gates[0]
+        model = answer_model(flow, pause)
+        example = _example_input(model) if model is not None else "{}"
+        gate = pause if len(result.gates) > 1 else None
+        return command_hint(
+            "resume", thread, gate=gate, input=example, flow=target, llm=llm, store=store
+        )
     if result.status in ("failed", "pending"):
         return command_hint("resume", thread, flow=target, llm=llm, store=store)
     return command_hint("history", thread, store=store)

@@ -2,8 +2,8 @@
 
 - ``store init URL``: create or upgrade the flowkit schema (the only thing that does).
 - ``store copy SRC DST``: copy threads between a JSON-file store folder and a Postgres URL.
-- ``worker TARGET --store URL [--llm SPEC]``: claim and run queued threads of a flow until
-  SIGTERM.
+- ``worker TARGET --store URL [--llm SPEC]``: claim and run queued threads of a flow, and
+  fire its due timers (every ``--timer-poll`` seconds), until SIGTERM.
 
 These need the ``flowkit-workflows[postgres]`` extra; a missing driver, a server that cannot
 be reached or a database without the schema is an error (exit 2) that says what to do.
@@ -76,8 +76,23 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--grace", metavar="S", type=float, default=30.0,
         help="on SIGTERM, seconds to finish the runs in hand (default: 30)",
     )  # fmt: skip
+    worker.add_argument(
+        "--timer-poll", metavar="S", type=_poll_seconds, default=2.0,
+        help="seconds between looks for due timers (deadlines, wake-ups; default: 2; "
+        "0: fire none here)",
+    )  # fmt: skip
     _schema_option(worker)
     worker.set_defaults(run=_cmd_worker)
+
+
+def _poll_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a number of seconds") from None
+    if not 0 <= value < 86400:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text[:20]} is not between 0 and 86400 seconds")
+    return value
 
 
 def _schema_option(parser: argparse.ArgumentParser) -> None:
@@ -142,15 +157,21 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
         )
     flow = load_target(args.target)
     llm = chosen_llm(args, [flow])
-    # A connection per run in hand, one for the heartbeat and one to claim with.
+    # A connection per run in hand, one for the heartbeat, one to claim with, one for timers.
     store = open_database(
-        location, schema=args.schema, connections=args.concurrency + 2, lease_s=args.lease
+        location, schema=args.schema, connections=args.concurrency + 3, lease_s=args.lease
     )
-    worker = Worker(flow, store=store, concurrency=args.concurrency, llm=llm)
+    worker = Worker(
+        flow,
+        store=store,
+        concurrency=args.concurrency,
+        llm=llm,
+        timer_poll_s=args.timer_poll or None,
+    )
     stats = serve_forever(worker, grace_s=args.grace)
     print(
         f"worker stopped: {stats.claims} claims, {stats.runs} runs, {stats.rejected} inputs "
-        f"rejected, {stats.errors} failed runs",
+        f"rejected, {stats.errors} failed runs, {stats.timers} timers fired",
         file=out,
     )
     return 0

@@ -78,6 +78,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         "--body-timeout", type=_seconds, default=30.0, metavar="SECONDS",
         help="close a connection whose request body has not all come by then (30)",
     )  # fmt: skip
+    serve.add_argument(
+        "--timer-poll", type=_seconds, default=2.0, metavar="SECONDS",
+        help="how often due timers (deadlines, wake-ups) are fired (2)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--no-timers", action="store_true",
+        help="fire no timers here (workers or another server do)",
+    )  # fmt: skip
     serve.set_defaults(run=_cmd_serve)
 
 
@@ -139,6 +147,7 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         token=None if args.read_only else token,
         open_reads=args.open_reads,
         cors_origins=args.cors_origin,
+        timer_poll_s=None if args.no_timers else args.timer_poll,
     )
     names = ", ".join(f.name for f in flows)
     sock = _listen(args.host, args.port)

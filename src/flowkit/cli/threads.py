@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ..terminal.output import iso, table, when, write_json
 from ..terminal.store import add_store_option, open_for_reading, shown, store_location
+from ._pauses import pauses_json, write_pauses
 
 if TYPE_CHECKING:
     from ..definition._flow import Flow
@@ -135,7 +136,7 @@ def _changed(record: AnyRecord) -> list[str]:
 def _actor(record: AnyRecord) -> str:
     if record.kind == "sub":
         return f"{record.node}/{_actor(record.record)}".rstrip("/")
-    if record.kind in ("step", "pause", "join"):
+    if record.kind in ("step", "pause", "join", "timer"):
         return record.node
     if record.kind == "item":
         return f"{record.node}[{record.label or record.index}]"
@@ -223,10 +224,16 @@ def _naive_state(store: Store, thread_id: str) -> tuple[dict[str, Any], list[str
     return state, sorted(doubtful)
 
 
-def _state_of(
-    store: Store, thread_id: str, flow_name: str, explicit: str | None
-) -> tuple[dict[str, Any], bool, str]:
-    """The thread's latest state, whether it is exact, and a note on how it was made."""
+class _Replayed(NamedTuple):
+    state: dict[str, Any]
+    exact: bool  # replayed with the flow (else folded from the stored updates)
+    note: str  # how the state was made
+    pauses: list[tuple[str, Any]] | None  # the open pauses (id, payload); None: not replayed
+
+
+def _state_of(store: Store, thread_id: str, flow_name: str, explicit: str | None) -> _Replayed:
+    """The thread's latest state, whether it is exact, a note on how it was made, and (when
+    replayed with its flow) its open pauses with their payloads."""
     from ..errors import FlowkitError
     from ..runner._result import RunResult
     from ..runner._runner import Runner
@@ -235,13 +242,14 @@ def _state_of(
     if found is not None:
         try:
             result: RunResult[Any] = Runner(found, store=store).get_state(thread_id)
-            return found.schema.dump_state(result.state), True, note
+            pauses = [(pause.id, pause.payload) for pause in result.pauses]
+            return _Replayed(found.schema.dump_state(result.state), True, note, pauses)
         except FlowkitError as exc:
             note = f"replaying with flow `{found.name}` failed ({exc}); state folded naively"
     state, doubtful = _naive_state(store, thread_id)
     if doubtful:
         note += f"; list fields that may be appended, not replaced: {', '.join(doubtful)}"
-    return state, False, note
+    return _Replayed(state, False, note, None)
 
 
 def _masked(flow_name: str, state: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -272,16 +280,34 @@ def _records(args: argparse.Namespace) -> tuple[Store, list[AnyRecord]]:
     return store, store.records(args.thread)
 
 
+def _unwrapped(record: Any) -> tuple[str, Any]:
+    """A child flow's record and its path (``review/``); any other record as it is."""
+    prefix = ""
+    while record.kind == "sub":
+        prefix, record = f"{prefix}{record.node}/", record.record
+    return prefix, record
+
+
+def _open_pauses(records: list[AnyRecord]) -> list[tuple[str, Any]]:
+    """The open pauses of a waiting thread with their payloads, from its records alone."""
+    from ._pauses import carried
+
+    prefix, last = _unwrapped(records[-1])
+    payloads: dict[str, Any] = {}
+    for record in reversed(records):  # the records of this position, newest first
+        where, inner = _unwrapped(record)
+        if where != prefix or inner.next != last.next:
+            break
+        for pause, payload in carried(inner.pauses, prefix).items():
+            payloads.setdefault(pause, payload)
+    return [(pause, payloads.get(pause)) for pause in _open_gates(records)]
+
+
 def _open_gates(records: list[AnyRecord]) -> list[str]:
-    """The gates a waiting thread waits at, from its records alone: inside a subflow by path
-    (``review/approve``); at a ``Parallel``, its gate branches not answered yet."""
-
-    def unwrapped(record: Any) -> tuple[str, Any]:
-        prefix = ""
-        while record.kind == "sub":
-            prefix, record = f"{prefix}{record.node}/", record.record
-        return prefix, record
-
+    """The pauses a waiting thread waits at, from its records alone: inside a subflow by path
+    (``review/approve``); at a ``Parallel``, its gate branches not answered yet; at a ``Map``,
+    its calls that asked and are not answered yet (``node[label]``)."""
+    unwrapped = _unwrapped
     records = list(records)
     while len(records) > 1 and records[-1].kind == "patch" and records[-1].next == records[-2].next:
         records.pop()  # a patch that did not move the thread: it still waits where it did
@@ -294,10 +320,19 @@ def _open_gates(records: list[AnyRecord]) -> list[str]:
         if where != prefix or getattr(inner, "node", None) != last.next:
             break
         if inner.kind == "pause":
-            return [f"{prefix}{g}" for g in inner.gates if g not in answered]
+            return [f"{prefix}{g}" for g in inner.gates if not _closed(g, answered)]
         if inner.kind == "item":
-            answered.add(inner.label)
+            answered |= {inner.label, f"{inner.node}[{inner.label}]"}
+    entry = (last.pauses or {}).get(last.next) or {}
+    if "wake" in entry:  # a node asleep (ctx.sleep_until): no pause to answer
+        return []
     return [f"{prefix}{last.next}"]
+
+
+def _closed(pause: str, answered: set[str]) -> bool:
+    """Whether ``pause`` is a call that finished (``answered``: their labels and ids), or a
+    pause inside one (``check[2]/approve``)."""
+    return pause in answered or any(pause.startswith(f"{call}/") for call in answered)
 
 
 def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
@@ -306,12 +341,16 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     thread_id = args.thread
     start = records[0]
     flow_name = start.flow if start.kind == "start" else "?"
-    raw, exact, note = _state_of(store, thread_id, flow_name, args.flow)
+    raw, exact, note, replayed = _state_of(store, thread_id, flow_name, args.flow)
     state, masking = _masked(flow_name, raw)
     if masking:
         note += f"; {masking}"
     last = records[-1]
     error = getattr(last, "error", None)
+    pauses: list[tuple[str, Any]] = []
+    if last.status == "waiting":
+        pauses = replayed if replayed is not None else _open_pauses(records)
+        pauses = [(pause, _masked_history(flow_name, payload, raw)) for pause, payload in pauses]
     if args.json:
         doc: dict[str, Any] = {
             "thread_id": thread_id,
@@ -323,6 +362,8 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
             "exact": exact,
             "note": note,
             "error": error,
+            "pauses": pauses_json(pauses),
+            "due": None if last.due is None else iso(last.due),
             "state": state,
         }
         if args.history:
@@ -331,11 +372,16 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     where = "at gate" if last.status == "waiting" else "next:" if last.status == "pending" else "at"
     at = last.next
-    if last.status == "waiting":
-        gates = _open_gates(records)
+    if last.status == "waiting" and pauses:
+        gates = [pause for pause, _ in pauses]
         where, at = ("at gate" if len(gates) == 1 else "at gates"), ", ".join(gates)
+    elif last.status == "waiting":  # a node asleep (ctx.sleep_until): no pause to answer
+        where = "(asleep) at node"
     out.write(f"thread   {thread_id}\nflow     {flow_name}\n")
     out.write(f"status   {last.status} {where} {at}\n")
+    write_pauses(pauses, out)
+    if last.due is not None:  # a gate's deadline or a node's wake-up
+        out.write(f"due      {when(last.due)} (its timer fires then: `flowkit worker`/`serve`)\n")
     out.write(f"version  {last.version}\nupdated  {when(last.ts)}\n")
     if error:
         out.write(f"error    {_error_text(error)}\n")
@@ -357,7 +403,7 @@ def _cmd_history(args: argparse.Namespace, out: TextIO) -> int:
         history: Any = _history_json(records)
         start = records[0]
         if start.kind == "start" and start.flow == "dialogue":
-            raw, _, _ = _state_of(store, args.thread, start.flow, None)
+            raw = _state_of(store, args.thread, start.flow, None).state
             history = _masked_history(start.flow, history, raw)
         write_json(history, out)
     else:

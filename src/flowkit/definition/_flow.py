@@ -21,7 +21,7 @@ from ._migration import Migration, migration_problems
 from ._node import Node, NodeFn, as_node
 from ._route_table import END, RouteTable, targets_of
 from ._state import StateSchema
-from ._validate import flow_problems
+from ._validate import flow_problems, timeout_edges
 
 __all__ = ["UNSET", "FinalStatus", "Flow", "Invariant"]
 
@@ -151,7 +151,10 @@ class Flow:
         self.machine = MachineAdapter(
             name,
             states=[*self.nodes, *self.gates, *self.finals, END],
-            edges=[(s, t) for s, r in self.routes.items() for t in targets_of(r)],
+            edges=[
+                *((s, t) for s, r in self.routes.items() for t in targets_of(r)),
+                *timeout_edges(self),  # a deadline that passes moves the thread too
+            ],
             initial=start,
         )
         self._frozen = True
@@ -185,8 +188,9 @@ class Flow:
         return route.resolve(state) if isinstance(route, RouteTable) else route
 
     def to_data(self) -> dict[str, Any]:
-        """The flow's shape as plain data: states, gates, routes (tables as data)."""
-        return {
+        """The flow's shape as plain data: states, gates, routes (tables as data), and, when
+        gates have deadlines, ``deadlines``: gate -> ``{"seconds", "on_timeout"}``."""
+        data = {
             "name": self.name,
             "description": self.description,
             "version": self.version,
@@ -209,6 +213,14 @@ class Flow:
                 s: (r.to_data() if isinstance(r, RouteTable) else r) for s, r in self.routes.items()
             },
         }
+        deadlines = {
+            name: {"seconds": g.deadline.total_seconds(), "on_timeout": g.on_timeout}
+            for name, g in self.gates.items()
+            if g.deadline is not None
+        }
+        if deadlines:  # only then: flows without timers keep the shape they always had
+            data["deadlines"] = deadlines
+        return data
 
     def __repr__(self) -> str:
         return (

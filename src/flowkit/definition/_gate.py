@@ -7,6 +7,7 @@ set are written into the state; ``apply`` turns the input into any other update 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,7 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["Gate"]
+__all__ = ["MAX_DEADLINE", "Gate"]
+
+#: The longest a gate waits for its answer (a century): any later time could not be kept.
+MAX_DEADLINE = timedelta(days=36_525)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +71,15 @@ class Gate:
         if deadline is not None and not isinstance(deadline, timedelta):
             if isinstance(deadline, bool) or not isinstance(deadline, int | float):
                 raise TypeError("Gate deadline= is a timedelta, or a number of seconds")
+            if not math.isfinite(deadline) or abs(deadline) > MAX_DEADLINE.total_seconds():
+                raise ValueError(
+                    f"Gate deadline= must be a positive time of at most {MAX_DEADLINE.days} days"
+                )
             deadline = timedelta(seconds=deadline)
-        if deadline is not None and deadline.total_seconds() <= 0:
-            raise ValueError("Gate deadline= must be a positive time")
+        if deadline is not None and not timedelta(0) < deadline <= MAX_DEADLINE:
+            raise ValueError(
+                f"Gate deadline= must be a positive time of at most {MAX_DEADLINE.days} days"
+            )
         if (deadline is None) != (on_timeout is None):
             raise TypeError(
                 "Gate deadline= and on_timeout= go together: how long the gate waits, and the "

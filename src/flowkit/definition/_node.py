@@ -12,7 +12,7 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, overload
 
@@ -23,6 +23,7 @@ from ..records._node_error import ErrorText, NodeError, is_retryable
 from ._ask import Ask
 from ._cache_policy import CachePolicy
 from ._gate import Gate, as_gate
+from ._sleep import SleepUntil
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -164,6 +165,39 @@ class Context(Generic[D]):
         ``input`` (optional) names the model the node declared with ``@node(asks=...)``.
         """
         raise Ask(payload, update=update, input=input)
+
+    def sleep_until(
+        self, when: datetime | timedelta, *, update: Mapping[str, Any] | None = None
+    ) -> NoReturn:
+        """Let the thread sleep at this node until ``when`` (an aware ``datetime``, or a
+        ``timedelta`` from now by the runner's clock), saving ``update`` with it. The node's
+        step ends now: nothing after this call runs. When the timer fires (``fire_due``, run by
+        ``flowkit worker`` and ``flowkit serve``), the node's route decides where the run goes;
+        the node does not run again. Until then the thread is ``waiting`` with no pause to
+        answer (``RunResult.due`` says when it wakes). See docs/timers.md.
+
+        A node of the flow sleeps, and a node inside a ``Subflow`` node (its timer is the
+        thread's); a call of a ``Map`` or ``Parallel`` (and a node of a ``Subflow`` run as
+        one) fails with a ``RunError`` saying so.
+        """
+        if self._step is not None and self._step[0].node != self.node:
+            raise RunError(
+                f"`{self.node}` called ctx.sleep_until inside a Map or Parallel call; only a "
+                "node of its own can sleep. Let the calls finish, then route to a node that "
+                "sleeps.",
+                thread_id=self.thread_id,
+            )
+        top = self._runner
+        while getattr(top, "parent", None) is not None:  # a Subflow's child: its parent's
+            top = top.parent
+        if getattr(top, "_batch_child", False):
+            raise RunError(
+                f"`{self.node}` called ctx.sleep_until inside a Subflow run as a Map or "
+                "Parallel call; such a call cannot sleep. Sleep in the parent flow, before or "
+                "after the batch.",
+                thread_id=self.thread_id,
+            )
+        raise SleepUntil(when, update=update)
 
     def emit(self, value: Any) -> None:
         """Send ``value`` to whoever watches the run: the ``custom`` mode of ``Runner.stream``

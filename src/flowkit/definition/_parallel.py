@@ -153,11 +153,17 @@ class Map(BatchNode):
         key = self.key
         labels = [str(key(item)) if key else str(index) for index, item in enumerate(items)]
         if key is not None and len(set(labels)) < len(labels):
-            # Two calls named alike could not be told apart in events and errors.
+            # Two calls named alike could not be told apart in events, errors and pause ids:
+            # a repeated label gets its index (again, while that too names another call).
+            taken = set(labels)
             seen: set[str] = set()
             for index, label in enumerate(labels):
                 if label in seen:
-                    labels[index] = f"{label}#{index}"
+                    new = f"{label}#{index}"
+                    while new in taken:
+                        new = f"{new}#{index}"
+                    labels[index] = new
+                    taken.add(new)
                 seen.add(label)
         fn = self.fn
         if isinstance(fn, Node) and fn.runs_child:  # each call runs the flow as a child

@@ -11,7 +11,7 @@ from ._parallel import Parallel
 from ._route_table import END, RouteTable, targets_of
 from ._shape import FlowShape
 
-__all__ = ["flow_problems"]
+__all__ = ["flow_problems", "timeout_edges"]
 
 
 def flow_problems(flow: FlowShape) -> list[str]:
@@ -21,6 +21,7 @@ def flow_problems(flow: FlowShape) -> list[str]:
     problems += _field_problems(flow)
     problems += _graph_problems(flow)
     problems += _parallel_problems(flow)
+    problems += _timer_problems(flow)
     for name, node in flow.nodes.items():
         problems += node.definition_problems(name)
     return problems
@@ -102,6 +103,12 @@ def _field_problems(flow: FlowShape) -> list[str]:
             unknown(gate.default_writes, f"Gate `{name}` copies its input field")
         elif gate.writes is not None:
             unknown(gate.writes, f"Gate `{name}` declares a write to")
+    for name, node in flow.nodes.items():
+        asks = node.asks  # what the answer to the node's question (ctx.ask) looks like
+        if asks is not None and asks.apply is None:
+            unknown(asks.default_writes, f"Node `{name}` copies its answer's field")
+        elif asks is not None and asks.writes is not None:
+            unknown(asks.writes, f"Node `{name}` declares its answer writes to")
     for source, route in flow.routes.items():
         if isinstance(route, RouteTable):
             unknown(route.fields(), f"Route table `{route.name}` (after `{source}`) reads")
@@ -141,16 +148,20 @@ def _graph_problems(flow: FlowShape) -> list[str]:
     edges: dict[str, set[str]] = {}
     for source, route in flow.routes.items():
         edges.setdefault(source, set()).update(targets_of(route))
+    for source, target in timeout_edges(flow):  # a deadline's route is a route too
+        edges.setdefault(source, set()).add(target)
     states = set(flow.nodes) | set(flow.gates)
     reachable = _reach(flow.start, edges)
     for name in sorted(states - reachable):
         found.append(
             f"`{name}` is unreachable from start `{flow.start}`; route to it or remove it."
         )
-    # A run rests at END, at a final state or at a gate. A cycle through a gate (a chat
-    # session, a robot cell between operator inputs) waits there for its next input and is a
-    # legitimate shape; only a loop of nodes that never reaches a resting place spins forever.
-    resting = set(flow.finals) | {END} | set(flow.gates)
+    # A run rests at END, at a final state, at a gate or at a node that asks (ctx.ask). A
+    # cycle through one (a chat session, a robot cell between operator inputs) waits there for
+    # its next input and is a legitimate shape; only a loop of nodes that never reaches a
+    # resting place spins forever.
+    asking = {name for name, node in flow.nodes.items() if node.asks is not None}
+    resting = set(flow.finals) | {END} | set(flow.gates) | asking
     reverse: dict[str, set[str]] = {}
     for source, targets in edges.items():
         for target in targets:
@@ -163,6 +174,47 @@ def _graph_problems(flow: FlowShape) -> list[str]:
             f"`{name}` is a dead end: no route from it ever reaches END, a final state or a "
             "gate; add an exit to its loop."
         )
+    return found
+
+
+def timeout_edges(flow: FlowShape) -> list[tuple[str, str]]:
+    """The routes deadlines take: gate -> its ``on_timeout`` (the machine has these edges)."""
+    return [
+        (name, gate.on_timeout) for name, gate in flow.gates.items() if gate.on_timeout is not None
+    ]
+
+
+def _timer_problems(flow: FlowShape) -> list[str]:
+    """Deadlines whose route leads nowhere, and deadlines where no timer can fire."""
+    found: list[str] = []
+    targets = set(flow.nodes) | set(flow.gates) | set(flow.finals) | {END}
+    for name, gate in flow.gates.items():
+        if gate.on_timeout is None:
+            continue
+        if gate.on_timeout == name:
+            found.append(
+                f"Gate `{name}` has on_timeout=`{name}`, itself: its deadline would only start "
+                "it waiting again; route it to the state that handles the silence."
+            )
+        elif gate.on_timeout not in targets:
+            found.append(
+                f"Gate `{name}` has on_timeout=`{gate.on_timeout}`, which is not a state of "
+                f"this flow{suggest(gate.on_timeout, targets)}; name a node, gate, final "
+                "state or END."
+            )
+    for name, node in flow.nodes.items():
+        if node.asks is not None and node.asks.deadline is not None:
+            found.append(
+                f"Node `{name}` asks with a deadline (asks=Gate(..., deadline=...)); a node's "
+                "question has none. Give the deadline to a gate of the flow instead."
+            )
+        if isinstance(node, Parallel):
+            for branch, gate in node.gates.items():
+                if gate.deadline is not None:
+                    found.append(
+                        f"Gate branch `{branch}` of `{name}` has a deadline; a Parallel's "
+                        "gate branches have none. Give the deadline to a gate of the flow."
+                    )
     return found
 
 

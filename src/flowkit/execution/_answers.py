@@ -8,36 +8,49 @@ refuses a resume without ids when several interrupts are pending).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..definition._parallel import BatchNode
-from ..errors import NotWaitingError
+from ..errors import NotWaitingError, UnknownGateError
 from ._cursor import Cursor
-from ._open import open_pauses
+from ._open import known_pause, open_pauses
 from ._outside_steps import gate_input_step, validate_gate_input
 from ._port import RunPort
-from .batch._gates import answer_batch
+from ._timers import asleep, sleeping
+from .batch._gates import ChildAnswers, answer_batch
 
 __all__ = ["answer", "answers_for"]
 
 
 def answer(
     runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, value: Any, gate: str | None
-) -> Cursor:
-    """Answer the open pause(s) of a thread waiting in this flow (not inside a child)."""
+) -> tuple[Cursor, ChildAnswers]:
+    """Answer the open pause(s) of a thread waiting in this flow (not inside a child); with
+    the answers for children of a batch's ``Subflow`` calls, which the run gives first
+    (``answer_children``)."""
     flow = runner.flow
+    if sleeping(cursor):  # ctx.sleep_until: its timer, not an answer, moves it on
+        raise asleep(thread_id, cursor)
     waiting = tuple(open_pauses(flow, cursor))
     node = flow.nodes.get(cursor.node)
     several = isinstance(node, BatchNode)
-    answers = answers_for(thread_id, cursor.node, waiting, value, gate, several=several)
+    answers = answers_for(
+        thread_id,
+        cursor.node,
+        waiting,
+        value,
+        gate,
+        several=several,
+        known=lambda pause: known_pause(flow, pause, cursor),
+    )
     if isinstance(node, BatchNode):
         return answer_batch(runner, thread_id, run_id, cursor, answers)
     ((pause, given),) = answers.items()
     spec = flow.gates[pause] if node is None else node.asks
     assert spec is not None, "a node waits only when it asked"
     model = validate_gate_input(flow, thread_id, pause, given, spec)
-    return gate_input_step(runner, thread_id, run_id, cursor, model, spec)
+    return gate_input_step(runner, thread_id, run_id, cursor, model, spec), {}
 
 
 def answers_for(
@@ -49,11 +62,14 @@ def answers_for(
     *,
     several: bool = True,
     inside: str | None = None,
+    known: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """The answers ``value`` gives, by pause id: ``gate=`` names one; a mapping whose keys are
     open ids answers those (where ``several`` pauses can be open: a ``Map``'s or
     ``Parallel``'s); otherwise ``value`` answers the one open pause. ``inside`` names the
-    ``Subflow`` node whose child waits (the ids are paths then)."""
+    ``Subflow`` node whose child waits (the ids are paths then). A mapping that names some
+    open ids and others that are not is refused whole: ``UnknownGateError`` for an id the
+    flow cannot have (``known`` says which it can), ``NotWaitingError`` for one not open."""
     if gate is not None:
         if gate not in waiting:
             where = "" if inside is None else f" (inside subflow `{inside}`)"
@@ -67,6 +83,19 @@ def answers_for(
         return {gate: value}
     if several and isinstance(value, Mapping) and value and set(value) <= set(waiting):
         return dict(value)
+    if several and isinstance(value, Mapping) and set(value) & set(waiting):
+        for key in value:
+            if key in waiting:
+                continue
+            if known is not None and not (isinstance(key, str) and known(key)):
+                raise UnknownGateError(str(key), thread_id=thread_id, gates=list(waiting))
+            raise NotWaitingError(
+                f"Thread `{thread_id}` waits at {_names(waiting)}, not at `{key}`; answer only "
+                "those (nothing was saved).",
+                thread_id=thread_id,
+                status="waiting",
+                node=node,
+            )
     if len(waiting) == 1:
         return {waiting[0]: value}
     if inside is not None:

@@ -15,6 +15,7 @@ from ..definition._ask import Ask
 from ..definition._invariants import check_invariants
 from ..definition._node import Node, check_update
 from ..definition._parallel import Map, Parallel
+from ..definition._sleep import SleepUntil
 from ..definition._subflow import Subflow
 from ..errors import (
     StepLimitError,
@@ -29,6 +30,7 @@ from ._cursor import CallNode, Cursor, Steps
 from ._open import arrive
 from ._port import RunPort
 from ._steps import attempts, check_writes, fail, log_node_finished, mirror, step_record
+from ._timers import sleep_step
 from .batch._run import run_batch
 from .subflows._run import run_subflow
 
@@ -82,6 +84,11 @@ def run_steps(  # noqa: PLR0915
                 check_writes(name, node.writes, raw)
             # A cached update is stored in its JSON form, like the journal's.
             state, update = schema.apply(cursor.state, raw, node=name, strict_json=outcome.cached)
+        elif isinstance(outcome.error, SleepUntil):  # the node sleeps until its timer fires
+            return sleep_step(
+                runner, thread_id, run_id, cursor, name, node, outcome.error, attempt, calls,
+                latency,
+            )  # fmt: skip
         elif isinstance(outcome.error, Ask):  # the node asked: its step ends in a pause
             return ask_step(
                 runner, thread_id, run_id, cursor, name, node, outcome.error, attempt, calls,

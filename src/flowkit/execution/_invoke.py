@@ -6,11 +6,12 @@ node is called, with its timeout, is ``_calls``'s.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RunError
 from ._calls import call_async, call_sync
-from ._cursor import Batch, Finished, Instruction, Outcome, Sleep, Steps
+from ._cursor import Batch, Cursor, Finished, Instruction, Outcome, Sleep, Steps
 from .batch._drive import AsyncBatchDriver, SyncBatchDriver
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "advance_sync",
+    "drive_sync",
     "perform_async",
     "refuse_inside_event_loop",
 ]
@@ -41,6 +43,19 @@ def advance_sync(steps: Steps, instruction: Instruction) -> Instruction:
     except Exception as exc:
         outcome = Outcome(error=exc)
     return steps.send(outcome)
+
+
+def drive_sync(steps: Generator[Instruction, Any, Cursor]) -> Cursor:
+    """Carry out every instruction of ``steps`` in this thread; the cursor they end at."""
+    try:
+        instruction = next(steps)
+        while True:
+            instruction = advance_sync(steps, instruction)
+    except StopIteration as stop:
+        result: Cursor = stop.value
+        return result
+    finally:
+        steps.close()
 
 
 async def perform_async(instruction: Instruction) -> Outcome | Finished | None:

@@ -10,6 +10,7 @@ migrations when a typed position is needed. Records that fit neither give an
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -19,6 +20,7 @@ from ..errors import IncompatibleThreadError, InvalidUpdateError
 from ..records._node_error import NodeError
 from ..records._records import JoinRecord, Snapshot, StartRecord
 from ._cursor import Cursor
+from ._open import merged, without_call
 from ._replay import replay_record
 from ._upgrade import MigrationReport, RawCursor, check_position, state_error, upgrade
 
@@ -75,6 +77,8 @@ class JournalReader:
                     record.error,
                     None,
                     record.sub,
+                    pauses=record.pauses,
+                    due=record.due,
                 )
                 return
             self.raw = None
@@ -128,6 +132,8 @@ class JournalReader:
             snap.error,
             {int(k): dict(v) for k, v in snap.items.items()} if snap.items else None,
             snap.sub,
+            pauses=snap.pauses,
+            due=snap.due,
         )
 
     def _replay(self, cursor: Cursor | None, record: Any) -> Cursor:
@@ -227,9 +233,13 @@ def raw_replay(schema: StateSchema, raw: RawCursor, record: Any) -> RawCursor:
             "label": record.label,
         }
         items = {**(raw.items or {}), record.index: item}
-        return RawCursor(raw.state, record.next, record.status, record.version, None, items)
+        return RawCursor(
+            raw.state, record.next, record.status, record.version, None, items,
+            pauses=without_call(raw.pauses, record.index, record.label), due=record.due,
+        )  # fmt: skip
     if kind == "pause":
-        return _moved(raw, record, raw.state, items=raw.items)
+        moved = _moved(raw, record, raw.state, items=raw.items)
+        return replace(moved, pauses=merged(raw.pauses, record.pauses))
     if isinstance(record, JoinRecord):
         items = dict(raw.items or {})
         if record.status == "failed" and record.next == record.node:
@@ -262,5 +272,6 @@ def _moved(
 ) -> RawCursor:
     error = getattr(record, "error", None)
     return RawCursor(
-        state, record.next, record.status, record.version, error, items, sub, sub_records
-    )
+        state, record.next, record.status, record.version, error, items, sub, sub_records,
+        record.pauses, record.due,
+    )  # fmt: skip

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from ..definition._jsonform import dump_payload
 from ..definition._parallel import BatchNode, Parallel
+from ..errors import RunError
 from ._cursor import Cursor
 
 if TYPE_CHECKING:
@@ -28,7 +29,15 @@ if TYPE_CHECKING:
     from ..definition._gate import Gate
     from ._port import RunPort
 
-__all__ = ["arrive", "due_after", "gate_payload", "known_pause", "open_pauses"]
+__all__ = [
+    "arrive",
+    "due_after",
+    "gate_payload",
+    "known_pause",
+    "merged",
+    "open_pauses",
+    "without_call",
+]
 
 
 def open_pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
@@ -60,7 +69,8 @@ def open_pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
                 found[f"{key}/{pause}"] = payload
         else:
             found[key] = _payload(entry)
-    if not found and cursor.node in kept:  # a node that asked
+    # A node that asked; one asleep (``{"wake": due}``, ctx.sleep_until) waits for no answer.
+    if not found and cursor.node in kept and "wake" not in kept[cursor.node]:
         found[cursor.node] = _payload(kept[cursor.node])
     return found
 
@@ -82,6 +92,29 @@ def known_pause(flow: Flow, pause: str, cursor: Cursor) -> bool:
     return False
 
 
+def without_call(pauses: Mapping[str, Any] | None, index: int, label: str) -> dict[str, Any] | None:
+    """``pauses`` without those that call ``index`` (label ``label``) of a batch answered by
+    finishing: a call that asked, a Subflow call's child, or a gate branch. The same rule for
+    a live run and for replay: an ``item`` record closes its call's pauses."""
+    if not pauses:
+        return None
+    kept = {
+        key: entry
+        for key, entry in pauses.items()
+        if entry.get("index", -1) != index and not ("index" not in entry and key == label)
+    }
+    return kept or None
+
+
+def merged(
+    pauses: Mapping[str, Any] | None, added: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """``pauses`` with the entries a ``pause`` record added (or replaced)."""
+    if not added:
+        return None if not pauses else dict(pauses)
+    return {**(pauses or {}), **added}
+
+
 def _payload(entry: Mapping[str, Any] | None) -> Any:
     return None if entry is None else entry.get("payload")
 
@@ -92,7 +125,18 @@ def gate_payload(
     """The pause entry of gate ``name`` as the thread arrives at it (``None``: no payload)."""
     if gate.payload is None:
         return None
-    return {"payload": dump_payload(gate.payload(state), thread_id=thread_id, who=name)}
+    try:
+        value = gate.payload(state)
+    except Exception as exc:
+        # Nothing is committed yet: the thread stays where it stood. Only the error's type:
+        # its text may quote the state.
+        raise RunError(
+            f"Thread `{thread_id}`: the payload= function of gate `{name}` raised "
+            f"{type(exc).__name__}; nothing was saved and the thread is unchanged. Make it "
+            "work for every state that reaches the gate, then try again.",
+            thread_id=thread_id,
+        ) from exc
+    return {"payload": dump_payload(value, thread_id=thread_id, who=name)}
 
 
 def arrive(

@@ -13,7 +13,8 @@ from ..errors import RunError
 from ..records._node_error import NodeError
 from ..records._records import ItemRecord, JoinRecord, PauseRecord, StartRecord
 from ._cursor import Cursor, ItemDone
-from .batch._journal import merge_items
+from ._open import merged, without_call
+from .batch._journal import items_from_snapshot, merge_items
 from .subflows._journal import child_error, child_flow_of, sub_from_snapshot
 
 __all__ = ["replay_record"]
@@ -31,7 +32,7 @@ def replay_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
         state = flow.schema.load_state(record.state)
         return Cursor(
             state, record.next, record.status, record.version, error,
-            pauses=record.pauses, due=record.due,
+            items_from_snapshot(record.items), pauses=record.pauses, due=record.due,
         )  # fmt: skip
     assert cursor is not None, "a journal starts with a start record"
     who = getattr(record, "node", None) or getattr(record, "gate", None) or "update_state"
@@ -54,7 +55,8 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
     """The cursor after an ``item`` or ``join`` record."""
     if isinstance(record, PauseRecord):
         return cursor._replace(
-            status=record.status, version=record.version, error=None, pauses=record.pauses,
+            status=record.status, version=record.version, error=None,
+            pauses=merged(cursor.pauses, record.pauses),
             due=record.due,
             entered=cursor.step_version,  # still the same step (as live)
         )  # fmt: skip
@@ -70,7 +72,7 @@ def replay_batch_record(flow: Flow, cursor: Cursor, record: Any) -> Cursor:
             None,
             items,
             entered=cursor.step_version,
-            pauses=record.pauses,
+            pauses=without_call(cursor.pauses, record.index, record.label),
             due=record.due,
         )
     assert isinstance(record, JoinRecord)
@@ -118,4 +120,5 @@ def replay_sub_record(flow: Flow, cursor: Cursor | None, record: Any) -> Cursor:
         None,
         child,
         cursor.step_version,
+        due=record.due,
     )

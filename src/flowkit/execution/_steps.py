@@ -147,7 +147,7 @@ def step_record(
         "run_id": run_id,
         "next": after.node,
         "status": after.status,
-        "pauses": None if after.pauses is None else dict(after.pauses),
+        "pauses": after.pauses,  # a cursor's pauses are never changed in place: shared
         "due": after.due,
         "kind": "step",
         "node": name,

@@ -256,6 +256,7 @@ class Threads:
             "error": cursor.error.model_dump() if cursor.error else None,
             "sub": sub_snapshot(self.flow, cursor, thread_id, ts),
             "flow_version": self._flow_version,
+            "items": snapshot_items(cursor),
         }
         if forked_from is None:
             return prebuilt(StartRecord, values)

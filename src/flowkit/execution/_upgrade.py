@@ -57,6 +57,9 @@ class RawCursor:
     items: dict[int, dict[str, Any]] | None = None
     sub: dict[str, Any] | None = None
     sub_records: tuple[Any, ...] = ()
+    #: The open pauses with payloads or made at run time, and the timer (as records keep them).
+    pauses: dict[str, Any] | None = None
+    due: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +146,9 @@ def upgrade(
         if not (status == "waiting" and inside):
             status = status_of(flow, node)
     error = NodeError.model_validate(raw.error) if raw.error else None
-    cursor = Cursor(model, node, status, raw.version, error, _items(raw), None)
+    cursor = Cursor(
+        model, node, status, raw.version, error, _items(raw), None, pauses=raw.pauses, due=raw.due
+    )
     if strict:
         check_position(flow, thread_id, cursor, raw.version, from_version, what)
     if raw.sub is not None or raw.sub_records:
@@ -224,6 +229,7 @@ def check_position(
             node in flow.gates
             or isinstance(at, BatchNode | Subflow)
             or (at is not None and at.asks is not None)  # a node that asks
+            or (at is not None and cursor.due is not None)  # a node asleep (ctx.sleep_until)
         )
         kind = "waits at gate"
     elif status == "pending" or (status == "failed" and node not in flow.finals):

@@ -36,6 +36,7 @@ __all__ = [
     "Status",
     "StepRecord",
     "SubRecord",
+    "TimerRecord",
     "prebuilt",
     "record_clock",
     "record_time",
@@ -66,7 +67,10 @@ class _Record(BaseModel):
     status: Status
     #: The open pauses after this record that carry something the flow's shape cannot tell:
     #: a payload (a gate's, a node's question) or a pause made at run time (a node that asks,
-    #: a ``Map`` item that asks), by pause id -> payload (JSON). ``None``: none such.
+    #: a ``Map`` call that asks), by pause id -> entry (JSON). ``None``: none such. On the
+    #: records of a running batch (``item``, ``pause``) only what changed: a ``pause`` record
+    #: holds the entries it adds, an ``item`` record closes its call's (so a batch's journal
+    #: grows with its pauses, not with their square).
     pauses: dict[str, Any] | None = None
     #: When the timer of the position after this record fires (seconds since the epoch): a
     #: gate's deadline, a node's wake-up. ``None``: no timer.
@@ -86,6 +90,9 @@ class StartRecord(_Record):
     #: The ``Flow.version`` the thread started under; ``None`` (journals from before flow
     #: versions, and every flow still at version 1) means 1.
     flow_version: int | None = None
+    #: A fork taken while a ``Map``/``Parallel`` node ran: its finished calls, by index (as a
+    #: ``Snapshot`` keeps them), so the fork runs none of them again.
+    items: dict[int, dict[str, Any]] | None = None
 
 
 class StepRecord(_Record):
@@ -194,6 +201,18 @@ class SubRecord(_Record):
     record: Record
 
 
+class TimerRecord(_Record):
+    """A timer fired: the deadline of gate ``node`` passed unanswered (the thread moved to the
+    gate's ``on_timeout``), or node ``node``, asleep (``ctx.sleep_until``), woke and its route
+    decided where to go. ``fired`` is when the timer was due; ``update`` is what the move
+    wrote (``dialog_state``, when the state mirrors it). See docs/timers.md."""
+
+    kind: Literal["timer"] = "timer"
+    node: str
+    fired: Timestamp
+    update: dict[str, Any] = Field(default_factory=dict)
+
+
 AnyRecord = (
     StartRecord
     | StepRecord
@@ -203,6 +222,7 @@ AnyRecord = (
     | PauseRecord
     | JoinRecord
     | SubRecord
+    | TimerRecord
 )
 Record = Annotated[AnyRecord, Field(discriminator="kind")]
 RecordAdapter: TypeAdapter[AnyRecord] = TypeAdapter(Record)

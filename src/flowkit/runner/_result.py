@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -44,6 +45,10 @@ class RunResult(Generic[S]):
     gate's ``payload=`` computed, or what a node asked with (``ctx.ask(payload)``); a node
     that asked and each ``Map`` call that asked (``node[label]``) is a pause too. ``payload``
     is the payload of the one open pause (``None`` when there are several, or none).
+
+    ``due`` is when the thread's timer fires (an aware UTC ``datetime``): the deadline of the
+    gate it waits at, or when a node asleep (``ctx.sleep_until``; ``status == "waiting"``
+    with no ``gates``) wakes; ``None`` without a timer. See docs/timers.md.
     """
 
     thread_id: str
@@ -55,6 +60,7 @@ class RunResult(Generic[S]):
     error: NodeError | None = None
     gates: tuple[str, ...] = ()
     pauses: tuple[Pause, ...] = ()
+    due: datetime | None = None
 
     @property
     def payload(self) -> Any:
@@ -70,7 +76,7 @@ class RunResult(Generic[S]):
         return self.status == "done"
 
 
-CheckpointKind = Literal["start", "step", "input", "patch", "item", "pause", "join"]
+CheckpointKind = Literal["start", "step", "input", "patch", "item", "pause", "join", "timer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +107,5 @@ class Checkpoint(Generic[S]):
     cached: bool = False
     #: How many attempts the step's node took (a retried node's, a ``Subflow``'s; else 1).
     attempts: int = 1
+    #: The open pauses after this record, with their payloads (as ``RunResult.pauses``).
+    pauses: tuple[Pause, ...] = ()

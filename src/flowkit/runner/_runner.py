@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypeVar
@@ -26,6 +26,7 @@ from ..errors import (
     InvalidStateError,
     NotWaitingError,
     RunError,
+    ThreadNotFoundError,
     UnknownGateError,
 )
 from ..execution._answers import answer
@@ -36,15 +37,20 @@ from ..execution._open import arrive, known_pause, open_pauses
 from ..execution._outside_steps import patch_step
 from ..execution._steps import announce, mirror, status_of
 from ..execution._threads import Threads
+from ..execution._timers import as_time, drop_stale, due_timers, fire_step, timestamp
 from ..execution._upgrade import MigrationReport
+from ..execution.batch._gates import ChildAnswers, answer_children
+from ..execution.subflows._child import leaf
+from ..execution.subflows._run import fire_child
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._logging import get_logger
-from ..records._events import Event, Subscriber
+from ..records._events import Event, Subscriber, Waiting
 from ..records._node_error import ERROR_TEXTS, ErrorText
 from ..records._records import new_run_id, record_clock
-from ..stores._protocol import AttemptMarks, Store, attempt_marks
+from ..stores._protocol import AttemptMarks, DueTimer, Store, attempt_marks
 from ..stores._work_queue import queue_input
 from ..stores.memory import MemoryStore
+from ._fired import Fired
 from ._result import Checkpoint, Pause, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
 
@@ -121,6 +127,8 @@ class Runner(Generic[S, D]):
         #: Runners of the flows that ``Subflow`` calls of a batch run as child threads.
         self._children: dict[int, Runner[Any, Any]] = {}
         self._children_lock = threading.Lock()
+        #: Runs the child threads of a batch's Subflow calls (whose nodes cannot sleep).
+        self._batch_child = False
 
     # -- events ------------------------------------------------------------------------------
 
@@ -160,8 +168,23 @@ class Runner(Generic[S, D]):
         if self._subscribers:
             announce(self, thread_id, run_id, node, after, update)
 
+    def _pause_list(self, cursor: Cursor) -> tuple[Pause, ...]:
+        if cursor.status != "waiting":
+            return ()
+        return tuple(Pause(pause, payload) for pause, payload in _pauses(self.flow, cursor).items())
+
     def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]:
-        pauses = _pauses(self.flow, cursor) if cursor.status == "waiting" else {}
+        if cursor.status != "waiting":  # most calls end here: nothing open to list
+            return RunResult(
+                thread_id,
+                cursor.status,
+                cursor.node,
+                cursor.state,  # type: ignore[arg-type]
+                cursor.version,
+                run_id,
+                cursor.error,
+            )
+        pauses = self._pause_list(cursor)
         return RunResult(
             thread_id,
             cursor.status,
@@ -170,8 +193,9 @@ class Runner(Generic[S, D]):
             cursor.version,
             run_id,
             cursor.error,
-            tuple(pauses),
-            tuple(Pause(pause, payload) for pause, payload in pauses.items()),
+            tuple(pause.id for pause in pauses),
+            pauses,
+            None if cursor.due is None else as_time(cursor.due),
         )
 
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
@@ -209,6 +233,7 @@ class Runner(Generic[S, D]):
                     cache=self._cache_memory(),
                     error_text=self.error_text,
                 )
+                child._batch_child = True
                 self._children[id(flow)] = child
             return child
 
@@ -293,6 +318,16 @@ class Runner(Generic[S, D]):
         expected_version: int | None,
         run_id: str,
     ) -> Steps:
+        if gate is not None and not isinstance(gate, str):
+            raise UnknownGateError(repr(gate)[:60], thread_id=thread_id, gates=[])
+        if expected_version is not None and (
+            isinstance(expected_version, bool) or not isinstance(expected_version, int)
+        ):
+            raise RunError(
+                f"Cannot resume thread `{thread_id}` expecting version {expected_version!r:.40}: "
+                "`expected_version` is a whole number (a RunResult's `version`), or None.",
+                thread_id=thread_id,
+            )
         cursor = self._threads.load(thread_id, migrate=True)
         if expected_version is not None:
             self._check_version(thread_id, cursor.version, expected_version)
@@ -308,7 +343,13 @@ class Runner(Generic[S, D]):
                 gates=list(dict.fromkeys([*self.flow.gates, *open_pauses(self.flow, cursor)])),
             )
         if cursor.status == "waiting":
-            cursor = answer(self, thread_id, run_id, cursor, value, gate)
+            batch = cursor.node
+            cursor, children = answer(self, thread_id, run_id, cursor, value, gate)
+            if children:  # answers for the child threads of a batch's Subflow calls
+                return self._answered_steps(thread_id, run_id, cursor, children)
+            in_batch = batch in self.flow.composite
+            if in_batch and cursor.status == "waiting" and cursor.node == batch:
+                return self._still_waiting(thread_id, run_id, cursor)
         elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
             # Calls of a Map/Parallel node that had finished stay finished.
             cursor = cursor._replace(status="pending", error=None)
@@ -326,6 +367,22 @@ class Runner(Generic[S, D]):
                 node=cursor.node,
             )
         return run_steps(self, thread_id, run_id, cursor)
+
+    def _still_waiting(self, thread_id: str, run_id: str, cursor: Cursor) -> Steps:
+        """Some pauses of a batch were answered, others are still open: say which (as steps,
+        so a stream has begun with the current state before these events go out)."""
+        if self._subscribers:
+            for pause, payload in _pauses(self.flow, cursor).items():
+                self._emit(Waiting(thread_id, run_id, pause, cursor.version, payload))
+        return cursor
+        yield  # a generator: nothing to run
+
+    def _answered_steps(
+        self, thread_id: str, run_id: str, cursor: Cursor, children: ChildAnswers
+    ) -> Steps:
+        """Give the children of a batch's Subflow calls their answers, then run on."""
+        cursor = yield from answer_children(self, thread_id, run_id, cursor, children)
+        return (yield from run_steps(self, thread_id, run_id, cursor))
 
     @staticmethod
     def _check_version(thread_id: str, actual: int, expected: int) -> None:
@@ -491,6 +548,7 @@ class Runner(Generic[S, D]):
                     child_state=child,
                     cached=getattr(shown, "cached", False),
                     attempts=getattr(shown, "attempts", 1),
+                    pauses=self._pause_list(cursor),
                 )
             )
         return found
@@ -524,6 +582,7 @@ class Runner(Generic[S, D]):
             cursor.status,
             0,
             cursor.error,
+            cursor.items,
             sub=cursor.sub,
             pauses=cursor.pauses,
             due=cursor.due,
@@ -604,6 +663,88 @@ class Runner(Generic[S, D]):
             gate=gate,
             expected_version=expected_version,
         )
+
+    def fire_due(self, *, now: datetime | None = None, limit: int | None = None) -> list[Fired[S]]:
+        """Fire the timers of this flow's threads that are due by ``now`` (an aware
+        ``datetime``; default: the runner's clock), earliest first, at most ``limit``: a gate's
+        deadline that passed unanswered moves its thread to the gate's ``on_timeout``, a node
+        asleep (``ctx.sleep_until``) wakes and its route decides. Each is journaled as a
+        ``timer`` record, then the run goes on from there as after a resume. Returns one
+        ``Fired`` per timer fired.
+
+        Each timer fires once, whoever else calls this on the same store at the same time
+        (other runners, processes, ``flowkit worker``, ``flowkit serve``): the thread is
+        fired under its lock, after reading it again, with the version read. A thread that
+        someone else is running, or has moved, is left to them; one that could not be fired
+        (a route or an invariant refused the move) is logged (``timer_failed``) and tried
+        again next time. Call it from a loop of your own; see docs/timers.md.
+        """
+        if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
+            raise RunError(
+                f"fire_due(now=...) takes an aware datetime (e.g. datetime.now(UTC)), not "
+                f"{now!r:.60}.",
+                thread_id="",
+            )
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise RunError(
+                f"fire_due(limit=...) is a whole number of at least 1, or None, not {limit!r:.40}.",
+                thread_id="",
+            )
+        try:
+            refuse_inside_event_loop(self.flow, "")
+        except RunError as exc:
+            raise RunError(
+                f"Flow `{self.flow.name}` has async nodes and fire_due was called inside an "
+                "event loop; call it from a thread there: "
+                "`await asyncio.to_thread(runner.fire_due)`.",
+                thread_id="",
+            ) from exc
+        until = timestamp(now if now is not None else self.clock())
+        timers = due_timers(self, self._threads.ids, self._threads.load, until, limit)
+        return [f for f in (self._fire(timer, until) for timer in timers) if f is not None]
+
+    def _fire(self, timer: DueTimer, until: float) -> Fired[S] | None:
+        """Fire one thread's timer if it is still due when read under its lock (see
+        ``fire_due``); what fired, or ``None``."""
+        thread_id = timer.thread_id
+        run_id = new_run_id()
+        try:
+            with self._threads.lock(thread_id):
+                cursor = self._threads.load(thread_id, migrate=True)
+                if cursor.due is None or cursor.due > until or cursor.status != "waiting":
+                    drop_stale(self.store, timer, cursor)
+                    return None
+                if cursor.sub is None:
+                    after = fire_step(self, thread_id, run_id, cursor)
+                else:  # the timer of a gate or a node inside a Subflow
+                    after = fire_child(self, thread_id, run_id, cursor)
+                fired: Fired[S] = Fired(
+                    thread_id,
+                    _timer_kind(self.flow, cursor),
+                    _timer_path(self.flow, cursor),
+                    after.node,
+                    as_time(cursor.due),
+                )
+                try:
+                    result = self._drive(
+                        thread_id, run_id, run_steps(self, thread_id, run_id, after)
+                    )
+                except Exception as exc:  # the timer fired; the run after it did not finish
+                    self._log.warning(
+                        "timer_run_failed", thread_id=thread_id, error_type=type(exc).__name__
+                    )
+                    return replace(fired, error=exc)
+                return replace(fired, result=result)
+        except ConflictError:  # someone else runs the thread, or fired it first: theirs
+            return None
+        except ThreadNotFoundError:  # deleted since the index was read
+            drop_stale(self.store, timer, None)
+            return None
+        except Exception as exc:  # nothing committed: the timer stays due, tried next time
+            self._log.warning("timer_failed", thread_id=thread_id, error_type=type(exc).__name__)
+            return None
 
     def threads(self) -> list[str]:
         """Ids of the threads in the store."""
@@ -691,6 +832,22 @@ def _pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
     from ..execution.subflows._child import waiting_pauses
 
     return waiting_pauses(flow, cursor)
+
+
+def _timer_kind(flow: Flow, cursor: Cursor) -> Literal["deadline", "wake"]:
+    """``"wake"`` for a node asleep, ``"deadline"`` for a gate's (inside children too)."""
+    if cursor.sub is None:
+        return "wake" if cursor.node in flow.nodes else "deadline"
+    child_flow, inner, _ = leaf(flow, cursor)
+    return "wake" if inner.node in child_flow.nodes else "deadline"
+
+
+def _timer_path(flow: Flow, cursor: Cursor) -> str:
+    """Where the timer fired: the gate or node, by path inside a ``Subflow``."""
+    if cursor.sub is None:
+        return cursor.node
+    _, inner, prefix = leaf(flow, cursor)
+    return f"{prefix}/{inner.node}"
 
 
 def _innermost(record: Any) -> Any:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from ..errors import FlowkitError, InvalidResumeInputError, NotWaitingError
+from ..errors import FlowkitError, InvalidResumeInputError, NotWaitingError, UnknownGateError
 from ..foundation._logging import get_logger
 from ..runner._result import RunResult
 from ..runner._runner import Runner
@@ -36,8 +36,9 @@ from ._models import (
     UpdateStateRequest,
 )
 from ._problems import Problem
+from ._redact import redact_with_pauses
 from ._security import Access, _allow_all
-from ._served import gate_spec, gates_json
+from ._served import gate_spec, gates_json, pause_spec
 
 __all__ = ["router", "thread_state"]
 
@@ -57,6 +58,8 @@ def thread_state(
 ) -> dict[str, Any]:
     flow = runner.flow
     raw = flow.schema.dump_state(result.state)
+    pauses = [(pause.id, pause.payload) for pause in result.pauses]
+    state, shown = redact_with_pauses(server.redact, flow.name, raw, pauses, principal)
     error = None
     if result.error is not None:
         message = result.error.message if principal is not None else None
@@ -68,7 +71,9 @@ def thread_state(
         "node": result.node,
         "version": result.version,
         "gates": gates_json(flow, result),
-        "state": dict(server.redact(flow.name, raw, principal)),
+        "pauses": shown,
+        "due": None if result.due is None else result.due.isoformat(),
+        "state": state,
         "error": error,
     }
 
@@ -179,7 +184,8 @@ def start_thread(request: Request, flow: FlowName, body: StartRequest, principal
 
 @router.get("/threads/{thread_id}", response_model=ThreadState, responses=_ERRORS, tags=["threads"])
 def get_thread(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
-    """Where the thread stands: status, state, and the open gates with their input schemas."""
+    """Where the thread stands: status, state, the open pauses with their input schemas
+    (``gates``) and payloads (``pauses``)."""
     server = server_of(request)
     runner, result = open_thread(server, principal, "read", thread_id)
     return thread_state(server, runner, result, principal)
@@ -242,8 +248,14 @@ def get_history(
 def resume_thread(
     request: Request, thread_id: ThreadId, body: ResumeRequest, principal: Principal
 ) -> Any:
-    """Answer the gate the thread waits at (input validated against the gate's schema: 422
-    lists the field errors), or continue a failed or interrupted run (no input)."""
+    """Answer what the thread waits for, or continue a failed or interrupted run (no input).
+
+    ``gate`` names the pause to answer (one of the thread's ``pauses``: a gate, a node that
+    asked, a ``Map`` call ``node[label]``, by path inside a subflow); without it ``input``
+    answers the one open pause, or, as a mapping ``{id: input}``, several of a ``Map`` or
+    ``Parallel`` at once. A bare input while several are open is refused (409
+    ``not_waiting``); each input is validated against its pause's schema (422 lists the
+    field errors)."""
     server = server_of(request)
     runner, current = open_thread(server, principal, "resume", thread_id)
     if body.wait:
@@ -344,7 +356,9 @@ def _fork_id(server: Server, thread_id: str) -> str:
 
 
 def _prevalidate(runner: Runner[Any], current: RunResult[Any], body: ResumeRequest) -> None:
-    """Refuse now what the background run would refuse, so the caller hears of it."""
+    """Refuse now what the background run would refuse, so the caller hears of it: a done
+    thread, a pause it does not wait at, a bare answer while several pauses are open, an
+    answer its pause's model refuses."""
     if current.status == "done":
         raise NotWaitingError(
             f"Thread `{current.thread_id}` is done at `{current.node}`; fork it to run again.",
@@ -352,22 +366,57 @@ def _prevalidate(runner: Runner[Any], current: RunResult[Any], body: ResumeReque
             status=current.status,
             node=current.node,
         )
-    gate = body.gate or (current.gates[0] if len(current.gates) == 1 else None)
-    if current.status != "waiting" or gate is None or body.input is None:
+    if current.status != "waiting" or body.input is None:
         return
-    spec = gate_spec(runner.flow, gate)
-    if spec is None:
-        return
-    try:
-        spec.input.model_validate(body.input)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_input=False, include_context=False)
-        detail = "\n".join(
-            f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
+    for pause, given in _answers(runner, current, body).items():
+        spec = gate_spec(runner.flow, pause)
+        if spec is None:
+            continue
+        try:
+            spec.input.model_validate(given)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_input=False, include_context=False)
+            detail = "\n".join(
+                f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
+            )
+            raise InvalidResumeInputError(
+                pause, thread_id=current.thread_id, errors=[dict(e) for e in errors], detail=detail
+            ) from exc
+
+
+def _answers(runner: Runner[Any], current: RunResult[Any], body: ResumeRequest) -> dict[str, Any]:
+    """The answers a resume of a waiting thread gives, by pause id, as the runner reads them:
+    ``gate`` names one; a mapping ``{id: input}`` answers several (where several can be
+    open); a bare input answers the one open pause, and is refused when several are open."""
+    flow, waiting, thread_id = runner.flow, current.gates, current.thread_id
+    names = ", ".join(f"`{pause}`" for pause in waiting)
+    if body.gate is not None:
+        if body.gate in waiting:
+            return {body.gate: body.input}
+        if gate_spec(flow, body.gate) is None:
+            raise UnknownGateError(
+                body.gate, thread_id=thread_id, gates=list(dict.fromkeys([*flow.gates, *waiting]))
+            )
+        raise NotWaitingError(
+            f"Thread `{thread_id}` waits at {names}, not at `{body.gate}`; resume with gate= "
+            + ("that one." if len(waiting) == 1 else "one of those."),
+            thread_id=thread_id,
+            status=current.status,
+            node=current.node,
         )
-        raise InvalidResumeInputError(
-            gate, thread_id=current.thread_id, errors=[dict(e) for e in errors], detail=detail
-        ) from exc
+    given = body.input
+    several = any((pause_spec(flow, pause) or (None, False))[1] for pause in waiting)
+    if several and isinstance(given, Mapping) and given and set(given) <= set(waiting):
+        return dict(given)
+    if len(waiting) == 1:
+        return {waiting[0]: given}
+    raise NotWaitingError(
+        f"Thread `{thread_id}` waits at {len(waiting)} pauses ({names}); pass gate='<id>' with "
+        "its input, or an input mapping {id: input} to answer several.",
+        thread_id=thread_id,
+        status=current.status,
+        node=current.node,
+    )
 
 
 def _start_in_background(server: Server, runner: Runner[Any], thread_id: str, value: Any) -> None:

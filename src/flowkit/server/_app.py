@@ -35,6 +35,7 @@ from ._security import Authenticate, Authorize, Guard
 from ._served import RunnerFactory, Served
 from ._streams import router as stream_router
 from ._tap import Creations, Fanout
+from ._timers import TimerLoop
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store
@@ -64,6 +65,7 @@ def create_app(
     max_background_runs: int = 8,
     title: str = "flowkit",
     hub_options: dict[str, Any] | None = None,
+    timer_poll_s: float | None = 2.0,
 ) -> FastAPI:
     """An ASGI app serving ``flows`` (Flows or registered workflow names) over ``store``.
 
@@ -73,7 +75,10 @@ def create_app(
     any thread operation (403). ``llm`` is every runner's LLM, or a mapping flow name -> LLM;
     ``runner_factory(flow, store)`` builds runners another way (keep the ``store`` it gets:
     the server hears of writes through it). ``cors_origins`` lists the web origins allowed to
-    call the API from a browser (none by default).
+    call the API from a browser (none by default). ``timer_poll_s``: how often the served
+    flows' due timers (deadlines, wake-ups) are fired while the app runs (``None``: never,
+    for a deployment where workers do it); a server that cannot change threads (no token)
+    fires none.
     """
     for name, value in (
         ("max_body_bytes", max_body_bytes),
@@ -84,6 +89,15 @@ def create_app(
             raise ServerConfigError(
                 f"`{name}` must be a whole number of at least 1, not {value!r}."
             )
+    if timer_poll_s is not None and (
+        isinstance(timer_poll_s, bool)
+        or not isinstance(timer_poll_s, int | float)
+        or not 0 < timer_poll_s < float("inf")
+    ):
+        raise ServerConfigError(
+            f"`timer_poll_s` must be a positive number of seconds, or None, not "
+            f"{timer_poll_s!r:.40}."
+        )
     if token is _UNSET:
         token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(
@@ -102,9 +116,15 @@ def create_app(
         hub.start()
         if not guard.can_mutate:
             get_logger().warning("server_read_only", reason=f"no token ({TOKEN_ENV})")
+        timers = None
+        if timer_poll_s is not None and guard.can_mutate:
+            timers = TimerLoop(served.runners.values(), timer_poll_s)
+            timers.start()
         try:
             yield
         finally:
+            if timers is not None:
+                await timers.stop()
             await hub.stop()
             executor.shutdown(wait=False, cancel_futures=True)
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from ..errors import ThreadNotFoundError
 from ..stores._protocol import AnyRecord, Store
 from ._frames import checkpoint_frame
+from ._journal import ShowPauses
 
 __all__ = ["encoded_after", "latest_version", "records_after"]
 
@@ -52,8 +53,9 @@ def encoded_after(
     after: int,
     limit: int,
     classes: Mapping[str, frozenset[str]],
+    shown: ShowPauses | None = None,
 ) -> deque[tuple[int, bytes]]:
     return deque(
-        (record.version, checkpoint_frame(record, classes))
+        (record.version, checkpoint_frame(record, classes, shown))
         for record in records_after(store, thread_id, after, limit)
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..records._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
 from ..stores._protocol import AnyRecord
-from ._journal import checkpoint_data, frame
+from ._journal import ShowPauses, checkpoint_data, frame
 
 __all__ = ["checkpoint_frame", "deleted_frame", "json_ready", "lagging_frame", "live_frame"]
 
@@ -19,8 +19,10 @@ def lagging_frame(version: int) -> bytes:
     return frame("lagging", {"version": version, "detail": detail}, str(version))
 
 
-def checkpoint_frame(record: AnyRecord, classes: Mapping[str, frozenset[str]]) -> bytes:
-    return frame("checkpoint", checkpoint_data(record, classes), str(record.version))
+def checkpoint_frame(
+    record: AnyRecord, classes: Mapping[str, frozenset[str]], shown: ShowPauses | None = None
+) -> bytes:
+    return frame("checkpoint", checkpoint_data(record, classes, shown), str(record.version))
 
 
 def live_frame(event: Event, event_id: str) -> bytes:

@@ -7,7 +7,8 @@ falls behind the ring after that (a client that does not read) costs nothing mor
 dropped with a ``lagging`` event whose id is the last version it got, and reconnecting with that
 ``Last-Event-ID`` resumes where it left off. So no checkpoint is ever lost, and however many
 clients lag, each costs at most one store read per connection. Events that are not
-journaled (a node started or finished, tokens, ``ctx.emit`` values) go into each subscriber's
+journaled (a node started or finished, tokens, ``ctx.emit`` values, and a run's ``Waiting``
+for the subscribers whose classifier takes it) go into each subscriber's
 own bounded queue with seed 000's rules (``flowkit.runtime``'s ``ThreadQueue``): progress
 coalesced per type, other events evicted first when it fills. Checkpoints are always sent
 before queued live events (critical first). Memory is bounded by ``ring_size`` per watched
@@ -30,11 +31,12 @@ from dataclasses import dataclass, field
 
 from ..errors import FlowkitError, ServerConfigError, ThreadNotFoundError
 from ..foundation._logging import get_logger
-from ..records._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
+from ..records._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed, Waiting
 from ..runtime._queue import Envelope, Priority, ThreadQueue, classify_event, merge_progress
 from ..stores._protocol import AnyRecord, Store
 from ._backlog import encoded_after, latest_version, records_after
 from ._frames import checkpoint_frame, deleted_frame, lagging_frame, live_frame
+from ._journal import ShowPauses
 from ._problems import Problem
 
 __all__ = ["LAGGING", "SHUTTING_DOWN", "Hub", "LiveClassifier", "Subscription"]
@@ -42,7 +44,7 @@ __all__ = ["LAGGING", "SHUTTING_DOWN", "Hub", "LiveClassifier", "Subscription"]
 #: A live event's priority and coalescing type for one subscription; ``None`` skips it.
 LiveClassifier = Callable[[Event], "tuple[Priority, str] | None"]
 
-_TRANSIENT = (NodeStarted, NodeFinished, TokenStreamed, Emitted)
+_TRANSIENT = (NodeStarted, NodeFinished, TokenStreamed, Emitted, Waiting)
 #: Most checkpoints sent in one go from the ring, or read from the store at once.
 _RING_BATCH = 64
 _STORE_BATCH = 500
@@ -82,6 +84,7 @@ class Subscription:
 class _Watch:
     classes: Mapping[str, frozenset[str]]
     ring: deque[tuple[int, bytes]]
+    shown: ShowPauses | None = None  # how checkpoints show the payloads of open pauses
     last: int | None = None  # newest journal version known; None until first read
     missed: bool = False  # records arrived before ``last`` was known: look again
     subscribers: set[Subscription] = field(default_factory=set)
@@ -184,8 +187,11 @@ class Hub:
         after: int | None,
         private: bool,
         classify: LiveClassifier = classify_event,
+        shown: ShowPauses | None = None,
     ) -> Subscription:
-        """Watch ``thread_id`` from journal version ``after`` (``None``: from now)."""
+        """Watch ``thread_id`` from journal version ``after`` (``None``: from now);
+        ``shown`` redacts the payloads checkpoints carry (the thread's first subscriber's is
+        kept for all: a checkpoint is encoded once for every subscriber)."""
         if self._count >= self.max_subscribers:
             raise Problem(
                 503,
@@ -204,7 +210,7 @@ class Hub:
         watch = self._watches.get(thread_id)
         fresh = watch is None
         if watch is None:
-            watch = _Watch(classes, deque(maxlen=self.ring_size))
+            watch = _Watch(classes, deque(maxlen=self.ring_size), shown)
             self._watches[thread_id] = watch
         high_water = max(1, int(self.queue_size * 0.8))
         sub = Subscription(
@@ -301,7 +307,7 @@ class Hub:
         try:
             sub.backlog = await asyncio.to_thread(
                 encoded_after, self.store, sub.thread_id, sub.cursor, self.backlog_size,
-                watch.classes,
+                watch.classes, watch.shown,
             )  # fmt: skip
         except ThreadNotFoundError:
             sub.end("the thread was deleted", deleted_frame(sub.thread_id))
@@ -358,7 +364,9 @@ class Hub:
                     self._nudge(thread_id)
                     break
                 watch.ring.clear()  # the journal itself skips them (compacted): start anew
-            watch.ring.append((record.version, checkpoint_frame(record, watch.classes)))
+            watch.ring.append(
+                (record.version, checkpoint_frame(record, watch.classes, watch.shown))
+            )
             watch.last = record.version
             added = True
         if added:
@@ -378,8 +386,8 @@ class Hub:
         if watch is None:
             return
         for sub in watch.subscribers:
-            if not sub.private and isinstance(event, TokenStreamed | Emitted):
-                continue
+            if not sub.private and isinstance(event, TokenStreamed | Emitted | Waiting):
+                continue  # values (tokens, emitted values, a pause's payload): principals only
             try:
                 found = sub.classify(event)
             except Exception:  # a classifier that fails drops the event, never the stream

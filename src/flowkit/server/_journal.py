@@ -7,14 +7,18 @@ that are not journaled (a node started, tokens, ``ctx.emit`` values) get ids ``1
 after version 12 (such events are live only and are not sent again).
 
 A checkpoint names what changed, never the values: clients read the state itself with
-``GET /threads/{id}``, where authorisation and redaction apply.
+``GET /threads/{id}``, where authorisation and redaction apply. The one exception is what a
+pause shows whoever answers it: a checkpoint that journals pauses (a gate's payload as the
+thread arrives, a node's question, each ``Map`` call's question as it is asked) lists them
+(``pauses``: ``{id, payload}``), the payloads redacted as for an anonymous reader (the event
+is the same for every subscriber). The whole list of open pauses is the thread's state's.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..definition._route_table import END
@@ -25,6 +29,8 @@ from ..stores._protocol import AnyRecord
 from ._problems import Problem
 
 __all__ = [
+    "ShowPauses",
+    "carried_pauses",
     "checkpoint_data",
     "frame",
     "parse_event_id",
@@ -61,14 +67,23 @@ def priority_of(status: str, classes: Mapping[str, tuple[str, ...]]) -> str:
     return "normal"
 
 
+#: ``shown(pauses)``: the pauses (``{id, payload}``) as an event may carry them (redacted).
+ShowPauses = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
 def checkpoint_data(
-    record: AnyRecord, change_classes: Mapping[str, frozenset[str]]
+    record: AnyRecord,
+    change_classes: Mapping[str, frozenset[str]],
+    shown: ShowPauses | None = None,
 ) -> dict[str, Any]:
-    """What a client learns of one journal record: where the thread went and which keys."""
+    """What a client learns of one journal record: where the thread went, which keys, and
+    the pauses it journals (their payloads ``shown`` as given)."""
     inner: Any = record
     path: list[str] = []
+    ids: list[str] = []  # the subflow nodes by name, as pause ids name them
     while isinstance(inner, SubRecord):  # a child flow's step: named by path, as history does
         path.append(in_attempt(inner))
+        ids.append(inner.node)
         inner = inner.record
     node = getattr(inner, "node", None) or getattr(inner, "gate", None)
     if path and node is not None:
@@ -98,8 +113,42 @@ def checkpoint_data(
     if isinstance(error, Mapping) and error.get("type"):
         data["error_type"] = str(error["type"])
     if inner.kind == "pause":
-        data["gates"] = list(getattr(inner, "gates", ()))
+        data["gates"] = ["/".join([*ids, gate]) for gate in getattr(inner, "gates", ())]
+    pauses = carried_pauses(inner.pauses, ids) if getattr(inner, "pauses", None) else []
+    if pauses:
+        data["pauses"] = pauses if shown is None else shown(pauses)
     return data
+
+
+def carried_pauses(entries: Mapping[str, Any], path: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The pauses a record journals (``Record.pauses``) as ``{id, payload}``, by path inside
+    subflows, in the order they are answered best: a gate's or a node's first, then a
+    ``Map``'s calls in item order (a call running a subflow: the pauses of its child, by
+    path). A node asleep (``ctx.sleep_until``) waits for no answer: not a pause."""
+
+    def order(pause: str) -> tuple[int, str]:
+        index = _entry(entries, pause).get("index")
+        return (index, pause) if isinstance(index, int) else (-1, "")
+
+    found = []
+    for pause in sorted(entries, key=order):
+        entry = _entry(entries, pause)
+        if "wake" in entry:
+            continue
+        inner = entry.get("pauses")
+        if isinstance(inner, Mapping):  # a subflow call whose child waits: its pauses
+            found += [
+                {"id": "/".join([*path, f"{pause}/{each}"]), "payload": payload}
+                for each, payload in inner.items()
+            ]
+        else:
+            found.append({"id": "/".join([*path, pause]), "payload": entry.get("payload")})
+    return found
+
+
+def _entry(entries: Mapping[str, Any], pause: str) -> Mapping[str, Any]:
+    found = entries[pause]
+    return found if isinstance(found, Mapping) else {}
 
 
 def frame(event: str, data: Any, event_id: str | None = None) -> bytes:

@@ -17,6 +17,7 @@ __all__ = [
     "ForkRequest",
     "GateInfo",
     "History",
+    "PauseInfo",
     "ProblemBody",
     "ResumeRequest",
     "StartRequest",
@@ -61,16 +62,21 @@ class StartRequest(_Request):
 
 
 class ResumeRequest(_Request):
-    """Answer the gate a thread waits at, or continue a failed or interrupted run."""
+    """Answer what a thread waits for, or continue a failed or interrupted run."""
 
     input: Any = Field(
-        default=None, description="The gate's input (see the gate's input_schema); null to retry"
+        default=None,
+        description="The answer (see its pause's input_schema in `gates`); with several pauses "
+        "of a Map or Parallel open, a mapping {pause id: answer} answers several at once; null "
+        "to retry",
     )
     gate: str | None = Field(
         default=None,
         min_length=1,
         max_length=512,
-        description="Refuse unless the thread waits at this gate",
+        description="The id of the pause to answer (one of `pauses`: a gate, a node that asked, "
+        "a Map call `node[label]`, `subflow/gate` inside a subflow); refused unless it is open. "
+        "Without it, a bare input answers the one open pause (refused when several are open)",
     )
     expected_version: int | None = Field(
         default=None, ge=0, description="Refuse (409) if the thread moved past this version"
@@ -99,9 +105,23 @@ class UpdateStateRequest(_Request):
 
 
 class GateInfo(BaseModel):
-    name: str
+    name: str = Field(description="The pause's id (as in `pauses`)")
     description: str
     input_schema: dict[str, Any] = Field(description="JSON schema of the gate's input")
+
+
+class PauseInfo(BaseModel):
+    """One open pause: what an answer names (``gate``) and what it shows whoever answers."""
+
+    id: str = Field(
+        description="What an answer names (resume's `gate`): a gate, a gate branch of a "
+        "Parallel, a node that asked, a Map call `node[label]`; `subflow/...` inside a subflow"
+    )
+    payload: Any = Field(
+        default=None,
+        description="What the pause carries (the question, a draft, options), as JSON, "
+        "redacted as the state is; null when it carries none",
+    )
 
 
 class ErrorInfo(BaseModel):
@@ -116,7 +136,15 @@ class ThreadState(BaseModel):
     status: Status
     node: str
     version: int
-    gates: list[GateInfo] = Field(description="The gates waiting for input, with schemas")
+    gates: list[GateInfo] = Field(description="The open pauses, with their input schemas")
+    pauses: list[PauseInfo] = Field(
+        default_factory=list, description="The open pauses, with their payloads"
+    )
+    due: str | None = Field(
+        default=None,
+        description="When the thread's timer fires (ISO 8601, UTC): a gate's deadline or a "
+        "node's wake-up (see docs/timers.md); null when none",
+    )
     state: dict[str, Any]
     error: ErrorInfo | None = None
 

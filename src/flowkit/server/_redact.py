@@ -4,17 +4,18 @@ Every response that carries state (or updates, or values derived from them) goes
 server's ``redact`` function. The default masks values under secret-looking keys (``api_key``,
 ``password``, ``token`` ...) for everyone, the dialogue workflow's personal slots as ``flowkit
 show`` does, and, for an anonymous reader (open reads without a token), also e-mail
-addresses, phone numbers and key-like strings anywhere in the state.
+addresses, phone numbers and key-like strings anywhere in the state. The payloads of a
+thread's open pauses (values computed from its state) go through it with the state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..foundation._logging import MASK, mask_pii
 
-__all__ = ["Redact", "default_redact"]
+__all__ = ["PAUSES_KEY", "Redact", "default_redact", "redact_with_pauses"]
 
 #: ``redact(flow_name, state_json, principal)`` -> what the principal may see.
 Redact = Callable[[str, Mapping[str, Any], "str | None"], Mapping[str, Any]]
@@ -47,3 +48,40 @@ def _mask_secrets(value: Any) -> Any:
     if isinstance(value, list):
         return [_mask_secrets(v) for v in value]
     return value
+
+
+#: The key under which the open pauses' payloads go through ``redact`` with the state they
+#: came from (a list of ``{"id", "payload"}``), so a payload is masked as the state is; a
+#: redact function that drops the key hides them (each payload is then ``null``).
+PAUSES_KEY = "__pauses__"
+
+
+def redact_with_pauses(
+    redact: Redact,
+    flow: str,
+    state: Mapping[str, Any] | None,
+    pauses: Sequence[tuple[str, Any]],
+    principal: str | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``state`` and the open ``pauses`` (id, payload) as ``principal`` may see them: the
+    payloads go through ``redact`` together with the state (``PAUSES_KEY``), so whatever the
+    state's redaction masks (a secret, personal data) is masked in them too. ``state``
+    ``None``: the payloads alone (an event, which carries no state)."""
+    given = dict(state or {})
+    carried = [{"id": pause, "payload": payload} for pause, payload in pauses]
+    if any(payload is not None for _, payload in pauses):
+        given[PAUSES_KEY] = carried
+    shown = dict(redact(flow, given, principal))
+    masked = shown.pop(PAUSES_KEY, None) if PAUSES_KEY in given else carried
+    payloads = [_payload_at(masked, index) for index in range(len(carried))]
+    return shown, [
+        {"id": pause, "payload": payload}
+        for (pause, _), payload in zip(pauses, payloads, strict=True)
+    ]
+
+
+def _payload_at(masked: Any, index: int) -> Any:
+    if not isinstance(masked, list) or index >= len(masked):
+        return None
+    entry = masked[index]
+    return entry.get("payload") if isinstance(entry, Mapping) else None

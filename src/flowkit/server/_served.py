@@ -1,5 +1,5 @@
 """The flows a server runs: one runner per flow over one tapped store, and what the routes
-need to know of a thread (its flow, a summary, its open gates and their input schemas).
+need to know of a thread (its flow, a summary, its open pauses and their input schemas).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from pydantic import BaseModel
 
 from ..definition._flow import Flow
 from ..definition._gate import Gate
-from ..definition._parallel import Parallel
-from ..definition._subflow import Subflow
+from ..definition._pause_ids import pause_spec
 from ..errors import ServerConfigError, ThreadNotFoundError
 from ..runner._result import RunResult
 from ..runner._runner import Runner
@@ -24,7 +23,9 @@ from ..workflows import load_flow
 from ._problems import Problem
 from ._tap import Listener, tap
 
-__all__ = ["RunnerFactory", "Served", "gate_spec", "gates_json", "text_field"]
+__all__ = ["RunnerFactory", "Served", "gate_spec", "gates_json", "pause_spec", "text_field"]
+
+# ``pause_spec`` is the definition layer's, shared with the CLI (re-exported here).
 
 #: Builds the runner of one flow over the server's (tapped) store.
 RunnerFactory = Callable[[Flow, Store], Runner[Any]]
@@ -135,24 +136,14 @@ class Served:
 
 
 def gate_spec(flow: Flow, name: str) -> Gate | None:
-    """The gate a ``RunResult.gates`` entry names: a gate of the flow, a ``Parallel``'s gate
-    branch, or (by path ``sub/gate``) one inside a ``Subflow``."""
-    *path, last = name.split("/")
-    for part in path:
-        node = flow.nodes.get(part)
-        if not isinstance(node, Subflow):
-            return None
-        flow = node.flow
-    if last in flow.gates:
-        return flow.gates[last]
-    for node in flow.nodes.values():
-        if isinstance(node, Parallel) and last in node.gates:
-            return node.gates[last]
-    return None
+    """What answers the open pause ``name`` (a ``RunResult.gates`` entry) look like; ``None``
+    when the flow has no such pause (see ``flowkit.definition._pause_ids``)."""
+    found = pause_spec(flow, name)
+    return None if found is None else found[0]
 
 
 def gates_json(flow: Flow, result: RunResult[Any]) -> list[dict[str, Any]]:
-    """The open gates of a waiting thread, each with its input's JSON schema."""
+    """The open pauses of a waiting thread, each with its input's JSON schema."""
     found = []
     for name in result.gates:
         spec = gate_spec(flow, name)

@@ -2,16 +2,19 @@
 protocol.
 
 ``GET /threads/{id}/events`` sends ``ready`` (the position it starts from), then a
-``checkpoint`` per journal record (id: its version) and live events (``node_started``,
+``checkpoint`` per journal record (id: its version; one after which the thread waits lists
+the pauses it carries with their payloads, ``pauses``) and live events (``node_started``,
 ``node_finished``, and for principals ``token`` and ``custom``); ``Last-Event-ID`` (or
 ``?last_event_id=``) resumes from the journal. ``deleted`` ends the stream when the thread is;
 ``lagging`` when the client fell behind (reconnecting with its id resumes: ``_hub``).
 
 ``/threads/{id}/ws`` sends ``{"type": "message", "speaker", "text"}`` and ``{"type":
 "status", "character", "status"}`` as nodes ``ctx.emit`` them (messages are never dropped;
-statuses coalesce per character), and takes text a person types as the answer to the gate
-the thread waits at. Browsers cannot send headers on a WebSocket: a client without an
-``Authorization`` header sends ``{"type": "auth", "token": "..."}`` first.
+statuses coalesce per character), to principals ``{"type": "pause", "id", "payload"}`` for
+each pause a run of this server stops at (the payload redacted as the thread's state is), and
+takes text a person types as the answer to the one pause the thread waits at. Browsers
+cannot send headers on a WebSocket: a client without an ``Authorization`` header sends
+``{"type": "auth", "token": "..."}`` first.
 
 When the server stops (``Hub.close_streams``) an event stream ends and a WebSocket closes with
 1001 (going away), so neither holds the server up.
@@ -31,12 +34,13 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import FlowkitError
 from ..foundation._untrusted import parse_json
-from ..records._events import Emitted, Event
-from ..runtime._queue import Priority
+from ..records._events import Emitted, Event, Waiting
+from ..runtime._queue import Priority, classify_event
 from ._context import Server, ThreadId, open_thread, server_of
 from ._hub import SHUTTING_DOWN, Subscription
-from ._journal import frame, parse_event_id
+from ._journal import ShowPauses, frame, parse_event_id
 from ._problems import Problem, problem_of
+from ._redact import redact_with_pauses
 from ._served import gate_spec, text_field
 
 __all__ = ["router"]
@@ -102,7 +106,12 @@ async def thread_events(
     runner, result = await run_in_threadpool(open_thread, server, principal, "read", thread_id)
     hub = server.hub
     sub = await hub.subscribe(
-        thread_id, runner.flow.change_classes, after=after, private=principal is not None
+        thread_id,
+        runner.flow.change_classes,
+        after=after,
+        private=principal is not None,
+        classify=_sse_classify,
+        shown=event_pauses(server, runner.flow.name),
     )
     ready = {"thread_id": thread_id, "version": sub.cursor, "status": result.status}
 
@@ -124,6 +133,27 @@ async def thread_events(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def _sse_classify(event: Event) -> tuple[Priority, str] | None:
+    """Live events of the event stream: a pause arrives there as its checkpoint (journaled,
+    sent again on reconnect), never as a live event too."""
+    return None if isinstance(event, Waiting) else classify_event(event)
+
+
+def event_pauses(server: Server, flow: str) -> ShowPauses:
+    """How checkpoint events show the payloads of a thread's pauses: redacted as for an
+    anonymous reader, since one encoded event goes to every subscriber (a principal reads
+    what it may see with ``GET /threads/{id}``). A redact function that fails hides them."""
+
+    def shown(pauses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        given = [(pause["id"], pause["payload"]) for pause in pauses]
+        try:
+            return redact_with_pauses(server.redact, flow, None, given, None)[1]
+        except Exception:  # never the payload unredacted, never a broken stream
+            return [{"id": pause, "payload": None} for pause, _ in given]
+
+    return shown
 
 
 async def _watch_disconnect(request: Request, sub: Subscription) -> None:
@@ -159,6 +189,8 @@ def roundtable_shape(value: Any) -> dict[str, str] | None:
 
 
 def _ws_classify(event: Event) -> tuple[Priority, str] | None:
+    if isinstance(event, Waiting):
+        return "critical", "pause"  # never dropped nor coalesced: each is its own question
     if not isinstance(event, Emitted):
         return None
     shape = roundtable_shape(event.value)
@@ -194,7 +226,9 @@ async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
         return
     except WebSocketDisconnect:
         return
-    sender = asyncio.ensure_future(_send_events(server, websocket, sub))
+    sender = asyncio.ensure_future(
+        _send_events(server, websocket, sub, runner.flow.name, principal)
+    )
     receiver = asyncio.ensure_future(_receive_text(server, websocket, thread_id, principal))
     try:
         await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
@@ -239,15 +273,34 @@ async def _refuse(websocket: WebSocket, exc: Exception) -> None:
         await websocket.close(code=4000 + problem.status if problem.status < 1000 else 1011)
 
 
-async def _send_events(server: Server, websocket: WebSocket, sub: Subscription) -> None:
+async def _send_events(
+    server: Server, websocket: WebSocket, sub: Subscription, flow: str, principal: str | None
+) -> None:
     while True:
         envelope = await server.hub.next_live(sub)
         if envelope is None:
             return
-        assert isinstance(envelope.event, Emitted)
-        shape = roundtable_shape(envelope.event.value)
+        event = envelope.event
+        if isinstance(event, Waiting):
+            await websocket.send_json(_pause_message(server, flow, event, principal))
+            continue
+        assert isinstance(event, Emitted)
+        shape = roundtable_shape(event.value)
         if shape is not None:
             await websocket.send_json(shape)
+
+
+def _pause_message(
+    server: Server, flow: str, event: Waiting, principal: str | None
+) -> dict[str, Any]:
+    """``{"type": "pause", "id", "payload"}``, the payload as ``principal`` may see it."""
+    try:
+        _, (shown,) = redact_with_pauses(
+            server.redact, flow, None, [(event.gate, event.payload)], principal
+        )
+    except Exception:  # never the payload unredacted
+        shown = {"id": event.gate, "payload": None}
+    return {"type": "pause", "id": event.gate, "payload": shown["payload"]}
 
 
 async def _receive_text(
@@ -290,6 +343,14 @@ async def _receive_text(
 
 def _answer(server: Server, thread_id: str, principal: str | None, text: str) -> None:
     runner, result = open_thread(server, principal, "resume", thread_id)
+    if result.status == "waiting" and len(result.gates) > 1:
+        raise Problem(
+            409,
+            "not_waiting",
+            f"Thread `{thread_id}` waits at {len(result.gates)} pauses "
+            f"({', '.join(f'`{pause}`' for pause in result.gates)}); answer each with POST "
+            f"/threads/{thread_id}/resume and its `gate`.",
+        )
     if result.status != "waiting" or len(result.gates) != 1:
         raise Problem(
             409,

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 from ..records._records import Snapshot, StartRecord
-from ..stores._protocol import AnyRecord, AttemptMarks, Store, ThreadLog
+from ..stores._protocol import AnyRecord, AttemptMarks, DueTimer, Store, ThreadLog, TimerIndex
 
 if TYPE_CHECKING:
     from ..records._marker import AttemptMarker
@@ -92,10 +92,36 @@ class _TappedMarkingStore(TappedStore):
         return marks.last_attempt(thread_id)
 
 
+class _TappedTimerStore(TappedStore):
+    """A tapped store whose store keeps a timer index (``TimerIndex``) keeps it too."""
+
+    inner: Store
+
+    def due_timers(
+        self, until: float, *, flow: str | None = None, limit: int | None = None
+    ) -> list[DueTimer]:
+        timers: TimerIndex = self.inner  # type: ignore[assignment]
+        return timers.due_timers(until, flow=flow, limit=limit)
+
+    def drop_timer(self, thread_id: str, due: float) -> None:
+        timers: TimerIndex = self.inner  # type: ignore[assignment]
+        timers.drop_timer(thread_id, due)
+
+
+class _TappedMarkingTimerStore(_TappedMarkingStore, _TappedTimerStore):
+    """A tapped store with both capabilities."""
+
+
 def tap(store: Store, listener: Listener) -> TappedStore:
-    """``store`` tapped for ``listener``, keeping its attempt-marker capability if it has one."""
-    if isinstance(store, AttemptMarks):
+    """``store`` tapped for ``listener``, keeping its attempt-marker and timer-index
+    capabilities if it has them."""
+    marks, timers = isinstance(store, AttemptMarks), isinstance(store, TimerIndex)
+    if marks and timers:
+        return _TappedMarkingTimerStore(store, listener)
+    if marks:
         return _TappedMarkingStore(store, listener)
+    if timers:
+        return _TappedTimerStore(store, listener)
     return TappedStore(store, listener)
 
 

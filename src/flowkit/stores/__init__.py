@@ -17,9 +17,10 @@ from ..records._records import (
     StartRecord,
     StepRecord,
     SubRecord,
+    TimerRecord,
 )
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, AttemptMarks, Store, ThreadLog
+from ._protocol import AnyRecord, AttemptMarks, DueTimer, Store, ThreadLog, TimerIndex
 from .memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "AnyRecord",
     "AttemptMarker",
     "AttemptMarks",
+    "DueTimer",
     "InputRecord",
     "ItemRecord",
     "JoinRecord",
@@ -46,6 +48,8 @@ __all__ = [
     "Store",
     "SubRecord",
     "ThreadLog",
+    "TimerIndex",
+    "TimerRecord",
     "check_thread_id",
 ]
 

@@ -57,6 +57,10 @@ class JournalTail:
     #: one mean nothing in the new one (-1: not known, checked by content only).
     ino: int = -1
     unterminated: bool = False
+    #: The timer of the last record (its ``due``), and the thread's flow: what the timer
+    #: index needs at an append, known without reading anything (``_timer_files``).
+    due: float | None = None
+    flow: str = ""
 
 
 class JsonFileReader:
@@ -129,9 +133,18 @@ class JsonFileReader:
         return scan
 
     def _remember(
-        self, thread_id: str, scan: Scan, *, version: int, snapshot_bytes: int, snapshot_at: int
+        self,
+        thread_id: str,
+        scan: Scan,
+        *,
+        version: int,
+        snapshot_bytes: int,
+        snapshot_at: int,
+        due: float | None,
+        flow: str,
     ) -> None:
-        """Record a fresh read's end; snapshot size and position drive ``snapshot_due``."""
+        """Record a fresh read's end; snapshot size and position drive ``snapshot_due``.
+        ``due`` is the timer where the read began (a snapshot's), ``flow`` the thread's."""
         last = scan.records[-1].version if scan.records else version
         self._tails[thread_id] = JournalTail(
             last,
@@ -142,11 +155,14 @@ class JsonFileReader:
             dirty=scan.torn is not None,
             ino=self._inode(thread_id),
             unterminated=scan.unterminated,
+            due=scan.records[-1].due if scan.records else due,
+            flow=flow,
         )
 
     def _extend(self, tail: JournalTail, scan: Scan) -> None:
         if scan.records:
             tail.version = scan.records[-1].version
+            tail.due = scan.records[-1].due
         tail.since_snapshot += scan.size - tail.size
         tail.size, tail.lines = scan.size, scan.lines
         tail.dirty = scan.torn is not None
@@ -239,6 +255,8 @@ class JsonFileReader:
                     version=snapshot.version,
                     snapshot_bytes=snapshot_bytes,
                     snapshot_at=offset,
+                    due=snapshot.due,
+                    flow=snapshot.flow,
                 )
                 return ThreadLog(
                     records=scan.records,
@@ -249,9 +267,16 @@ class JsonFileReader:
 
     def _load_full(self, thread_id: str) -> ThreadLog:
         scan = self._full_scan(thread_id)
-        start_bytes = len(RecordAdapter.dump_json(scan.records[0])) + 1
+        start = scan.records[0]
+        start_bytes = len(RecordAdapter.dump_json(start)) + 1
         self._remember(
-            thread_id, scan, version=0, snapshot_bytes=start_bytes, snapshot_at=start_bytes
+            thread_id,
+            scan,
+            version=0,
+            snapshot_bytes=start_bytes,
+            snapshot_at=start_bytes,
+            due=None,
+            flow=start.flow if isinstance(start, StartRecord) else "",
         )
         return ThreadLog(records=scan.records, warnings=self._report(thread_id, scan))
 

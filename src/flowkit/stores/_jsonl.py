@@ -223,6 +223,7 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "cached": False,
     "pauses": None,
     "due": None,
+    "items": None,
 }
 
 

@@ -6,7 +6,10 @@ keeps two processes from running the same thread at once. Every method that take
 id checks it first (``InvalidThreadIdError``); methods that read or extend a thread raise
 ``ThreadNotFoundError`` for an unknown one. ``flowkit.testing.StoreContract`` checks all this.
 ``AttemptMarks`` is an optional capability: stores that have it let a runner note which node
-it started, so a process that died inside a node can be told apart afterwards.
+it started, so a process that died inside a node can be told apart afterwards. ``TimerIndex``
+is another: stores that have it keep an index of the threads whose position has a timer (a
+gate's deadline, a node's wake-up), so ``Runner.fire_due`` finds the due ones without reading
+every journal.
 
 Lifecycle (``Runner.delete``, ``prune`` and ``compact``) needs two methods: ``delete`` and
 ``compact``. Both refuse a thread that someone is running (its ``lock`` is held) with
@@ -19,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import ConflictError, StoreError
 from ..records._records import AnyRecord, Snapshot, StartRecord
@@ -30,12 +33,15 @@ if TYPE_CHECKING:
 __all__ = [
     "AnyRecord",
     "AttemptMarks",
+    "DueTimer",
     "Store",
     "ThreadLog",
+    "TimerIndex",
     "attempt_marks",
     "check_compaction",
     "check_versions",
     "thread_busy",
+    "timer_index",
 ]
 
 
@@ -125,6 +131,42 @@ class AttemptMarks(Protocol):
 
     def last_attempt(self, thread_id: str) -> AttemptMarker | None:
         """The thread's latest marker, or ``None`` (never marked, or unreadable)."""
+
+
+class DueTimer(NamedTuple):
+    """A thread whose timer is due: its id and when the timer was due (epoch seconds)."""
+
+    thread_id: str
+    due: float
+
+
+@runtime_checkable
+class TimerIndex(Protocol):
+    """Optional store capability: which threads have a timer due by a given time.
+
+    The store keeps the index itself as records come in: ``create`` and ``append`` give the
+    thread the ``due`` of the last record written (``None``: no timer), so a thread without a
+    timer costs nothing more per step. Crashes may leave an entry whose thread has moved on
+    (``fire_due`` re-reads the thread, finds no such timer and calls ``drop_timer``), never a
+    timer without its entry, nor an entry later than its timer. ``delete`` removes the
+    thread's entries. ``flowkit.testing.StoreContract`` does not require it: without it,
+    ``fire_due`` reads every thread.
+    """
+
+    def due_timers(
+        self, until: float, *, flow: str | None = None, limit: int | None = None
+    ) -> list[DueTimer]:
+        """The threads (of ``flow``; ``None``: of any flow) whose timer is due at or before
+        ``until`` (seconds since the epoch), earliest first, at most ``limit`` of them."""
+
+    def drop_timer(self, thread_id: str, due: float) -> None:
+        """Forget the entry of ``thread_id`` due at ``due`` if it is still there (a stale one:
+        the thread has no such timer any more); an entry with another time stays."""
+
+
+def timer_index(store: object) -> TimerIndex | None:
+    """``store`` as a ``TimerIndex``, or ``None`` when it keeps none."""
+    return store if isinstance(store, TimerIndex) else None
 
 
 def attempt_marks(store: object) -> AttemptMarks:

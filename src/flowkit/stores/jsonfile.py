@@ -3,15 +3,16 @@
 Each thread has an append-only ``journal.jsonl`` (one JSON record per line, fsync'd per
 append), an occasional ``snapshot.json`` (replaced atomically) so loading skips old records, a
 lock file (under ``locks/``, removed with the thread: ``_locks``) held while a process runs the
-thread, and with attempt tracking an ``attempt.json`` naming the node last started. Lines and
-snapshots carry a checksum (format v2). A torn last line left by a crash, or a zero-filled tail
-left by a power loss, is detected, skipped, reported and cut off by the next writer; a
-complete record never is (``_tears`` tells the two apart), and damage anywhere else fails
-only that thread, naming the file and line. A snapshot is used only if intact and lined up
-with the journal.
+thread, and with attempt tracking an ``attempt.json`` naming the node last started. Threads
+whose position has a timer (a gate's deadline, a node's wake-up) have a small file each under
+``timers/`` (``_timer_files``): the store's ``TimerIndex``. Lines and snapshots carry a
+checksum (format v2). A torn last line left by a crash, or a zero-filled tail left by a power
+loss, is detected, skipped, reported and cut off by the next writer; a complete record never
+is (``_tears`` tells the two apart), and damage anywhere else fails only that thread, naming
+the file and line. A snapshot is used only if intact and lined up with the journal.
 
 Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``); this module adds the writes:
-create, append, snapshots, compaction, deletion, attempt markers and locks.
+create, append, snapshots, compaction, deletion, attempt markers, timers and locks.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from ._ids import check_thread_id
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
 from ._jsonl import encode, line_crc, offset_after_line, unseal, write_all
 from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
-from ._protocol import AnyRecord, check_compaction, check_versions
+from ._protocol import AnyRecord, DueTimer, check_compaction, check_versions
+from ._timer_files import TIMERS, TimerFiles
 
 __all__ = ["JsonFileStore"]
 
@@ -69,6 +71,7 @@ class JsonFileStore(JsonFileReader):
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
         self._locks_dir = self.root / "locks"
+        self._timers = TimerFiles(self.root / TIMERS, fsync=fsync)
         self._leftovers_swept = False
 
     def __repr__(self) -> str:
@@ -175,6 +178,8 @@ class JsonFileStore(JsonFileReader):
                         os.ftruncate(fd, 0)
                     else:
                         raise ThreadExistsError(thread_id)
+                if record.due is not None:  # before the record: never a timer without it
+                    self._timers.add(thread_id, record.due, record.flow)
                 try:
                     write_all(fd, data, 0)
                     self._sync(fd)
@@ -194,6 +199,8 @@ class JsonFileStore(JsonFileReader):
                     0,
                     capacity=len(data),
                     ino=os.fstat(fd).st_ino,
+                    due=record.due,
+                    flow=record.flow,
                 )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -217,6 +224,12 @@ class JsonFileStore(JsonFileReader):
                         expected=expected_version,
                         actual=tail.version,
                     )
+                # The timer index: a new timer's file before the record that sets it, the old
+                # one's after the record that ends it (so a crash leaves at worst a stale
+                # file). Both None, as for every step of a thread without timers: nothing.
+                due, old = records[-1].due if records else tail.due, tail.due
+                if due is not None and due != old:
+                    self._timers.add(thread_id, due, tail.flow)
                 end = tail.size + len(data)
                 padded = data
                 if end > tail.capacity and self.preallocate:
@@ -236,6 +249,9 @@ class JsonFileStore(JsonFileReader):
                 tail.size += len(data)
                 tail.lines += len(records)
                 tail.since_snapshot += len(data)
+                tail.due = due
+                if old is not None and old != due:
+                    self._timers.remove(thread_id, old)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -303,6 +319,7 @@ class JsonFileStore(JsonFileReader):
             except OSError as exc:
                 raise os_error("delete", directory, exc, thread_id=thread_id) from exc
             lock.remove = True
+            self._timers.remove_all(thread_id)
         shutil.rmtree(tombstone, ignore_errors=True)
         if not self._leftovers_swept:
             # What deletes that crashed midway left (tombstones, lock files), and the lock
@@ -350,6 +367,14 @@ class JsonFileStore(JsonFileReader):
             return os.stat(self._journal_path(thread_id)).st_size > 0
         except OSError:
             return False
+
+    def due_timers(
+        self, until: float, *, flow: str | None = None, limit: int | None = None
+    ) -> list[DueTimer]:
+        return self._timers.due(until, flow=flow, limit=limit)
+
+    def drop_timer(self, thread_id: str, due: float) -> None:
+        self._timers.remove(check_thread_id(thread_id), due)
 
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         """Note that a node starts (``attempt.json``, overwritten in place; not fsync'd)."""

@@ -1,4 +1,8 @@
-"""MemoryStore: threads in a dict, for tests and for runs that need no durability."""
+"""MemoryStore: threads in a dict, for tests and for runs that need no durability.
+
+It has both optional capabilities: attempt markers (``AttemptMarks``) and a timer index
+(``TimerIndex``: thread -> when its timer is due, kept by ``create`` and ``append``).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,14 @@ from typing import TYPE_CHECKING
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ..records._records import Snapshot, StartRecord
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, ThreadLog, check_compaction, check_versions, thread_busy
+from ._protocol import (
+    AnyRecord,
+    DueTimer,
+    ThreadLog,
+    check_compaction,
+    check_versions,
+    thread_busy,
+)
 
 if TYPE_CHECKING:
     from ..records._marker import AttemptMarker
@@ -25,6 +36,8 @@ class MemoryStore:
         self._journals: dict[str, list[AnyRecord]] = {}
         self._snapshots: dict[str, Snapshot] = {}
         self._attempts: dict[str, AttemptMarker] = {}
+        #: When each thread's timer is due (threads without one are not here).
+        self._timers: dict[str, float] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -40,6 +53,8 @@ class MemoryStore:
             if thread_id in self._journals:
                 raise ThreadExistsError(thread_id)
             self._journals[thread_id] = [record]
+            if record.due is not None:
+                self._timers[thread_id] = record.due
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
@@ -65,6 +80,11 @@ class MemoryStore:
                     actual=actual,
                 )
             journal.extend(records)
+            due = journal[-1].due
+            if due is not None:
+                self._timers[thread_id] = due
+            elif self._timers:  # a thread without a timer pays one truth test
+                self._timers.pop(thread_id, None)
 
     def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
         with self._guard:  # a consistent view while another thread compacts
@@ -108,6 +128,7 @@ class MemoryStore:
             del self._journals[thread_id]
             self._snapshots.pop(thread_id, None)
             self._attempts.pop(thread_id, None)
+            self._timers.pop(thread_id, None)
 
     def compact(self, thread_id: str, start: StartRecord) -> int:
         with self.lock(thread_id), self._guard:
@@ -120,6 +141,26 @@ class MemoryStore:
             if snapshot is not None and snapshot.version < start.version:
                 del self._snapshots[thread_id]
             return dropped
+
+    def due_timers(
+        self, until: float, *, flow: str | None = None, limit: int | None = None
+    ) -> list[DueTimer]:
+        with self._guard:
+            found = sorted(
+                (
+                    DueTimer(thread_id, due)
+                    for thread_id, due in self._timers.items()
+                    if due <= until
+                    and (flow is None or getattr(self._journals[thread_id][0], "flow", "") == flow)
+                ),
+                key=lambda timer: (timer.due, timer.thread_id),
+            )
+        return found if limit is None else found[:limit]
+
+    def drop_timer(self, thread_id: str, due: float) -> None:
+        with self._guard:
+            if self._timers.get(check_thread_id(thread_id)) == due:
+                del self._timers[thread_id]
 
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         self._journal(thread_id)

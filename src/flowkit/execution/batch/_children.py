@@ -22,12 +22,19 @@ from ...definition._ask import Ask
 from ...definition._node import Context, Node
 from ...definition._parallel import Call
 from ...definition._subflow import Subflow
-from ...errors import SubflowError, ThreadNotFoundError
+from ...errors import NotWaitingError, SubflowError, ThreadNotFoundError
 from ...records._node_error import NodeError
 from ...stores._ids import MAX_THREAD_ID, is_thread_id
 from .._port import RunPort
 
-__all__ = ["ChildPaused", "child_call", "child_output", "child_pauses", "child_thread_id"]
+__all__ = [
+    "ChildPaused",
+    "child_answer",
+    "child_call",
+    "child_output",
+    "child_pauses",
+    "child_thread_id",
+]
 
 
 class ChildPaused(Ask):
@@ -77,28 +84,93 @@ def child_output(sub: Subflow, name: str, state: Any, result: Any) -> Mapping[st
 def child_call(runner: RunPort, name: str, call: Call, version: int) -> Node:
     """The node a batch runs for ``Subflow`` call ``call`` of node ``name``: it starts the
     call's child thread (or goes on with it) and returns the parent's update, or raises
-    ``ChildPaused`` while the child waits."""
+    ``ChildPaused`` while the child waits. Async when the child flow has async nodes (the
+    async driver awaits it on its loop; the sync driver gives it a loop of its own)."""
     sub = call.node
     assert isinstance(sub, Subflow)
     is_item = call.gate is None and call.item is not None
+    label = f"{name}[{call.label}]"
 
-    def run_child(state: Any, ctx: Context[Any]) -> Mapping[str, Any]:
+    def plan(state: Any, ctx: Context[Any]) -> tuple[Any, str, str, Any]:
+        """The child's runner and thread, and what to do: start it (from the value), go on
+        with it, or nothing (the value is where it stands)."""
         threads = runner._child_runner(sub.flow)
         tid = child_thread_id(ctx.thread_id, version, name, call.index, ctx.attempt)
-        deps = ctx.deps
         try:
             result = threads.get_state(tid)
         except ThreadNotFoundError:
             start = sub.item_start_state(state, call.item) if is_item else sub.start_state(state)
-            result = threads.start(tid, start, deps=deps)
-        else:
-            if result.status == "pending" or (
-                result.status == "failed" and result.node in sub.flow.nodes
-            ):
-                result = threads.resume(tid, deps=deps)  # a crash or a failure mid-child
+            return threads, tid, "start", start
+        if result.status == "pending" or (
+            result.status == "failed" and result.node in sub.flow.nodes
+        ):
+            return threads, tid, "resume", None  # a crash or a failure mid-child
+        return threads, tid, "have", result
+
+    def outcome(state: Any, tid: str, result: Any) -> Mapping[str, Any]:
         if result.status == "waiting":
             raise ChildPaused(tid, child_pauses(result))
-        return child_output(sub, f"{name}[{call.label}]", state, result)
+        return child_output(sub, label, state, result)
 
-    run_child.__name__ = f"{name}[{call.label}]"
-    return Node(run_child, reads=sub.reads, writes=sub.writes, retry=sub.retry)
+    if sub.is_async:
+
+        async def run_child_async(state: Any, ctx: Context[Any]) -> Mapping[str, Any]:
+            threads, tid, action, value = plan(state, ctx)
+            if action == "start":
+                value = await threads.astart(tid, value, deps=ctx.deps)
+            elif action == "resume":
+                value = await threads.aresume(tid, deps=ctx.deps)
+            return outcome(state, tid, value)
+
+        run: Any = run_child_async
+    else:
+
+        def run_child(state: Any, ctx: Context[Any]) -> Mapping[str, Any]:
+            threads, tid, action, value = plan(state, ctx)
+            if action == "start":
+                value = threads.start(tid, value, deps=ctx.deps)
+            elif action == "resume":
+                value = threads.resume(tid, deps=ctx.deps)
+            return outcome(state, tid, value)
+
+        run = run_child
+    run.__name__ = label
+    return Node(run, reads=sub.reads, writes=sub.writes, retry=sub.retry)
+
+
+def child_answer(runner: RunPort, sub: Subflow, tid: str, given: Mapping[str, Any]) -> Node:
+    """A node that gives a waiting child thread its answers (``given``: the child's pause ids
+    -> inputs) and returns where the child then stands. An answer the child took already (a
+    crash came before the parent's checkpoint) is not given twice: it returns where the child
+    stands."""
+    threads = runner._child_runner(sub.flow)
+    if len(given) == 1:
+        ((pause, value),) = given.items()
+        args: tuple[Any, ...] = (value,)
+        gate: str | None = pause
+    else:
+        args, gate = (dict(given),), None
+
+    def stale(exc: NotWaitingError) -> Any:
+        result = threads.get_state(tid)
+        if result.status == "waiting" and all(p in child_pauses(result) for p in given):
+            raise exc  # still waiting there: the refusal was about something else
+        return result
+
+    if sub.is_async:
+
+        async def answer_async(state: Any) -> Any:
+            try:
+                return await threads.aresume(tid, *args, gate=gate)
+            except NotWaitingError as exc:
+                return stale(exc)
+
+        return Node(answer_async)
+
+    def answer(state: Any) -> Any:
+        try:
+            return threads.resume(tid, *args, gate=gate)
+        except NotWaitingError as exc:
+            return stale(exc)
+
+    return Node(answer)

@@ -9,7 +9,7 @@ closes the last open pause leaves the thread pending, and the run goes on to the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,17 +18,18 @@ from ...definition._gate import Gate
 from ...definition._node import check_update
 from ...definition._parallel import Batched, Call, Map, Parallel
 from ...definition._subflow import Subflow
-from ...errors import NotWaitingError, SubflowError
+from ...errors import SubflowError
 from ...records._node_error import NodeError
-from .._cursor import Cursor
+from .._cursor import CallNode, Cursor, Instruction
+from .._journal import raw_apply
 from .._open import open_pauses
 from .._outside_steps import dump_input, refused_by_gate, validate_gate_input
 from .._port import RunPort
 from .._steps import check_writes
-from ._children import child_output, child_pauses
+from ._children import child_answer, child_output, child_pauses
 from ._run import checkpoint_call, checkpoint_pauses, label_of
 
-__all__ = ["answer_batch", "answer_child_call", "pause_spec"]
+__all__ = ["ChildAnswers", "answer_batch", "answer_child_call", "answer_children", "pause_spec"]
 
 
 def pause_spec(node: Batched, cursor: Cursor, pause: str) -> tuple[Call, Gate]:
@@ -51,10 +52,14 @@ def answer_batch(
     run_id: str,
     cursor: Cursor,
     answers: Mapping[str, Any],
-) -> Cursor:
+) -> tuple[Cursor, ChildAnswers]:
     """Answer open pauses of the batch node the thread waits at (``answers``: pause id ->
     input, every id open). Every input is validated before any is saved; each answer is then
-    checkpointed on its own, so a crash between them loses none that was saved."""
+    checkpointed on its own, so a crash between them loses none that was saved.
+
+    Answers for the children of ``Subflow`` calls run those children on: they are returned
+    (call key -> the child's answers) for ``answer_children`` to give as the run's first
+    steps, through the driver, like any node call."""
     flow = runner.flow
     node = flow.nodes[cursor.node]
     assert isinstance(node, Map | Parallel)
@@ -79,12 +84,27 @@ def answer_batch(
             gate = child_flow.gates.get(pause)
             if gate is not None:
                 validate_gate_input(child_flow, thread_id, f"{key}/{pause}", value, gate)
-    for pause, model in validated.items():
-        call, spec = specs[pause]
-        of = len(calls)
-        cursor = _commit_answer(runner, thread_id, run_id, cursor, pause, call, spec, model, of)
+    prepared = {
+        pause: _prepare_answer(runner, thread_id, cursor, pause, *specs[pause], model)
+        for pause, model in validated.items()
+    }  # every answer's update is made and checked before any is saved
+    for pause, made in prepared.items():
+        call = specs[pause][0]
+        cursor = _commit_answer(runner, thread_id, run_id, cursor, pause, call, made, len(calls))
+    return cursor, children
+
+
+#: Answers for the children of a batch's ``Subflow`` calls: call key -> child pause -> input.
+ChildAnswers = dict[str, dict[str, Any]]
+
+
+def answer_children(
+    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, children: ChildAnswers
+) -> Generator[Instruction, Any, Cursor]:
+    """Give each ``Subflow`` call's child its answers (a node call the driver carries out),
+    then checkpoint where the call stands."""
     for key, given in children.items():
-        cursor = answer_child_call(runner, thread_id, run_id, cursor, key, given, calls)
+        cursor = yield from answer_child_call(runner, thread_id, run_id, cursor, key, given)
     return cursor
 
 
@@ -113,30 +133,28 @@ def answer_child_call(
     cursor: Cursor,
     key: str,
     given: dict[str, Any],
-    calls: list[Call],
-) -> Cursor:
+) -> Generator[Instruction, Any, Cursor]:
     """Answer the child thread of Subflow call ``key``, then checkpoint where the call stands:
     finished (its output, kept for the join), failed, or waiting at its child's next pauses.
     An answer its child took already (a crash came before the parent's checkpoint) is not
     given twice: the call is brought up to where its child stands."""
+    node = runner.flow.nodes[cursor.node]
+    assert isinstance(node, Map | Parallel)
+    calls = node.calls(cursor.state)
     entry = (cursor.pauses or {})[key]
     call = calls[int(entry["index"])]
     sub = _child_of(calls, entry)
-    threads = runner._child_runner(sub.flow)
     tid = str(entry["thread"])
-    try:
-        if len(given) == 1:
-            ((pause, value),) = given.items()
-            result = threads.resume(tid, value, gate=pause)
-        else:
-            result = threads.resume(tid, given)
-    except NotWaitingError:
-        result = threads.get_state(tid)
-        if result.status == "waiting" and child_pauses(result) == entry["pauses"]:
-            raise
+    owner = runner.store if runner.store is not None else runner
+    answering = child_answer(runner, sub, tid, given)
+    outcome = yield CallNode(answering, key, cursor.state, None, thread_id, owner)
+    assert outcome is not None
+    if outcome.error is not None:
+        raise outcome.error  # an answer the child refused: nothing of the parent changed
+    result = outcome.value
     if result.status == "waiting":
-        pauses = {**(cursor.pauses or {}), key: {**entry, "pauses": child_pauses(result)}}
-        return checkpoint_pauses(runner, thread_id, run_id, cursor, pauses)
+        added = {key: {**entry, "pauses": child_pauses(result)}}
+        return checkpoint_pauses(runner, thread_id, run_id, cursor, added)
     name = cursor.node
     label = label_of(name, call)
     error: NodeError | None = None
@@ -160,8 +178,34 @@ def answer_child_call(
         update,
         error=error,
         status="waiting" if still else "pending",
-        answered=key,
+        answered=True,
     )
+
+
+def _prepare_answer(
+    runner: RunPort,
+    thread_id: str,
+    cursor: Cursor,
+    pause: str,
+    call: Call,
+    spec: Gate,
+    model: BaseModel,
+) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """The update an answer to ``pause`` makes and the input as the journal keeps it, each
+    checked to be storable: made for every answer of a call before any is saved."""
+    label = label_of(cursor.node, call)
+    try:
+        raw = dict(spec.to_update(cursor.state, model, thread_id=thread_id))
+    except (ValueError, TypeError, LookupError) as exc:
+        raise refused_by_gate(pause, thread_id, exc) from exc
+    check_writes(label, spec.writes, raw)
+    entry = (cursor.pauses or {}).get(pause) or {}
+    saved = entry.get("update")
+    if saved:  # what the call saved with its question, then the answer, through reducers
+        raw = raw_apply(runner.flow.schema, dict(saved), raw)
+    _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    runner._threads.dump(update, thread_id=thread_id, who=label)  # refused here, not midway
+    return update, dump_input(thread_id, label, model)
 
 
 def _commit_answer(
@@ -171,22 +215,10 @@ def _commit_answer(
     cursor: Cursor,
     pause: str,
     call: Call,
-    spec: Gate,
-    model: BaseModel,
+    prepared: tuple[Mapping[str, Any], dict[str, Any]],
     of: int,
 ) -> Cursor:
-    name = cursor.node
-    label = label_of(name, call)
-    try:
-        raw = dict(spec.to_update(cursor.state, model, thread_id=thread_id))
-    except (ValueError, TypeError, LookupError) as exc:
-        raise refused_by_gate(pause, thread_id, exc) from exc
-    check_writes(label, spec.writes, raw)
-    entry = (cursor.pauses or {}).get(pause) or {}
-    saved = entry.get("update")
-    if saved:  # what the call saved with its question, under the answer
-        raw = {**saved, **raw}
-    _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+    update, given = prepared
     still = [p for p in open_pauses(runner.flow, cursor) if p != pause]
     return checkpoint_call(
         runner,
@@ -197,6 +229,6 @@ def _commit_answer(
         of,
         update,
         status="waiting" if still else "pending",
-        given=dump_input(thread_id, label, model),
-        answered=pause,
+        given=given,
+        answered=True,
     )

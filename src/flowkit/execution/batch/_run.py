@@ -23,7 +23,7 @@ from ...records._events import Failed, NodeFinished, NodeStarted, Waiting
 from ...records._node_error import NodeError
 from ...records._records import ItemRecord, JoinRecord, PauseRecord, Status
 from .._cursor import Batch, Cursor, Finished, Instruction, ItemDone, Job
-from .._open import arrive, gate_payload, open_pauses
+from .._open import arrive, gate_payload, merged, open_pauses, without_call
 from .._port import RunPort
 from .._steps import attempts as _attempts
 from .._steps import check_ask, check_writes, log_node_finished, move, status_of
@@ -121,13 +121,15 @@ def _pause(
 ) -> Cursor:
     """Every call has finished or asked; the gate branches and the calls that asked wait for
     their input."""
-    pauses = dict(cursor.pauses or {})
+    added: dict[str, Any] = {}
     for call in branches:
         assert call.gate is not None
         entry = gate_payload(runner, thread_id, call.label, call.gate, cursor.state)
         if entry is not None:
-            pauses[call.label] = entry
-    after = cursor._replace(status="waiting", version=cursor.version + 1, pauses=pauses or None)
+            added[call.label] = entry
+    after = cursor._replace(
+        status="waiting", version=cursor.version + 1, pauses=merged(cursor.pauses, added)
+    )
     gates = list(open_pauses(runner.flow, after))
     record = None
     if runner.store is not None:
@@ -137,7 +139,7 @@ def _pause(
             run_id=run_id,
             next=name,
             status="waiting",
-            pauses=None if after.pauses is None else dict(after.pauses),
+            pauses=added or None,  # what this record adds; the rest were journaled before
             node=name,
             gates=gates,
         )
@@ -176,8 +178,7 @@ def _commit_ask(
         }
         if update:
             entry["update"] = runner._threads.dump(update, thread_id=thread_id, who=label)
-    pauses = {**(cursor.pauses or {}), label: entry}
-    after = checkpoint_pauses(runner, thread_id, run_id, cursor, pauses, finished.llm_calls)
+    after = checkpoint_pauses(runner, thread_id, run_id, cursor, {label: entry}, finished.llm_calls)
     if runner._subscribers:
         runner._emit(NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts))
     return after
@@ -188,11 +189,14 @@ def checkpoint_pauses(
     thread_id: str,
     run_id: str,
     cursor: Cursor,
-    pauses: dict[str, Any],
+    added: dict[str, Any],
     llm_calls: list[dict[str, Any]] | None = None,
 ) -> Cursor:
-    """Commit a ``pause`` record holding the batch's open pauses, ``pauses`` (a call asked,
-    or a Subflow call's child waits at other pauses now); the thread keeps its status."""
+    """Commit a ``pause`` record that adds (or replaces) pauses of the batch, ``added``: a
+    call asked, or a Subflow call's child waits at other pauses now. The record holds only
+    those, so a batch's journal grows with its pauses, not with their square; the thread
+    keeps its status."""
+    pauses = merged(cursor.pauses, added)
     after = cursor._replace(version=cursor.version + 1, pauses=pauses, entered=cursor.step_version)
     record = None
     if runner.store is not None:
@@ -202,7 +206,7 @@ def checkpoint_pauses(
             run_id=run_id,
             next=cursor.node,
             status=after.status,
-            pauses=pauses,
+            pauses=added,
             node=cursor.node,
             gates=list(open_pauses(runner.flow, after)) if after.status == "waiting" else [],
             llm_calls=llm_calls or [],
@@ -229,7 +233,7 @@ def checkpoint_call(
     finished: Finished | None = None,
     status: Status = "pending",
     given: dict[str, Any] | None = None,
-    answered: str | None = None,
+    answered: bool = False,
 ) -> Cursor:
     """Commit an ``item`` record for one finished call (or answered pause ``answered``, a gate
     branch or a call that asked, whose input is ``given``): its update is kept aside in the
@@ -238,9 +242,7 @@ def checkpoint_call(
     stored = runner._threads.dump(update, thread_id=thread_id, who=label_of(name, call))
     done = ItemDone(update, stored, error, of, call.label)
     items = {**(cursor.items or {}), call.index: done}
-    pauses = cursor.pauses
-    if answered is not None and pauses is not None and answered in pauses:
-        pauses = {key: entry for key, entry in pauses.items() if key != answered} or None
+    pauses = without_call(cursor.pauses, call.index, call.label)
     after = Cursor(
         cursor.state,
         name,
@@ -259,7 +261,6 @@ def checkpoint_call(
             run_id=run_id,
             next=name,
             status=status,
-            pauses=None if pauses is None else dict(pauses),
             node=name,
             index=call.index,
             of=of,

@@ -24,6 +24,7 @@ from ...errors import NodeTimeoutError
 from ...records._node_error import NodeError
 from ...records._records import StartRecord
 from .._cursor import CallNode, Cursor, Instruction, Outcome, Sleep
+from .._open import arrive
 from .._port import RunSteps
 from .._steps import fail as _fail
 from .._steps import mirror, status_of
@@ -53,7 +54,8 @@ def start_child(holder: ChildRunner, thread_id: str, run_id: str, state: BaseMod
     state = mirror(flow, state, {}, flow.start)
     if flow.invariants:
         check_invariants(flow, thread_id, "__start__", state, None)
-    child = Cursor(state, flow.start, status_of(flow, flow.start), 0)
+    pauses, due = arrive(holder, thread_id, flow.start, state)
+    child = Cursor(state, flow.start, status_of(flow, flow.start), 0, pauses=pauses, due=due)
     record = None
     if holder.store is not None:
         record = StartRecord(
@@ -62,6 +64,8 @@ def start_child(holder: ChildRunner, thread_id: str, run_id: str, state: BaseMod
             run_id=run_id,
             next=child.node,
             status=child.status,
+            pauses=pauses,
+            due=due,
             flow=flow.name,
             state=dump_child_state(flow, thread_id, state),
         )

@@ -115,6 +115,9 @@ class ChildRunner:
             None,
             after,
             parent.step_version,
+            # The child's timer is the thread's: fire_due finds it on the parent, and fires
+            # it inside the child.
+            due=after.due if status == "waiting" else None,
         )
         wrapped = None
         if record is not None and self.store is not None:
@@ -124,6 +127,7 @@ class ChildRunner:
                 run_id=record.run_id,
                 next=self.name,
                 status=status,
+                due=new.due,
                 node=self.name,
                 attempts=self.attempts,
                 record=record,

@@ -23,10 +23,14 @@ from ...records._events import NodeFinished, NodeStarted
 from ...records._node_error import NodeError
 from .._answers import answer, answers_for
 from .._cursor import Cursor, Instruction
+from .._invoke import drive_sync
+from .._open import arrive
 from .._outside_steps import patch_step
 from .._port import RunSteps
 from .._steps import back_off, check_writes, move, status_of, step_record
 from .._steps import fail as _fail
+from .._timers import asleep, fire_step, sleeping
+from ..batch._gates import answer_children
 from ._attempts import run_child, start_child, start_state
 from ._child import ChildRunner, leaf, parent_status, retries, waiting_path, waiting_pauses
 from ._journal import child_error, child_flow_of
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ChildRunner",
     "answer_child",
+    "fire_child",
     "patch_child",
     "run_subflow",
     "waiting_gates",
@@ -166,7 +171,10 @@ def _step(
     target = flow.next_state(name, state)
     runner._log.debug("route_decided", thread_id=thread_id, node=name, target=target)
     state = move(flow, thread_id, name, target, state, update, cursor.version)
-    after = Cursor(state, target, status_of(flow, target), cursor.version + 1, error)
+    pauses, due = arrive(runner, thread_id, target, state)
+    after = Cursor(
+        state, target, status_of(flow, target), cursor.version + 1, error, pauses=pauses, due=due
+    )
     record = None
     if runner.store is not None:
         record = step_record(runner, thread_id, run_id, name, after, update, attempts, [], latency)
@@ -195,6 +203,8 @@ def answer_child(
     map their paths to inputs. Everything is validated before anything is saved.
     """
     child_flow, inner, prefix = leaf(runner.flow, cursor)
+    if sleeping(inner):  # a node of the child asleep: its timer moves it on, not an answer
+        raise asleep(thread_id, inner._replace(node=f"{prefix}/{inner.node}"))
     waiting = tuple(waiting_pauses(runner.flow, cursor))
     several = isinstance(child_flow.nodes.get(inner.node), BatchNode)
     by_path = answers_for(
@@ -205,8 +215,14 @@ def answer_child(
     def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
         if len(local) == 1:
             ((pause, given),) = local.items()
-            return answer(holder, thread_id, run_id, leaf_cursor, given, pause)
-        return answer(holder, thread_id, run_id, leaf_cursor, local, None)
+            answered, children = answer(holder, thread_id, run_id, leaf_cursor, given, pause)
+        else:
+            answered, children = answer(holder, thread_id, run_id, leaf_cursor, local, None)
+        if not children:
+            return answered
+        # Children of Subflow calls in a batch inside this child: answered here, in this
+        # thread (the parent's run goes on from the child's cursor once they are).
+        return drive_sync(answer_children(holder, thread_id, run_id, answered, children))
 
     return _answer(runner, run_id, cursor, at_leaf)
 
@@ -220,6 +236,17 @@ def _answer(
     _answer(holder, run_id, cursor.sub, at_leaf)
     holder.flush()
     return holder.cursor
+
+
+def fire_child(runner: Any, thread_id: str, run_id: str, cursor: Cursor) -> Cursor:
+    """Fire the due timer of the innermost child (a deadline of its gate, a wake-up of its
+    node), through the children above it as an answer goes; the parent's cursor after. The
+    caller holds the thread's lock and has just read it."""
+
+    def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
+        return fire_step(holder, thread_id, run_id, leaf_cursor)
+
+    return _answer(runner, run_id, cursor, at_leaf)
 
 
 def patch_child(

@@ -1,6 +1,6 @@
 // flowkit review page: threads waiting for a person, and a page per thread with its diagram,
-// state, history and the open gate as a form; live over server-sent events.
-// Every value from the server is shown with textContent, never as markup.
+// state, history and a form per open pause, with what the pause shows (its payload); live over
+// server-sent events. Every value from the server is shown with textContent, never as markup.
 "use strict";
 
 const TOKEN_KEY = "flowkit-token";
@@ -216,7 +216,20 @@ function renderReview(id, thread, view, section) {
   }
   if (view.kind === "sas") renderSas(id, thread, view, section);
   else if (view.kind === "chat") renderChat(id, thread, view, section);
-  else for (const gate of thread.gates) section.append(gateForm(id, gate));
+  else for (const gate of thread.gates) section.append(gateForm(id, gate, payloadOf(thread, gate.name)));
+}
+
+// What the open pause `name` shows whoever answers it (its payload); undefined: nothing.
+function payloadOf(thread, name) {
+  const pause = (thread.pauses || []).find((p) => p.id === name);
+  return pause && pause.payload !== null ? pause.payload : undefined;
+}
+
+// A payload as text: a string as it is, anything else as indented JSON; never markup.
+function payloadBlock(name, payload) {
+  if (payload === undefined) return null;
+  const text = typeof payload === "string" ? payload : JSON.stringify(payload, null, 2);
+  return el("pre", { class: "payload", "data-pause": name, text: text });
 }
 
 // -- sas: the task list and module steps, readable, with approve and feedback ---------------
@@ -275,6 +288,8 @@ function renderChat(id, thread, view, section) {
     el("li", { class: m.speaker.toUpperCase() === "USER" ? "mine" : "theirs" },
       el("span", { class: "speaker", text: m.speaker }), el("span", { class: "text", text: m.text })))));
   if (!view.input_field || thread.status !== "waiting") return;
+  const asked = payloadBlock(thread.gates[0].name, payloadOf(thread, thread.gates[0].name));
+  if (asked) section.append(asked);
   const box = el("input", { id: "say", type: "text", maxlength: 2000, placeholder: "Say something" });
   section.append(el("form", { class: "say", on: { submit: async (event) => {
     event.preventDefault();
@@ -285,13 +300,14 @@ function renderChat(id, thread, view, section) {
 
 // -- any gate: a form generated from its input schema ---------------------------------------------
 
-function gateForm(id, gate) {
+function gateForm(id, gate, payload) {
   const schema = gate.input_schema || {};
   const required = new Set(schema.required || []);
   const fields = [];
   const form = el("form", { class: "gate", "data-gate": gate.name });
   form.append(el("h2", { text: "Answer " + gate.name }));
   if (gate.description) form.append(el("p", { text: gate.description }));
+  if (payload !== undefined) form.append(payloadBlock(gate.name, payload));
   for (const [name, prop] of Object.entries(schema.properties || {})) {
     const type = prop.type || (prop.anyOf ? (prop.anyOf.find((p) => p.type !== "null") || {}).type : "");
     const inputId = "field-" + gate.name + "-" + name;

@@ -41,6 +41,8 @@ def event_body(record: AnyRecord) -> bytes:
     if record.kind == "step":
         body["latency_s"] = getattr(record, "latency_s", 0.0)
         body["attempts"] = getattr(record, "attempts", 1)
+    if record.pauses and "wake" in record.pauses.get(record.next, ()):
+        body["asleep"] = True  # ctx.sleep_until: waiting for its timer, not for an answer
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
@@ -71,7 +73,7 @@ def to_events(
         classes = classify_changes(changed, change_classes or {})
         update = dict.fromkeys(changed)
         found.append(StateChanged(thread_id, run_id, node, version, changed, classes, None, update))
-    if status == "waiting":
+    if status == "waiting" and not body.get("asleep"):
         found.append(Waiting(thread_id, run_id, str(body["next"]), version))
     elif status == "done":
         found.append(Completed(thread_id, run_id, str(body["next"]), version))

@@ -5,7 +5,8 @@ each in its own transaction, and records the version reached in ``<schema>.meta`
 store never creates or changes a table: it checks the version and says what to run.
 
 Tables (schema ``flowkit`` by default): ``threads`` (one row per thread: version, status,
-next node), ``records`` (the journal: one row per record, the same O(Δ) JSON as a journal
+next node, and ``due_at``, when its timer is due: the timer index, set by the statement that
+appends the record), ``records`` (the journal: one row per record, the same O(Δ) JSON as a journal
 line), ``snapshots``, ``attempts`` (attempt markers), ``leases`` (who runs a thread, until
 when), ``work`` (queued inputs for workers) and ``events`` (what each commit announced,
 ordered by a cursor).
@@ -87,6 +88,12 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX events_cursor ON {s}.events (xid, seq);
     CREATE INDEX events_thread ON {s}.events (thread_id, version);
+    """,
+    # 2: timers (a gate's deadline, a node's wake-up). Only threads with one are indexed, and
+    # a step that leaves `due_at` NULL changes no indexed column, so it stays a HOT update.
+    """
+    ALTER TABLE {s}.threads ADD COLUMN due_at timestamptz;
+    CREATE INDEX threads_due ON {s}.threads (flow, due_at) WHERE due_at IS NOT NULL;
     """,
 )
 

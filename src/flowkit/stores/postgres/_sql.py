@@ -37,6 +37,9 @@ class Statements:
     last_attempt: bytes
     exists: bytes
     compact: tuple[bytes, ...]
+    due_timers: bytes
+    due_timers_any: bytes
+    drop_timer: bytes
     channel: str
 
     @classmethod
@@ -59,8 +62,9 @@ class Statements:
                     FROM {s}.records r WHERE r.thread_id = t.thread_id) j"""
         create = f"""
                 WITH made AS (
-                    INSERT INTO {s}.threads (thread_id, flow, version, status, next)
-                    VALUES (%(thread)s, %(flow)s, %(version)s, %(status)s, %(next)s)
+                    INSERT INTO {s}.threads (thread_id, flow, version, status, next, due_at)
+                    VALUES (%(thread)s, %(flow)s, %(version)s, %(status)s, %(next)s,
+                            to_timestamp(%(due)s::double precision))
                     ON CONFLICT (thread_id) DO NOTHING
                     RETURNING thread_id, incarnation
                 ), rec AS (
@@ -76,7 +80,8 @@ class Statements:
                 WITH bump AS (
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
-                        updated_at = now(), retry_at = NULL
+                        updated_at = now(), retry_at = NULL,
+                        due_at = to_timestamp(%(due)s::double precision)
                     WHERE thread_id = %(thread)s AND version = %(expected)s{{intact}}
                     RETURNING thread_id, incarnation
                 ), rec AS (
@@ -97,7 +102,8 @@ class Statements:
                 WITH bump AS (
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
-                        updated_at = now(), retry_at = NULL
+                        updated_at = now(), retry_at = NULL,
+                        due_at = to_timestamp(%(due)s::double precision)
                     WHERE thread_id = %(thread)s AND version = %(expected)s{{intact}}
                     RETURNING thread_id, incarnation
                 ), rec AS (
@@ -195,5 +201,24 @@ class Statements:
                 f"""DELETE FROM {s}.snapshots
                     WHERE thread_id = %(thread)s AND version < %(version)s""".encode(),
             ),
+            # The timer index: threads (of a flow, of any) whose timer is due by `until`,
+            # earliest first.
+            due_timers=f"""
+                SELECT thread_id, extract(epoch FROM due_at) FROM {s}.threads
+                WHERE flow = %(flow)s AND due_at <= to_timestamp(%(until)s::double precision)
+                ORDER BY due_at, thread_id
+                LIMIT %(limit)s::bigint
+            """.encode(),
+            due_timers_any=f"""
+                SELECT thread_id, extract(epoch FROM due_at) FROM {s}.threads
+                WHERE due_at <= to_timestamp(%(until)s::double precision)
+                ORDER BY due_at, thread_id
+                LIMIT %(limit)s::bigint
+            """.encode(),
+            drop_timer=f"""
+                UPDATE {s}.threads SET due_at = NULL
+                WHERE thread_id = %(thread)s
+                  AND due_at = to_timestamp(%(due)s::double precision)
+            """.encode(),
             channel=f"{_CHANNEL}_{s}",
         )

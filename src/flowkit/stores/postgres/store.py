@@ -4,7 +4,9 @@ Each step is one statement: compare-and-set of the thread's version, the journal
 same O(Δ) JSON as a journal line) and its event row, committed together or not at all. A
 writer that read an old version gets ``ConflictError``; two writers can never fork a thread.
 Locks are leases with a heartbeat (``_leases``); workers claim runnable threads from the same
-tables (``flowkit.workers``). The schema comes only from ``flowkit store init URL``.
+tables (``flowkit.workers``). The timer index (``TimerIndex``) is the threads' ``due_at``
+column, set by the same statement as the record. The schema comes only from ``flowkit store
+init URL``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ...foundation._logging import get_logger
 from ...records._records import Snapshot, StartRecord
 from .._ids import check_thread_id
 from .._jsonl import encode
-from .._protocol import AnyRecord, ThreadLog, check_compaction, check_versions
+from .._protocol import AnyRecord, DueTimer, ThreadLog, check_compaction, check_versions
 from ._continuity import Extent, breakage, broken_journal, check_run, describe, run_problems
 from ._driver import check_url, connect, load_driver, pg_error, redact, valid_schema
 from ._eventrows import event_body
@@ -138,6 +140,7 @@ class PostgresStore(WorkQueue):
             "flow": record.flow,
             "status": record.status,
             "next": record.next,
+            "due": record.due,
             "body": body,
             "event": event_body(record),
         }
@@ -165,6 +168,7 @@ class PostgresStore(WorkQueue):
             "version": last.version,
             "status": last.status,
             "next": last.next,
+            "due": last.due,
         }
         single = len(records) == 1
         if single:
@@ -362,6 +366,22 @@ class PostgresStore(WorkQueue):
         with self._guard:
             self._known.pop(thread_id, None)  # the next load reads the thread afresh
         return int(dropped)
+
+    # -- timers ----------------------------------------------------------------------------------
+
+    def due_timers(
+        self, until: float, *, flow: str | None = None, limit: int | None = None
+    ) -> list[DueTimer]:
+        query = self._sql.due_timers if flow is not None else self._sql.due_timers_any
+        params = {"until": until, "flow": flow, "limit": limit}
+        rows = retried(self._conn, None, lambda c: c.execute(query, params).fetchall())
+        # Record times are whole milliseconds; the column keeps them exactly, read back so.
+        return [DueTimer(str(row[0]), round(float(row[1]) * 1000) / 1000) for row in rows]
+
+    def drop_timer(self, thread_id: str, due: float) -> None:
+        params = {"thread": check_thread_id(thread_id), "due": due}
+        with self._conn(thread_id) as conn:
+            conn.execute(self._sql.drop_timer, params)
 
     def mark_attempt(self, thread_id: str, marker: AttemptMarker) -> None:
         """Note that a node starts; committed without waiting for the disk (a marker may be
