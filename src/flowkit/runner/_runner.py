@@ -174,16 +174,7 @@ class Runner(Generic[S, D]):
         return tuple(Pause(pause, payload) for pause, payload in _pauses(self.flow, cursor).items())
 
     def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]:
-        if cursor.status != "waiting":  # most calls end here: nothing open to list
-            return RunResult(
-                thread_id,
-                cursor.status,
-                cursor.node,
-                cursor.state,  # type: ignore[arg-type]
-                cursor.version,
-                run_id,
-                cursor.error,
-            )
+        # Most calls end where nothing is open: no pauses to list, no timer to read.
         pauses = self._pause_list(cursor)
         return RunResult(
             thread_id,
@@ -193,7 +184,7 @@ class Runner(Generic[S, D]):
             cursor.version,
             run_id,
             cursor.error,
-            tuple(pause.id for pause in pauses),
+            tuple(pause.id for pause in pauses) if pauses else (),
             pauses,
             None if cursor.due is None else as_time(cursor.due),
         )

@@ -127,23 +127,7 @@ def _pause(
         entry = gate_payload(runner, thread_id, call.label, call.gate, cursor.state)
         if entry is not None:
             added[call.label] = entry
-    after = cursor._replace(
-        status="waiting", version=cursor.version + 1, pauses=merged(cursor.pauses, added)
-    )
-    gates = list(open_pauses(runner.flow, after))
-    record = None
-    if runner.store is not None:
-        record = PauseRecord.model_construct(
-            version=after.version,
-            ts=runner._threads.stamp(),
-            run_id=run_id,
-            next=name,
-            status="waiting",
-            pauses=added or None,  # what this record adds; the rest were journaled before
-            node=name,
-            gates=gates,
-        )
-    runner._threads.commit(thread_id, cursor.version, after, record)
+    after = checkpoint_pauses(runner, thread_id, run_id, cursor, added, status="waiting")
     if runner._subscribers:
         for gate, payload in open_pauses(runner.flow, after).items():
             runner._emit(Waiting(thread_id, run_id, gate, after.version, payload))
@@ -191,13 +175,20 @@ def checkpoint_pauses(
     cursor: Cursor,
     added: dict[str, Any],
     llm_calls: list[dict[str, Any]] | None = None,
+    *,
+    status: Status | None = None,
 ) -> Cursor:
     """Commit a ``pause`` record that adds (or replaces) pauses of the batch, ``added``: a
     call asked, or a Subflow call's child waits at other pauses now. The record holds only
     those, so a batch's journal grows with its pauses, not with their square; the thread
-    keeps its status."""
+    keeps its status (or takes ``status``: ``waiting`` once every call has finished or asked)."""
     pauses = merged(cursor.pauses, added)
-    after = cursor._replace(version=cursor.version + 1, pauses=pauses, entered=cursor.step_version)
+    after = cursor._replace(
+        status=status or cursor.status,
+        version=cursor.version + 1,
+        pauses=pauses,
+        entered=cursor.step_version,
+    )
     record = None
     if runner.store is not None:
         record = PauseRecord.model_construct(
@@ -206,7 +197,7 @@ def checkpoint_pauses(
             run_id=run_id,
             next=cursor.node,
             status=after.status,
-            pauses=added,
+            pauses=added or None,  # what this record adds; the rest were journaled before
             node=cursor.node,
             gates=list(open_pauses(runner.flow, after)) if after.status == "waiting" else [],
             llm_calls=llm_calls or [],
