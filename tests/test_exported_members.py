@@ -47,6 +47,8 @@ def test_top_level_exports_are_locked() -> None:
         "StateChanged",
         "Stream",
         "Subflow",
+        "ThreadPage",
+        "ThreadSummary",
         "TokenStreamed",
         "Waiting",
         "__version__",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .runner._result import Checkpoint, Pause, RunResult
     from .runner._runner import Runner
     from .runner._stream import AsyncStream, Paused, Stream
+    from .stores._listing import ThreadPage, ThreadSummary
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,8 @@ __all__ = [
     "StateChanged",
     "Stream",
     "Subflow",
+    "ThreadPage",
+    "ThreadSummary",
     "TokenStreamed",
     "Waiting",
     "__version__",
@@ -125,6 +128,8 @@ _LAZY = {
     "StateChanged": ".records._events",
     "Stream": ".runner._stream",
     "Subflow": ".definition._subflow",
+    "ThreadPage": ".stores._listing",
+    "ThreadSummary": ".stores._listing",
     "TokenStreamed": ".records._events",
     "Waiting": ".records._events",
     "all_of": ".definition._conditions",

@@ -29,6 +29,9 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     ├── QueueClosedError           a broadcaster queue was closed or evicted (.thread_id)
     ├── RecoveryPolicyError        a recovery policy does not fit its flow (.problems)
     ├── ServerConfigError          ``flowkit.server.create_app`` settings that cannot work
+    ├── InvalidListingError        a thread listing's arguments are unusable (limit, order,
+    │   │                          status, times); also a ValueError
+    │   └── InvalidCursorError     a listing cursor that is malformed or made for another order
     ├── StoreError                 persistence failed (.thread_id, .path)
     │   ├── InvalidThreadIdError   e.g. ``../../etc``
     │   ├── ConflictError          another writer got there first; reload and retry
@@ -87,6 +90,8 @@ __all__ = [
     "IncompatibleThreadError",
     "InputTooDeepError",
     "InputTooLargeError",
+    "InvalidCursorError",
+    "InvalidListingError",
     "InvalidProgramError",
     "InvalidResumeInputError",
     "InvalidStateError",
@@ -401,6 +406,17 @@ class RecoveryPolicyError(FlowkitError):
 
 class ServerConfigError(FlowkitError):
     """The HTTP server was set up with something that cannot work (a short token, no flows)."""
+
+
+class InvalidListingError(FlowkitError, ValueError):
+    """A thread listing (``list_threads``) was asked for something it cannot give: a limit out
+    of range, an unknown order or status, a time that is not a number. A ``ValueError`` too,
+    like any bad argument."""
+
+
+class InvalidCursorError(InvalidListingError):
+    """A listing cursor that is not one ``list_threads`` made, or was made for another order;
+    start again from the first page (no cursor)."""
 
 
 class StoreError(FlowkitError):

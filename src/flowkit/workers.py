@@ -40,12 +40,14 @@ from .errors import (
     UnstorableValueError,
 )
 from .foundation._logging import get_logger
+from .foundation._progress import OnProgress
 from .stores._work_queue import WorkQueue, work_queue
 
 if TYPE_CHECKING:
     from .definition._flow import Flow
     from .runner._runner import Runner
-    from .stores.postgres import WorkItem
+    from .stores.postgres import ThreadStatus, WorkItem
+    from .stores.postgres._queue import Claim
 
 __all__ = ["WorkQueue", "Worker", "WorkerStats", "submit", "work_queue"]
 
@@ -239,21 +241,25 @@ class Worker:
             idle_wait = min(idle_wait * 2, max(self.poll_s, 2.0))
 
     def _serve_one(self, runners: dict[str, Runner[Any]]) -> bool:
-        thread_id = self.queue.claim(list(self.flows))
-        if thread_id is None:
+        claimed = self.queue.claim_next(list(self.flows))
+        if claimed is None:
             return False
         self.stats.add(claims=1)
         try:
-            self._serve(runners, thread_id)
+            self._serve(runners, claimed)
         finally:
-            self.queue.release(thread_id)
+            self.queue.release(claimed.thread_id)
         return True
 
-    def _serve(self, runners: dict[str, Runner[Any]], thread_id: str) -> None:
-        for _ in range(self.runs_per_claim):
+    def _serve(self, runners: dict[str, Runner[Any]], claimed: Claim) -> None:
+        thread_id = claimed.thread_id
+        found, item = claimed.status, claimed.item  # read with the claim, in its round trip
+        for turn in range(self.runs_per_claim):
             if self.queue.lease_lost(thread_id):
                 return
-            step = self._next_call(runners, thread_id)
+            if turn:  # after a run (or a rejected input): read them again
+                found, item = self.queue.next_work(thread_id)
+            step = self._next_call(runners, thread_id, found, item)
             if step is None:
                 return
             item, call = step
@@ -261,12 +267,15 @@ class Worker:
                 return
 
     def _next_call(
-        self, runners: dict[str, Runner[Any]], thread_id: str
+        self,
+        runners: dict[str, Runner[Any]],
+        thread_id: str,
+        found: ThreadStatus | None,
+        item: WorkItem | None,
     ) -> tuple[WorkItem | None, Callable[[], Any] | None] | None:
-        """What to do next with a claimed thread: a runner call and the item it uses, an
-        item rejected (no call), or nothing left (None)."""
-        found = self.queue.status(thread_id)
-        item = self.queue.next_item(thread_id)
+        """What to do next with a claimed thread standing at ``found`` (None: it does not
+        exist yet) whose next queued input is ``item``: a runner call and the item it uses,
+        an item rejected (no call), or nothing left (None)."""
         if found is None:  # a new thread: the item is its start (claimed for its flow)
             runner = runners.get(item.flow) if item is not None else None
             if item is None or runner is None:
@@ -327,9 +336,12 @@ class Worker:
         return False
 
 
-def serve_forever(worker: Worker, *, grace_s: float = 30.0) -> WorkerStats:
+def serve_forever(
+    worker: Worker, *, grace_s: float = 30.0, on_progress: OnProgress | None = None
+) -> WorkerStats:
     """Run ``worker`` until SIGTERM or SIGINT; then finish what it holds (at most ``grace_s``)
-    and give back every lease. For the main thread of a worker process."""
+    and give back every lease. For the main thread of a worker process. ``on_progress(runs,
+    None, "claimed N, done M, failed K")`` is called from this thread a few times a second."""
     import signal
 
     def graceful(signum: int, frame: Any) -> None:
@@ -342,6 +354,10 @@ def serve_forever(worker: Worker, *, grace_s: float = 30.0) -> WorkerStats:
         runner.start()
         while runner.is_alive() and not worker.stopping:
             runner.join(0.2)
+            if on_progress is not None:
+                stats = worker.stats
+                counts = f"claimed {stats.claims}, done {stats.runs}, failed {stats.errors}"
+                on_progress(stats.runs, None, counts)
         runner.join(grace_s)
     finally:
         for sig, handler in previous.items():

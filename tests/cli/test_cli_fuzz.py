@@ -120,6 +120,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     corrupt = tmp_path / "corrupt-store"
     (corrupt / "threads" / "bad").mkdir(parents=True)
     (corrupt / "threads" / "bad" / "journal.jsonl").write_bytes(b'{"kind": "start", "v": 1}\n{')
+    JsonFileStore(corrupt, fsync=False).reindex()  # its thread index, as flowkit's own stores have
     files = tmp_path / "files"
     files.mkdir()
     (files / "empty.txt").write_bytes(b"")
@@ -210,6 +211,8 @@ def _argv(command: Command, values: dict[str, str], out_dir: Path) -> tuple[list
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
     found = {}
     for folder, dirs, files in os.walk(root):
+        # A store folder's thread index is a cache of its journals, which a listing may build.
+        dirs[:] = [name for name in dirs if name != "index"]
         for name in dirs + files:
             path = os.path.join(folder, name)
             stat = os.lstat(path)

@@ -87,6 +87,8 @@ def test_a_thread_that_cannot_be_read_is_listed_as_such_and_delete_cleans_it_up(
     journal = store_dir / "threads" / "junk" / "journal.jsonl"
     journal.parent.mkdir()
     journal.write_bytes(content)
+    assert main(["store", "reindex", "--store", str(store_dir)]) == 1  # made by hand
+    capsys.readouterr()
     assert main(["threads", "--store", str(store_dir)]) == 1
     captured = capsys.readouterr()
     assert ["junk", "?", "unreadable"] in [line.split() for line in captured.out.splitlines()]

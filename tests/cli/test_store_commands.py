@@ -80,6 +80,10 @@ def test_a_corrupt_thread_is_reported_and_the_others_still_listed(
     journal = store_dir / "threads" / "done-1" / "journal.jsonl"
     lines = journal.read_bytes().splitlines(keepends=True)
     journal.write_bytes(lines[0] + damage + b"".join(lines[2:]))
+    # A file changed by hand: the thread index learns of it by a reindex (which says so too).
+    assert main(["store", "reindex", "--store", str(store_dir)]) == 1
+    reindexed = capsys.readouterr()
+    assert "3 threads indexed" in reindexed.out and "journal.jsonl:2" in reindexed.err
     assert main(["threads", "--store", str(store_dir)]) == 1
     captured = capsys.readouterr()
     rows = {line.split()[0]: line.split()[1:] for line in captured.out.splitlines()[1:]}
@@ -96,6 +100,8 @@ def test_a_torn_last_record_is_skipped_with_a_warning(
     journal = store_dir / "threads" / "waits-1" / "journal.jsonl"
     with journal.open("ab") as handle:
         handle.write(b'{"v":1,"version":2,"ts":1')
+    assert main(["store", "reindex", "--store", str(store_dir)]) == 0  # changed by hand
+    capsys.readouterr()
     assert main(["threads", "--store", str(store_dir)]) == 0
     captured = capsys.readouterr()
     assert ["waits-1", "review", "waiting"] in [
@@ -195,6 +201,28 @@ def test_show_history_json_includes_updates(
     assert [h["kind"] for h in history] == ["start", "step", "input", "step"]
     assert history[2]["update"] == {"approved": True}
     assert history[2]["changed"] == ["approved"]
+
+
+def test_history_pages_back_with_limit_and_before(
+    store_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def versions(*options: str) -> list[int]:
+        argv = ["history", "done-1", "--store", str(store_dir), "--json", *options]
+        assert main(argv) == 0
+        return [h["version"] for h in json.loads(capsys.readouterr().out)]
+
+    assert versions("--limit", "2") == [2, 3]
+    assert versions("--limit", "2", "--before", "2") == [0, 1]
+    assert versions("--before", "1") == [0]
+    assert versions("--before", "0") == []
+    assert versions() == [0, 1, 2, 3]
+    assert main(["history", "done-1", "--store", str(store_dir), "--limit", "1"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert [row.split()[:2] for row in rows[1:]] == [["3", "step"]]
+    for bad in (["--limit", "0"], ["--before", "-1"], ["--limit", "x"]):
+        with pytest.raises(SystemExit) as caught:
+            main(["history", "done-1", "--store", str(store_dir), *bad])
+        assert caught.value.code == 2
 
 
 def test_show_a_patch_names_its_actor(store_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

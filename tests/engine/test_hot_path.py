@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import copy
 import json
+import logging
 import operator
 import pickle
 import threading
@@ -297,6 +298,60 @@ def test_the_machine_still_refuses_an_edge_the_flow_does_not_have() -> None:
     assert machine.advance("bump", END) == END
     with pytest.raises(RouteError, match="no route from `bump` to `bump`"):
         machine.advance("bump", "bump")
+
+
+def test_the_machine_moves_without_logging_each_transition(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    machine = _bump_flow().machine
+    with caplog.at_level(logging.DEBUG, logger="transitions"):
+        assert machine.advance("bump", END) == END
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_the_quiet_machine_runs_conditions_and_callbacks_as_transitions_does(
+    allowed: bool,
+) -> None:
+    from transitions import Machine
+
+    from flowkit.definition._machine import _Machine
+
+    def trace(machine_class: type[Machine]) -> tuple[list[str], str]:
+        calls: list[str] = []
+
+        def note(name: str) -> Any:
+            return lambda: calls.append(name)
+
+        class Model:
+            state = ""
+
+        model = Model()
+        machine = machine_class(
+            model=model,
+            states=["a", "b"],
+            initial="a",
+            auto_transitions=False,
+            before_state_change=note("machine before"),
+            after_state_change=note("machine after"),
+            transitions=[
+                {
+                    "trigger": "go",
+                    "source": "a",
+                    "dest": "b",
+                    "prepare": note("prepare"),
+                    "conditions": lambda: calls.append("condition") or allowed,
+                    "before": note("before"),
+                    "after": note("after"),
+                }
+            ],
+        )
+        machine.get_state("a").add_callback("exit", note("exit a"))
+        machine.get_state("b").add_callback("enter", note("enter b"))
+        model.go()  # type: ignore[attr-defined]
+        return calls, model.state
+
+    assert trace(_Machine) == trace(Machine)
 
 
 def test_debug_lines_are_built_only_where_structlog_would_pass_them() -> None:

@@ -5,6 +5,7 @@ raise, and resuming a gate branch that was already answered."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from flowkit import END, Flow, Gate, Map, NodeError, Parallel, Route, RouteTable
 from flowkit import field as where
 from flowkit.cli import main
 from flowkit.errors import NotWaitingError
+from flowkit.execution.batch import _checkpoints as checkpoints
 from flowkit.stores import JsonFileStore, Store
 
 
@@ -169,9 +171,12 @@ def test_a_map_key_or_branch_that_is_not_a_function_is_refused_when_made() -> No
 
 
 @pytest.mark.parametrize("concurrency", [1, 2])
-def test_each_finished_call_is_checkpointed_before_a_later_one_starts_at_concurrency_1(
-    concurrency: int, tmp_path: Path
+def test_calls_at_concurrency_1_run_in_this_thread_and_are_saved_in_groups(
+    concurrency: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Groups of two, whatever the time: what a group holds does not depend on the machine.
+    monkeypatch.setattr(checkpoints, "GROUP_RECORDS", 2)
+    monkeypatch.setattr(checkpoints, "GROUP_WINDOW_S", 3600.0)
     store = JsonFileStore(tmp_path)
     seen: list[tuple[int, int, bool]] = []  # item, item records stored, in the driving thread
     driver = threading.get_ident()
@@ -190,7 +195,30 @@ def test_each_finished_call_is_checkpointed_before_a_later_one_starts_at_concurr
     )
     result = Runner(flow, store=store).start("t", {"items": [1, 2, 3, 4]})
     assert result.state.out == [1, 2, 3, 4]
-    if concurrency == 1:  # one at a time, in this thread, each saved before the next began
-        assert seen == [(1, 0, True), (2, 1, True), (3, 2, True), (4, 3, True)]
+    if concurrency == 1:  # one at a time, in this thread, saved two by two
+        assert seen == [(1, 0, True), (2, 0, True), (3, 2, True), (4, 2, True)]
     else:  # side by side in the pool's threads
         assert not any(here for *_, here in seen)
+
+
+def test_a_call_longer_than_the_group_window_is_saved_before_the_next_one_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkpoints, "GROUP_WINDOW_S", 0.001)
+    store = JsonFileStore(tmp_path)
+    seen: list[int] = []  # item records stored when each call began
+
+    def slow(state: Sheet, item: int) -> dict[str, Any]:
+        seen.append(sum(r.kind == "item" for r in store.records("t")))
+        time.sleep(0.002)  # longer than the window: the next call could keep it waiting long
+        return {"out": [item]}
+
+    flow = Flow(
+        name="slow_calls",
+        state=Sheet,
+        start="m",
+        nodes={"m": Map(slow, over=lambda s: s.items, concurrency=1)},
+        routes={"m": END},
+    )
+    assert Runner(flow, store=store).start("t", {"items": [1, 2, 3]}).state.out == [1, 2, 3]
+    assert seen == [0, 1, 2]

@@ -15,8 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from flowkit import END, Flow, Runner
-from flowkit.records._records import TS_RANGE, RecordAdapter, StartRecord, StepRecord, record_time
+from flowkit import END, Flow, Map, Runner
+from flowkit.records._records import (
+    TS_RANGE,
+    ItemRecord,
+    RecordAdapter,
+    StartRecord,
+    StepRecord,
+    record_time,
+)
 from flowkit.stores import MemoryStore
 from flowkit.stores._jsonl import encode, unseal
 from flowkit.testing import ScriptedLLM
@@ -80,11 +87,47 @@ def test_every_prebuilt_record_is_the_validated_record(
         assert RecordAdapter.validate_python(line) == record
 
 
-@pytest.mark.parametrize("kind", [StartRecord, StepRecord])
+def _map_flow(*, fail: bool, ask: bool) -> Flow:
+    def put(state: Box, item: Any, ctx: Any) -> dict[str, Any]:
+        if ask:
+            ctx.llm.complete([{"role": "user", "content": "say hi"}])
+        if fail:
+            raise RuntimeError("broken on purpose")
+        return {"data": item}
+
+    return Flow(
+        name="boxes",
+        state=Box,
+        start="put",
+        nodes={"put": Map(put, over=lambda s: s.data, key=lambda item: repr(item)[:20])},
+        routes={"put": END},
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(JSON, min_size=1, max_size=3), fail=st.booleans(), ask=st.booleans())
+def test_every_prebuilt_item_record_is_the_validated_record(
+    items: list[Any], fail: bool, ask: bool
+) -> None:
+    store = MemoryStore()
+    llm = ScriptedLLM(default="hi") if ask else None
+    Runner(_map_flow(fail=fail, ask=ask), store=store, llm=llm).start("t", {"data": items})
+    built = [r for r in store.records("t") if isinstance(r, ItemRecord)]
+    assert len(built) == len(items)
+    for record in built:
+        again = _revalidated(record)
+        assert record == again
+        assert encode("t", record) == encode("t", again)
+        line = json.loads(unseal(encode("t", record))[0])
+        assert RecordAdapter.validate_python(line) == record
+
+
+@pytest.mark.parametrize("kind", [StartRecord, StepRecord, ItemRecord])
 def test_prebuilt_records_hold_every_field_in_declaration_order(kind: type[BaseModel]) -> None:
     store = MemoryStore()
     Runner(_flow(1, fail=False, ask=False), store=store).start("t")
-    built = [r for r in store.records("t") if type(r) is kind]
+    Runner(_map_flow(fail=False, ask=False), store=store).start("m", {"data": [1, 2]})
+    built = [r for t in ("t", "m") for r in store.records(t) if type(r) is kind]
     assert built
     for record in built:
         assert list(vars(record)) == list(kind.model_fields)

@@ -3,7 +3,10 @@
 A deleted record row, a ``threads.version`` edited by hand or a copied row is reported as
 ``CorruptStoreError`` naming the thread and the gap, when the thread is loaded and before
 anything is written to it; it never loads as a different state, and never turns into a
-``ConflictError`` that no reload can cure. Other threads are unaffected.
+``ConflictError`` that no reload can cure. Other threads are unaffected. Rows before the
+thread's snapshot are not read when it is loaded (opening costs the snapshot and what
+follows): damage there is reported when the history is read, or with ``verify_on_open`` by
+the load too.
 """
 
 from __future__ import annotations
@@ -129,9 +132,10 @@ def test_a_runner_refuses_to_resume_a_broken_thread_and_writes_nothing(
     runner = Runner(STEPS, store=open_pg())
     assert runner.start("bad", {"seed": 1}).status == "waiting"
     assert runner.start("good", {"seed": 2}).status == "waiting"
+    # Record 4 is behind the snapshot taken at the pause: the load checks it on request.
     _sql(pg, "DELETE FROM {s}.records WHERE thread_id = 'bad' AND version = 4 RETURNING 1")
     before = _rows(pg, "bad")
-    fresh = Runner(STEPS, store=open_pg())
+    fresh = Runner(STEPS, store=open_pg(verify_on_open=True))
     with pytest.raises(CorruptStoreError, match="missing"):
         fresh.get_state("bad")
     with pytest.raises(CorruptStoreError, match="missing"):
@@ -167,7 +171,11 @@ def test_a_broken_journal_is_found_behind_a_snapshot_and_refuses_compaction(
     _sql(pg, "DELETE FROM {s}.records WHERE thread_id = 'bad' AND version = 2 RETURNING 1")
     before = _rows(pg, "bad")
     with pytest.raises(CorruptStoreError, match="missing"):
-        open_pg().load("bad")
+        open_pg(verify_on_open=True).load("bad")
+    # By default a load reads the snapshot and the rows after it (intact), not the history.
+    assert [r.version for r in open_pg().load("bad").records] == [6]
+    with pytest.raises(CorruptStoreError, match="missing"):
+        open_pg().records("bad")
     start = start_record().model_copy(update={"version": 4})
     with pytest.raises(CorruptStoreError, match="missing"):
         open_pg().compact("bad", start)

@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from flowkit import Runner
-from flowkit.errors import RunError, StepLimitError
+from flowkit.errors import ConflictError, RunError, StepLimitError
 from flowkit.stores import MemoryStore
 from flowkit.stores.postgres import PostgresStore
 from flowkit.workers import Worker
@@ -157,3 +157,50 @@ def test_an_input_submitted_for_another_flow_is_rejected_not_spun_on(
     assert found is not None and found.state == "rejected"
     assert "belongs to flow `pg_steps`, not `pg_rounds`" in (found.error or "")
     assert Worker(ROUNDS, store=store).run(until_idle=True).claims == 0
+
+
+def test_a_claim_takes_the_lease_and_reads_the_thread_and_its_next_input_at_once(
+    open_pg: Callable[..., PostgresStore],
+) -> None:
+    store, other = open_pg(), open_pg()
+    with pytest.raises(StepLimitError):
+        Runner(STEPS, store=store, step_limit=2).start("orphan", {"seed": 1})
+    item = Runner(STEPS, store=store).submit("new", {"seed": 2})
+    first = store.claim_next(["pg_steps"])  # queued work before orphans
+    assert first is not None and (first.thread_id, first.status) == ("new", None)
+    assert first.item is not None and (first.item.id, first.item.input) == (item, {"seed": 2})
+    assert store.next_work("new") == (None, store.next_item("new"))
+    with pytest.raises(ConflictError), other.lock("new"):
+        pass  # the claim holds the lease
+    orphan = store.claim_next(["pg_steps"])
+    assert orphan is not None and orphan.thread_id == "orphan" and orphan.item is None
+    assert orphan.status == store.status("orphan") and orphan.status.status == "pending"
+    assert store.claim_next(["pg_steps"]) is None
+    store.release("new")
+    store.release("orphan")
+
+
+def test_a_worker_reads_a_thread_with_its_claim_and_once_after_each_run(
+    open_pg: Callable[..., PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_pg()
+    Runner(STEPS, store=store).submit("t", {"seed": 1})
+    looks: list[str] = []
+    read = store.next_work
+
+    def look(thread_id: str) -> Any:
+        looks.append(thread_id)
+        return read(thread_id)
+
+    def unused(*_: Any) -> Any:
+        raise AssertionError("a worker reads status and next input together")
+
+    monkeypatch.setattr(store, "next_work", look)
+    monkeypatch.setattr(store, "status", unused)
+    monkeypatch.setattr(store, "next_item", unused)
+    assert Worker(STEPS, store=store).run(until_idle=True).runs == 1
+    assert looks == ["t"]  # after the run that left it at its gate: nothing more to do
+    Runner(STEPS, store=store).submit("t", {"by": "ann", "bonus": 1})
+    looks.clear()
+    assert Worker(STEPS, store=store).run(until_idle=True).runs == 1
+    assert looks == ["t"]

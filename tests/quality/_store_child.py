@@ -71,6 +71,25 @@ def main() -> None:
             store.record_issue(make_issue(session_id, n))
         publish(out / "session", session_id)
         time.sleep(60)
+    elif command == "torn":  # commit 3 units, then stop halfway through writing the 4th
+        from flowkit.quality.stores import _session_files
+
+        session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
+        store.commit()
+        for n in range(3):
+            store.record_issue(make_issue(session_id, n))
+            store.commit()
+        real = _session_files.write_all
+
+        def half(fd: int, data: bytes, offset: int) -> None:
+            real(fd, data[: len(data) // 2], offset)
+            publish(out / "session", session_id)
+            time.sleep(60)  # killed here, half a line written
+
+        _session_files.write_all = half
+        for n in range(3, 8):
+            store.record_issue(make_issue(session_id, n))
+        store.commit()
     elif command == "loop":  # commit units of 5 issues until killed
         session_id = store.begin_session(1, IterationPolicy(), principal=me).session_id
         store.commit()

@@ -157,3 +157,15 @@ def test_excerpts_are_the_minimum_range_with_their_hashes() -> None:
     assert piece.manuscript_hash == H
     assert piece.excerpt_hash == sha256_text(piece.text)
     assert set(piece.metadata()) == {"excerpt_hash", "range_checksum", "manuscript_hash"}
+
+
+def test_an_excerpt_per_issue_takes_the_manuscripts_hash_instead_of_hashing_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flowkit.quality import fetch
+
+    hashed: list[str] = []
+    monkeypatch.setattr(fetch, "sha256_text", lambda text: hashed.append(text) or H)
+    piece = excerpt(TEXT, TextRange.of(TEXT, 8, 15), context=2, manuscript_hash=H)
+    assert piece.manuscript_hash == H
+    assert TEXT not in hashed  # only the excerpt and the range were hashed

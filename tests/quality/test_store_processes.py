@@ -1,7 +1,8 @@
 """The state stores across processes: two processes begin a session on one episode (one
 gets busy), a process killed with SIGKILL in the middle of a unit, or while committing
-units, leaves every unit whole or absent and the episode unlocked, and a process that met
-damaged state does not keep other processes out of the episode."""
+units, leaves every unit whole or absent and the episode unlocked (a JSON journal line half
+written is skipped, then cut off by the next commit), and a process that met damaged state
+does not keep other processes out of the episode."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from flowkit.quality.errors import StatePersistenceError
 from flowkit.quality.models import IterationPolicy, Principal
@@ -133,6 +135,34 @@ def test_sigkill_while_committing_leaves_whole_units(
         store.commit()
     finally:
         store.close()
+
+
+def test_sigkill_halfway_through_a_journal_line_loses_that_unit_only(tmp_path: Path) -> None:
+    where = str(tmp_path / "store")
+    proc = _spawn("json", where, "torn", tmp_path)
+    _wait(tmp_path / "session", proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    session_id = (tmp_path / "session").read_text()
+    journal = Path(where) / "sessions" / f"{session_id}.jsonl"
+    assert not journal.read_bytes().endswith(b"\n")  # the torn half line is there
+    store = _open("json", where)
+    try:
+        assert len(store.issues(session_id, principal=AKI)) == 3  # the 4th unit: none of it
+        assert store.get_session(session_id, principal=AKI).state_version == 3
+        store.resume_session(session_id, principal=AKI)
+        with structlog.testing.capture_logs() as logs:
+            store.commit()
+        assert [e["event"] for e in logs] == ["quality_store_torn_tail"]
+    finally:
+        store.close()
+    assert journal.read_bytes().endswith(b"\n")
+    again = _open("json", where)
+    try:
+        assert len(again.issues(session_id, principal=AKI)) == 3
+        assert again.get_session(session_id, principal=AKI).state_version == 5  # resume, close
+    finally:
+        again.close()
 
 
 def _begin_in_child(kind: str, where: str, folder: Path) -> str:

@@ -245,6 +245,30 @@ def test_history_lists_each_checkpoint_with_its_update(client: TestClient) -> No
     problem(client.get("/threads/doc/history?limit=0", headers=AUTH), 422, "invalid_request")
 
 
+def test_history_pages_back_from_a_version(client: TestClient) -> None:
+    start(client)
+    client.post(
+        "/threads/doc/resume", json={"input": {"approved": False, "feedback": "more"}}, headers=AUTH
+    )
+
+    def page(**params: Any) -> dict[str, Any]:
+        response = client.get("/threads/doc/history", params=params, headers=AUTH)
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    newest = page(limit=2, before=4)
+    assert [c["version"] for c in newest["checkpoints"]] == [2, 3]
+    assert (newest["total"], newest["before"]) == (4, 4)
+    older = page(limit=2, before=newest["checkpoints"][0]["version"])
+    assert [c["version"] for c in older["checkpoints"]] == [0, 1]
+    assert page(limit=2, before=0)["checkpoints"] == []
+    assert [c["version"] for c in page(before=3)["checkpoints"]] == [0, 1, 2]
+    assert page()["before"] is None
+    problem(client.get("/threads/doc/history?before=-1", headers=AUTH), 422, "invalid_request")
+    both = client.get("/threads/doc/history?before=2&offset=1", headers=AUTH)
+    problem(both, 422, "invalid_request")
+
+
 def test_history_and_checkpoint_events_show_the_attempts_of_a_retried_subflow(
     store: Store,
 ) -> None:

@@ -5,7 +5,8 @@ complete record (its newline overwritten, bytes flipped or zeroed inside it, two
 together) is ``CorruptStoreError`` naming the thread and line, however near the end it sits,
 and the next write never erases it. A last record that is complete and intact but has lost
 its newline is kept, and the next append puts the newline back. Damage before a snapshot is
-reported when the thread is loaded, not only when its history is read.
+reported when the history is read, and with ``verify_on_open`` when the thread is loaded; a
+load never reads those records otherwise (opening costs the snapshot and what follows it).
 """
 
 from __future__ import annotations
@@ -164,21 +165,39 @@ def test_a_torn_last_record_is_still_dropped_with_a_warning(
     assert "torn last record skipped" in log.warnings[0]
 
 
-def test_damage_before_a_snapshot_is_reported_when_the_thread_is_loaded(
-    counter: CounterRunner, files: StoreFiles, open_store: Callable[..., JsonFileStore]
-) -> None:
+def _damaged_before_snapshot(counter: CounterRunner, files: StoreFiles) -> Any:
+    """Thread ``t`` with a snapshot near its end and a digit of line 2 changed; its state."""
     runner = counter(min_snapshot_bytes=1, snapshot_ratio=0.5)
-    runner.start("t", {"limit": 12})
+    state = runner.start("t", {"limit": 12}).state
     assert files.snapshot("t").exists()
     journal = files.journal("t")
     raw = journal.read_bytes()
     at = raw.index(b'"count":1') + len(b'"count":')
     journal.write_bytes(_at(raw, at, b"7"))  # line 2, long before the snapshot
+    return state
+
+
+def test_damage_before_a_snapshot_is_reported_when_the_thread_is_loaded_with_verify_on_open(
+    counter: CounterRunner, files: StoreFiles, open_store: Callable[..., JsonFileStore]
+) -> None:
+    _damaged_before_snapshot(counter, files)
     with pytest.raises(CorruptStoreError) as caught:
-        counter().get_state("t")
+        counter(verify_on_open=True).get_state("t")
     assert (caught.value.thread_id, caught.value.line) == ("t", 2)
     with pytest.raises(CorruptStoreError):
-        open_store().load("t")
+        open_store(verify_on_open=True).load("t")
+
+
+def test_damage_before_a_snapshot_is_reported_when_the_history_is_read(
+    counter: CounterRunner, files: StoreFiles
+) -> None:
+    # Opening reads the snapshot and what follows it (exact), never the records before it.
+    state = _damaged_before_snapshot(counter, files)
+    runner = counter()
+    assert runner.get_state("t").state == state
+    with pytest.raises(CorruptStoreError) as caught:
+        runner.history("t")
+    assert (caught.value.thread_id, caught.value.line) == ("t", 2)
 
 
 #: Bytes a damage may leave: a zero, line ends, JSON punctuation, a letter, a digit.

@@ -75,7 +75,9 @@ def check_trial(pristine: Pristine, tmp: Path, target: str, mutate: Mutation, se
     shutil.copytree(pristine.folder, root / "threads" / "t")
     path = root / "threads" / "t" / target
     path.write_bytes(mutate(random.Random(seed), path.read_bytes()))
-    store = JsonFileStore(root, fsync=False)
+    # verify_on_open: damage before the snapshot is reported by the load too (by default only
+    # the history, which is read below anyway, reads those records).
+    store = JsonFileStore(root, fsync=False, verify_on_open=True)
     try:
         with capture_logs():
             state = _outcome(pristine, lambda: [Runner(COUNTER, store=store).get_state("t")])

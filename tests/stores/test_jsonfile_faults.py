@@ -166,6 +166,7 @@ def test_a_failed_snapshot_write_raises_store_error_and_keeps_the_old_snapshot(
     assert sorted(p.name for p in files.journal("t").parent.iterdir()) == [
         "journal.jsonl",
         "snapshot.json",
+        "snapshots.jsonl",  # the trail of earlier snapshots (pages of history)
     ], "no temporary file is left behind"
 
 
@@ -298,12 +299,15 @@ def test_open_journals_stay_within_max_open_files(tally: TallyRunner, root: Path
     before = open_fds()
     with JsonFileStore(root, max_open_files=3) as store:
         runner: Runner[Any] = Runner(tally().flow, store=store)
+        runner.start("t0")  # also opens the thread index: a few descriptors, for any number
+        index_fds = open_fds() - before - 1  # of threads
         for index in range(20):
-            runner.start(f"t{index}")
-            assert open_fds() <= before + 3
+            if index:
+                runner.start(f"t{index}")
+            assert open_fds() <= before + index_fds + 3
         for index in range(20):
             assert runner.resume(f"t{index}", {"value": index}).state.total == index
-            assert open_fds() <= before + 3
+            assert open_fds() <= before + index_fds + 3
     assert open_fds() == before
 
 

@@ -75,6 +75,25 @@ def test_a_lock_taken_for_a_thread_that_does_not_exist_leaves_no_file(root: Path
     assert lock_files(root) == ["t1.lock"]
 
 
+def test_the_locks_folder_is_made_by_the_stores_first_lock_not_by_each_new_thread(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = JsonFileStore(root, fsync=False)
+    with store.lock("first"):  # a fresh store: the lock makes its folder
+        assert lock_files(root) == ["first.lock"]
+    made: list[Path] = []
+    real_mkdir = Path.mkdir
+
+    def mkdir(self: Path, *args: Any, **kwargs: Any) -> None:
+        made.append(self)
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with store.lock("second"):
+        assert lock_files(root) == ["second.lock"]
+    assert made == []
+
+
 def test_a_thread_created_again_under_a_deleted_id_is_locked_as_before(root: Path) -> None:
     runner = Runner(TALLY, store=JsonFileStore(root, fsync=False))
     other = JsonFileStore(root, fsync=False)

@@ -37,6 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="log more to stderr: -v info, -vv debug and tracebacks (default: warnings only)",
     )
+    common.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress line on stderr (long commands draw one only on a terminal)",
+    )
     parser = _Parser(
         prog="flowkit",
         description="Durable, human-in-the-loop workflows as explicit state machines.",

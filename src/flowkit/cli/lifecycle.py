@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from ..foundation._plain import shorten
 from ..terminal.errors import CommandError
 from ..terminal.output import table, when, write_json
+from ..terminal.progress import progress_for
 from ..terminal.store import add_store_option, open_for_reading, store_location
 
 __all__ = ["parse_age", "register"]
@@ -135,14 +136,16 @@ def _cmd_prune(args: argparse.Namespace, out: TextIO) -> int:
     store = open_for_reading(store_location(args))
     result = PruneResult(dry_run=args.dry_run)
     if store is not None:
-        result = prune_threads(
-            store,
-            now=time.time(),
-            older_than=age,
-            status=statuses,
-            flow=args.flow,
-            dry_run=args.dry_run,
-        )
+        with progress_for(args, "prune") as progress:
+            result = prune_threads(
+                store,
+                now=time.time(),
+                older_than=age,
+                status=statuses,
+                flow=args.flow,
+                dry_run=args.dry_run,
+                on_progress=progress,
+            )
     shown = [[s.thread_id, s.flow, s.status, when(s.updated)] for s in result.summaries.values()]
     if args.json:
         write_json(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..terminal.inputs import TARGET_HELP, load_target
 from ..terminal.output import table, write_json
+from ..terminal.progress import progress_for
 from ..terminal.store import add_store_option, open_for_reading, store_location
 
 if TYPE_CHECKING:
@@ -51,13 +52,15 @@ def _cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     failed: dict[str, str] = {}
     if store is not None:
         runner: Runner[Any] = Runner(flow, store=store)
-        for thread_id in store.threads():
-            try:
-                if flow_name_of(store, thread_id) != flow.name:
-                    continue  # another flow's thread shares the store
-                reports.append(runner.migrate(thread_id, dry_run=args.dry_run))
-            except (FlowkitError, OSError) as exc:  # one bad thread must not stop the rest
-                failed[thread_id] = str(exc)
+        ids = store.threads()
+        with progress_for(args, "migrate", total=len(ids)) as progress:
+            for thread_id in progress.track(ids):
+                try:
+                    if flow_name_of(store, thread_id) != flow.name:
+                        continue  # another flow's thread shares the store
+                    reports.append(runner.migrate(thread_id, dry_run=args.dry_run))
+                except (FlowkitError, OSError) as exc:  # one bad thread must not stop the rest
+                    failed[thread_id] = str(exc)
     shown = [r for r in reports if r.affected or args.all]
     if args.json:
         write_json(

@@ -2,6 +2,7 @@
 
 - ``store init URL``: create or upgrade the flowkit schema (the only thing that does).
 - ``store copy SRC DST``: copy threads between a JSON-file store folder and a Postgres URL.
+- ``store reindex [--store DIR]``: rebuild a JSON-file store's thread index from its journals.
 - ``worker TARGET --store URL [--llm SPEC]``: claim and run queued threads of a flow, and
   fire its due timers (every ``--timer-poll`` seconds), until SIGTERM.
 
@@ -16,7 +17,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..terminal.errors import CommandError
 from ..terminal.inputs import TARGET_HELP, add_llm_option, load_target, positive_int
+from ..terminal.progress import progress_for
 from ..terminal.store import (
+    add_store_option,
     is_database_url,
     open_database,
     open_for_reading,
@@ -35,7 +38,7 @@ _URL = "postgresql://USER@HOST:PORT/DATABASE"
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     store = commands.add_parser(
-        "store", parents=[common], help="PostgreSQL: create the schema, copy threads"
+        "store", parents=[common], help="create a database's schema, copy threads, reindex"
     )
     actions = store.add_subparsers(title="actions", metavar="ACTION", required=True)
     init = actions.add_parser(
@@ -55,6 +58,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     _schema_option(copy)
     copy.set_defaults(run=_cmd_copy)
+
+    reindex = actions.add_parser(
+        "reindex", parents=[common], help="rebuild a store folder's thread index from its journals"
+    )
+    add_store_option(reindex)
+    reindex.set_defaults(run=_cmd_reindex)
 
     worker = commands.add_parser(
         "worker", parents=[common], help="run queued threads of a flow from PostgreSQL"
@@ -133,13 +142,35 @@ def _cmd_copy(args: argparse.Namespace, out: TextIO) -> int:
     # Both stores are closed when the command ends (``closing_stores``).
     source = _open(args.source, args.schema, create=False)
     target = _open(args.target, args.schema, create=True)
-    report = copy_threads(source, target, threads)
+    with progress_for(args, "copy") as progress:
+        report = copy_threads(source, target, threads, on_progress=progress)
     for thread_id, count in report.copied.items():
         print(f"copied {thread_id} ({count} records)", file=out)
     for thread_id, reason in report.failed.items():
         print(f"flowkit: error: thread `{thread_id}` not copied: {reason}", file=sys.stderr)
     print(f"{len(report.copied)} copied, {len(report.failed)} failed", file=out)
     return 1 if report.failed else 0
+
+
+def _cmd_reindex(args: argparse.Namespace, out: TextIO) -> int:
+    """Rebuild the thread index of a store folder (after its files were changed by hand)."""
+    import sys
+
+    from ..stores import JsonFileStore, iter_threads
+
+    location = store_location(args)
+    store = open_for_reading(location)
+    if not isinstance(store, JsonFileStore):
+        what = "keeps its thread index in its tables" if store is not None else "has no threads"
+        print(f"{shown(location)} {what}; nothing to rebuild.", file=out)
+        return 0
+    with progress_for(args, "reindex") as progress:
+        count = store.reindex(on_progress=progress)
+    unreadable = list(iter_threads(store, status="unreadable", order="id"))
+    for summary in unreadable:
+        print(f"flowkit: error: thread `{summary.thread_id}`: {summary.error}", file=sys.stderr)
+    print(f"{count} threads indexed in {shown(location)}, {len(unreadable)} unreadable", file=out)
+    return 1 if unreadable else 0
 
 
 def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
@@ -168,7 +199,11 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
         llm=llm,
         timer_poll_s=args.timer_poll or None,
     )
-    stats = serve_forever(worker, grace_s=args.grace)
+    with progress_for(args, "worker") as progress:
+        # The counts are the line's text: the worker's total is never known.
+        stats = serve_forever(
+            worker, grace_s=args.grace, on_progress=lambda _done, _total, what: progress.note(what)
+        )
     print(
         f"worker stopped: {stats.claims} claims, {stats.runs} runs, {stats.rejected} inputs "
         f"rejected, {stats.errors} failed runs, {stats.timers} timers fired",

@@ -1,25 +1,29 @@
 """``flowkit threads``, ``show`` and ``history``: read a store without running anything.
 
-Listing needs no flow: every record names its version, next state and status. Showing a
-state replays the journal with the thread's flow when it is registered (exact); otherwise it
-folds the stored updates over the start state or latest snapshot and says so. Nothing here
-creates a file or folder.
+Listing needs no flow, and reads no journal: the store's thread index says where each thread
+stands (``flowkit.stores.iter_threads``), page after page, so even ``--json`` streams. Showing
+a state replays the journal with the thread's flow when it is registered (exact); otherwise
+it folds the stored updates over the start state or latest snapshot and says so. Nothing
+here creates a thread or a store (a store folder's index may be built on first listing).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
+from ..terminal.errors import CommandError
+from ..terminal.inputs import positive_int, whole_number
 from ..terminal.output import iso, table, when, write_json
+from ..terminal.progress import progress_for
 from ..terminal.store import add_store_option, open_for_reading, shown, store_location
 from ._pauses import pauses_json, write_pauses
 
 if TYPE_CHECKING:
     from ..definition._flow import Flow
-    from ..stores import Store
+    from ..stores import Store, ThreadSummary
     from ..stores._protocol import AnyRecord
 
 __all__ = ["register"]
@@ -31,6 +35,22 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     threads = commands.add_parser("threads", parents=[common], help="list the stored threads")
     add_store_option(threads)
     threads.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    threads.add_argument(
+        "--status", metavar="S", action="append", type=_statuses,
+        help="only threads in status S: pending, waiting, done, failed, unreadable (repeatable, "
+        "or a comma list)",
+    )  # fmt: skip
+    threads.add_argument("--flow", metavar="NAME", help="only threads of flow NAME")
+    threads.add_argument(
+        "--order", choices=("id", "updated"), default="id",
+        help="by thread id (default), or most recently updated first",
+    )  # fmt: skip
+    threads.add_argument(
+        "--limit", metavar="N", type=positive_int, help="at most N threads (default: all)"
+    )
+    threads.add_argument(
+        "--cursor", metavar="C", help="continue after where a --limit listing stopped"
+    )
     threads.set_defaults(run=_cmd_threads)
 
     show = commands.add_parser(
@@ -49,74 +69,138 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     history.add_argument("thread", metavar="THREAD", help="the thread id")
     add_store_option(history)
     history.add_argument("--json", action="store_true", help="print JSON")
+    history.add_argument(
+        "--limit", metavar="N", type=positive_int,
+        help="only the N checkpoints before --before (default: the latest N), oldest first",
+    )  # fmt: skip
+    history.add_argument(
+        "--before", metavar="V", type=whole_number,
+        help="only checkpoints before version V (the next page back: the first version shown)",
+    )  # fmt: skip
     history.set_defaults(run=_cmd_history)
 
 
 # -- threads -------------------------------------------------------------------------------------
 
 
-class _Summary(NamedTuple):
-    thread_id: str
-    flow: str
-    status: str
-    next: str
-    version: int
-    ts: float
-    warnings: Sequence[str] = ()
+def _statuses(text: str) -> list[str]:
+    """argparse type: one status or a comma list of them."""
+    from ..stores._listing import STATUSES
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "thread_id": self.thread_id,
-            "flow": self.flow,
-            "status": self.status,
-            "next": self.next,
-            "version": self.version,
-            "updated": iso(self.ts),
-            "warnings": list(self.warnings),
-        }
+    found = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in found if part not in STATUSES]
+    if unknown or not found:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(unknown)[:60] or repr(text)} is not a status; use "
+            f"{', '.join(sorted(STATUSES))}"
+        )
+    return found
 
 
-def _summarise(store: Store, thread_id: str) -> _Summary:
-    from ._resolve import flow_name_of
+def _listed(args: argparse.Namespace, store: Store) -> Iterator[ThreadSummary]:
+    """The threads the options ask for, in order, fetched page by page: at most ``--limit``,
+    with a hint on stderr that continues after them when more follow."""
+    from ..errors import InvalidListingError
+    from ..stores import iter_threads
 
-    log = store.load(thread_id)
-    last = log.records[-1] if log.records else log.snapshot
-    assert last is not None, "a loaded thread has a snapshot or records"
-    name = flow_name_of(store, thread_id)
-    return _Summary(thread_id, name, last.status, last.next, last.version, last.ts, log.warnings)
+    statuses = sorted({s for given in args.status or () for s in given}) or None
+    found = iter_threads(
+        store, status=statuses, flow=args.flow, cursor=args.cursor, order=args.order
+    )
+    try:
+        for count, summary in enumerate(found, start=1):
+            yield summary
+            if args.limit is not None and count >= args.limit:
+                if next(found, None) is not None:
+                    print(
+                        f"flowkit: more threads follow; continue with --cursor "
+                        f"{summary.cursor(args.order)}",
+                        file=sys.stderr,
+                    )
+                return
+    except InvalidListingError as exc:  # a cursor that is not one (or of the other order)
+        raise CommandError(str(exc), code=2) from exc
+
+
+def _json_items(found: Iterable[ThreadSummary]) -> Iterator[str]:
+    """Each thread as ``write_json`` prints it inside the list, written by hand around the C
+    encoder (``indent=2`` takes json's Python encoder: most of what 20,000 threads cost)."""
+    import json
+    from datetime import UTC, datetime
+
+    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+    for s in found:
+        fields: dict[str, Any]
+        if s.error is not None:
+            fields = {"thread_id": s.thread_id, "status": "unreadable", "error": s.error}
+        else:
+            fields = {
+                "thread_id": s.thread_id,
+                "flow": s.flow,
+                "status": s.status,
+                "next": s.node,
+                "version": s.version,
+                "updated": datetime.fromtimestamp(s.updated, UTC).isoformat(),
+                "warnings": list(s.warnings),
+            }
+        members = ",\n".join(
+            f"    {encode(key)}: "
+            + (
+                json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n    ")
+                if isinstance(value, list) and value
+                else encode(value)
+            )
+            for key, value in fields.items()
+        )
+        yield f"  {{\n{members}\n  }}"
+
+
+def _write_json_array(items: Iterable[str], out: TextIO) -> None:
+    """``write_json`` of a list whose items come already written, each as it comes."""
+    first = True
+    for item in items:
+        out.write("[\n" if first else ",\n")
+        out.write(item)
+        first = False
+    out.write("[]\n" if first else "\n]\n")
 
 
 def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
     """One line per thread; a thread that cannot be read is reported, the rest listed."""
-    from ..errors import FlowkitError
-
     store = open_for_reading(store_location(args))
-    summaries: list[_Summary] = []
-    broken: dict[str, str] = {}
-    for thread_id in store.threads() if store is not None else []:
-        assert store is not None
-        try:
-            summaries.append(_summarise(store, thread_id))
-        except (FlowkitError, OSError) as exc:  # one bad thread must not hide the others
-            broken[thread_id] = str(exc)
+    warned: list[ThreadSummary] = []
+    broken: list[ThreadSummary] = []
+
+    def noted(found: Iterable[ThreadSummary]) -> Iterator[ThreadSummary]:
+        for summary in found:
+            if summary.error is not None:
+                broken.append(summary)
+            elif summary.warnings:
+                warned.append(summary)
+            yield summary
+
+    listed = noted(_listed(args, store)) if store is not None else iter(())
     if args.json:
-        data = [s.to_json() for s in summaries]
-        data += [{"thread_id": t, "status": "unreadable", "error": e} for t, e in broken.items()]
-        write_json(sorted(data, key=lambda d: d["thread_id"]), out)
-    elif not summaries and not broken:
-        out.write(f"No threads in {shown(store_location(args))}\n")
+        _write_json_array(_json_items(listed), out)
     else:
-        rows = [["THREAD", "FLOW", "STATUS", "NEXT", "VERSION", "UPDATED"]]
-        rows += [
-            [s.thread_id, s.flow, s.status, s.next, str(s.version), when(s.ts)] for s in summaries
-        ]
-        rows += [[t, "?", "unreadable", "", "", ""] for t in broken]
-        table([rows[0], *sorted(rows[1:])], out)
-    for summary in summaries:
+        with progress_for(args, "threads") as progress:  # the table waits for every row
+            rows = [
+                [s.thread_id, "?", "unreadable", "", "", ""]
+                if s.error is not None
+                else [s.thread_id, s.flow, s.status, s.node, str(s.version), when(s.updated)]
+                for s in progress.track(listed)
+            ]
+        if not rows:
+            filtered = args.status or args.flow or args.cursor
+            which = "No matching threads" if filtered else "No threads"
+            out.write(f"{which} in {shown(store_location(args))}\n")
+        else:
+            table([["THREAD", "FLOW", "STATUS", "NEXT", "VERSION", "UPDATED"], *rows], out)
+    for summary in warned:
         for warning in summary.warnings:
             print(f"flowkit: warning: thread `{summary.thread_id}`: {warning}", file=sys.stderr)
-    for thread_id, message in broken.items():
-        print(f"flowkit: error: thread `{thread_id}`: {message}", file=sys.stderr)
+    for summary in broken:
+        print(f"flowkit: error: thread `{summary.thread_id}`: {summary.error}", file=sys.stderr)
     return 1 if broken else 0
 
 
@@ -269,7 +353,10 @@ def _masked_history(flow_name: str, history: Any, state: dict[str, Any]) -> Any:
     return mask_like(history, state)
 
 
-def _records(args: argparse.Namespace) -> tuple[Store, list[AnyRecord]]:
+def _records(
+    args: argparse.Namespace, *, limit: int | None = None, before: int | None = None
+) -> tuple[Store, list[AnyRecord]]:
+    """The thread's records, or with ``limit``/``before`` a page of them (read alone)."""
     from ..errors import ThreadNotFoundError
 
     store = open_for_reading(store_location(args))
@@ -277,7 +364,11 @@ def _records(args: argparse.Namespace) -> tuple[Store, list[AnyRecord]]:
         from ..stores._ids import check_thread_id
 
         raise ThreadNotFoundError(check_thread_id(args.thread))
-    return store, store.records(args.thread)
+    if limit is None and before is None:
+        return store, store.records(args.thread)
+    from ..stores._record_pages import record_page
+
+    return store, list(record_page(store, args.thread, limit=limit, before=before).records)
 
 
 def _unwrapped(record: Any) -> tuple[str, Any]:
@@ -397,14 +488,21 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_history(args: argparse.Namespace, out: TextIO) -> int:
-    """Every checkpoint of a thread: what changed, who changed it, and any error."""
-    store, records = _records(args)
+    """Every checkpoint of a thread: what changed, who changed it, and any error. With
+    ``--limit``/``--before``, a page of them (oldest first), read without the rest."""
+    store, records = _records(args, limit=args.limit, before=args.before)
     if args.json:
         history: Any = _history_json(records)
-        start = records[0]
-        if start.kind == "start" and start.flow == "dialogue":
-            raw = _state_of(store, args.thread, start.flow, None).state
-            history = _masked_history(start.flow, history, raw)
+        start = records[0] if records else None
+        if start is not None and start.kind == "start":
+            flow_name = start.flow
+        else:  # a page further on: its thread's flow, from where the thread stands
+            from ._resolve import flow_name_of
+
+            flow_name = flow_name_of(store, args.thread)
+        if flow_name == "dialogue":
+            raw = _state_of(store, args.thread, flow_name, None).state
+            history = _masked_history(flow_name, history, raw)
         write_json(history, out)
     else:
         _history_table(records, out)

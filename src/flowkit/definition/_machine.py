@@ -8,6 +8,7 @@ cursor along an edge; an edge the flow does not have is refused with a flowkit e
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 from transitions import Machine, MachineError
@@ -27,6 +28,44 @@ class _Cursor:
         self.state = state
 
 
+class _QuietState(State):
+    """A state that runs its enter and exit callbacks without logging each call.
+
+    ``transitions`` logs two lines per state change from ``State`` and four from
+    ``Transition.execute``, at DEBUG and INFO, on every step: six level checks that were a
+    fifth of a trigger's cost, for lines nobody sees (flowkit's own ``node_finished`` debug
+    line says where each step went). Everything else is ``transitions``' own code.
+    """
+
+    def enter(self, event_data: EventData) -> None:
+        event_data.machine.callbacks(self.on_enter, event_data)
+
+    def exit(self, event_data: EventData) -> None:
+        event_data.machine.callbacks(self.on_exit, event_data)
+
+
+class _QuietTransition(Transition):
+    """``Transition.execute`` of ``transitions`` 0.9, step for step, without its log lines:
+    prepare, conditions, before, the state change (source exit, model set, destination
+    enter), after."""
+
+    def execute(self, event_data: EventData) -> bool:
+        machine = event_data.machine
+        machine.callbacks(self.prepare, event_data)
+        if not self._eval_conditions(event_data):
+            return False
+        machine.callbacks(itertools.chain(machine.before_state_change, self.before), event_data)
+        if self.dest:  # None: an internal transition, which changes no state
+            self._change_state(event_data)
+        machine.callbacks(itertools.chain(self.after, machine.after_state_change), event_data)
+        return True
+
+
+class _Machine(Machine):
+    state_cls = _QuietState
+    transition_cls = _QuietTransition
+
+
 def _trigger(source: str, dest: str) -> str:
     return f"{source}->{dest}"
 
@@ -39,7 +78,7 @@ class MachineAdapter:
     ) -> None:
         self.name = name
         self._edges = frozenset(edges)
-        self._machine = Machine(
+        self._machine = _Machine(
             model=None,
             states=sorted(set(states)),
             transitions=[

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..terminal.errors import CommandError
+from ..terminal.progress import progress_for
 from ..terminal.store import add_store_option, open_for_writing, store_path, store_words
 from ..terminal.typed import typed_lines
 
@@ -179,7 +180,8 @@ def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
     except DomainError as exc:  # neither a file nor a shipped example: a usage error
         raise CommandError("; ".join(exc.problems), code=2) from exc
     tests = load_conversations(args.conversations)
-    results = run_conversations(domain, tests, llm=_llm(args.llm))
+    with progress_for(args, "dialogue test") as progress:
+        results = run_conversations(domain, tests, llm=_llm(args.llm), on_progress=progress)
     if args.junit is not None:
         from .junit import write_junit
 

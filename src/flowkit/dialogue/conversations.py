@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import DomainError, FlowkitError
+from ..foundation._progress import OnProgress
 from ..routing.dialogue import SG
 from ..runner._runner import Runner
 from ._models import Domain, parse_timezone
@@ -182,9 +183,11 @@ def run_conversations(
     *,
     llm: Any = None,
     actions: Mapping[str, Handler] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> list[ConversationResult]:
     """Run every conversation on a fresh in-memory thread of ``domain``'s flow, each with its
-    own empty ledger, so no conversation sees what another one booked."""
+    own empty ledger, so no conversation sees what another one booked.
+    ``on_progress(done, total, name)`` is called as each conversation starts, and at the end."""
     domain = load_domain(domain)
     tests = (
         conversations
@@ -194,11 +197,15 @@ def run_conversations(
     tz = parse_timezone(domain.timezone)
     results = []
     for index, conversation in enumerate(tests.conversations):
+        if on_progress is not None:
+            on_progress(index, len(tests.conversations), conversation.name)
         flow = build_flow(domain, actions=actions, ledger=MemoryLedger())
         today = conversation.today or tests.today
         moment = datetime.combine(today, clock_time(9, 0), tzinfo=tz) if today else None
         runner: Runner[DialogueState] = Runner(flow, llm=llm, clock=_fixed(moment))
         results.append(_run_one(domain, runner, f"c{index}", conversation))
+    if on_progress is not None:
+        on_progress(len(results), len(results), "done")
     return results
 
 

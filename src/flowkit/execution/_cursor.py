@@ -133,12 +133,17 @@ class Batch:
 
     The core yields the same ``Batch`` again for every next finished job, and the driver keeps
     its running state in ``driver`` between sends; ``close`` stops whatever still runs.
+    ``hold``: ``None``, wait for the next finished job; a number, the core holds finished jobs
+    not saved yet and would rather save them than wait: the driver sends ``None`` instead of
+    waiting for a job still running elsewhere, or of running one in its own thread that is
+    likely to take longer than ``hold`` seconds.
     """
 
     node: str
     jobs: list[Job]
     limit: int
     driver: Any = None
+    hold: float | None = None
 
     def close(self) -> None:
         if self.driver is not None:

@@ -37,7 +37,7 @@ def advance_sync(steps: Steps, instruction: Instruction) -> Instruction:
     if isinstance(instruction, Batch):
         if instruction.driver is None:
             instruction.driver = SyncBatchDriver(instruction)
-        return steps.send(instruction.driver.next_finished())
+        return steps.send(instruction.driver.next_finished(instruction.hold))
     try:
         outcome = Outcome(value=call_sync(instruction))
     except Exception as exc:
@@ -69,7 +69,7 @@ async def perform_async(instruction: Instruction) -> Outcome | Finished | None:
     if isinstance(instruction, Batch):
         if instruction.driver is None:
             instruction.driver = AsyncBatchDriver(instruction)
-        finished: Finished = await instruction.driver.next_finished()
+        finished: Finished | None = await instruction.driver.next_finished(instruction.hold)
         return finished
     try:
         return Outcome(value=await call_async(instruction))

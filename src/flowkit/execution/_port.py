@@ -8,7 +8,7 @@ the clock, its limits, where to commit a step (``_threads``), where events go (`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -35,6 +35,12 @@ class Commits(Protocol):
     def commit(
         self, thread_id: str, before: int, after: Cursor, record: AnyRecord | None
     ) -> None: ...
+
+    def commit_all(
+        self, thread_id: str, before: int, after: Cursor, records: Sequence[AnyRecord]
+    ) -> None:
+        """Commit ``records`` (versions ``before + 1`` on) with one append, ending at ``after``."""
+        ...
 
 
 class RunPort(Protocol):

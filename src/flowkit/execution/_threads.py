@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -72,20 +72,34 @@ class Threads:
             store.append(thread_id, [record], expected_version=before)
         self.remember(thread_id, after)
         if store is not None and store.snapshot_due(thread_id):
-            try:
-                # Stamped with its record's time: no second clock reading that could fail
-                # (a broken Runner clock) after the step is saved.
-                at = None if record is None else record.ts
-                store.write_snapshot(thread_id, self.snapshot(after, thread_id, at))
-            except StoreError as exc:
-                # The step is saved; a snapshot only speeds up loading, so a failed one waits
-                # for the next commit instead of failing a good step.
-                get_logger().warning(
-                    "snapshot_failed",
-                    thread_id=thread_id,
-                    version=after.version,
-                    error_type=type(exc).__name__,
-                )
+            # Stamped with its record's time: no second clock reading that could fail (a
+            # broken Runner clock) after the step is saved.
+            self._take_snapshot(store, thread_id, after, None if record is None else record.ts)
+
+    def _take_snapshot(self, store: Store, thread_id: str, after: Cursor, at: float | None) -> None:
+        try:
+            store.write_snapshot(thread_id, self.snapshot(after, thread_id, at))
+        except StoreError as exc:
+            # The step is saved; a snapshot only speeds up loading, so a failed one waits for
+            # the next commit instead of failing a good step.
+            get_logger().warning(
+                "snapshot_failed",
+                thread_id=thread_id,
+                version=after.version,
+                error_type=type(exc).__name__,
+            )
+
+    def commit_all(
+        self, thread_id: str, before: int, after: Cursor, records: Sequence[AnyRecord]
+    ) -> None:
+        """Commit several records with one append (one fsync, one transaction): a batch's
+        calls that finished together. A snapshot, if due, is taken once, at ``after``."""
+        store = self.store
+        if store is not None and records:
+            store.append(thread_id, records, expected_version=before)
+        self.remember(thread_id, after)
+        if store is not None and records and store.snapshot_due(thread_id):
+            self._take_snapshot(store, thread_id, after, records[-1].ts)
 
     def snapshot(self, cursor: Cursor, thread_id: str, ts: float | None = None) -> Snapshot:
         """The whole position at ``cursor``, stamped ``ts`` (default: now, by the clock)."""

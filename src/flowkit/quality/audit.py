@@ -5,7 +5,8 @@ session_id, issue_id, action, performed_by, tool_used, qc_code, metadata``) and 
 moves every entry older than ``keep_days`` (90, §6.2) into ``audit/archive/<YYYYMM>.log.gz``.
 ``ChecksLog`` keeps each session's LLM inputs and outputs under ``checks/<session_id>/`` with a
 ``manifest.json`` that lists them and the session's policy history. Files are private (0600):
-they hold manuscript excerpts.
+they hold manuscript excerpts. Writing one costs the same however many the session has: the
+file list is the folder's, read when the manifest is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -104,9 +106,12 @@ class AuditLog:
         line = entry.model_dump_json() + "\n"
         with self._lock:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
                 with self._locked(fcntl.LOCK_SH):
-                    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    try:
+                        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    except FileNotFoundError:  # a new month (or one an archive emptied)
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
                     try:
                         os.write(fd, line.encode("utf-8"))
                     finally:
@@ -178,8 +183,11 @@ class AuditLog:
 
     @contextlib.contextmanager
     def _locked(self, how: int) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.root / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, how)
             yield
@@ -209,12 +217,22 @@ def _archived_lines(path: Path) -> list[str]:
 
 class ChecksLog:
     """``checks/<session_id>/``: numbered ``*_input.json`` / ``*_output.json`` files and a
-    ``manifest.json`` listing them, the steps and the policy history."""
+    ``manifest.json`` listing them, the steps and the policy history.
+
+    A file appears whole under its final name (written aside, fsync'd, then linked, which
+    never replaces a file), so writes of parallel steps need no lock around their I/O; the
+    folder is fsync'd with the next manifest (each step that updates it), one folder flush for
+    the files of a whole parallel map. Numbers come from a counter per session, started from
+    the folder; a name already taken (another handle wrote the session since) starts it from
+    the folder again.
+    """
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
         self.root = Path(root)
         self.fsync = fsync
         self._lock = threading.Lock()
+        self._next: dict[str, int] = {}
+        self._made: set[str] = set()  # sessions whose folder this handle made or found
 
     def folder(self, session_id: str) -> Path:
         if not SESSION_ID.match(session_id):
@@ -226,17 +244,34 @@ class ChecksLog:
         if kind not in ("input", "output") or not re.fullmatch(r"[a-z0-9_\-\[\]#]+", step):
             raise QualityInputError(f"Bad I/O log name {step!r}/{kind!r}.")
         step = re.sub(r"[\[\]#]", "_", step)
-        with self._lock:
-            manifest = self.manifest(session_id)
-            files: list[str] = manifest.setdefault("files", [])
-            name = f"{len(files) + 1:03d}_{step}_{kind}.json"
-            folder = self.folder(session_id)
-            folder.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
-            write_atomically(folder / name, text, fsync=self.fsync, private=True)
-            files.append(name)
-            self._save(session_id, manifest)
-        return folder / name
+        folder = self.folder(session_id)
+        text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
+        try:
+            if session_id not in self._made:
+                folder.mkdir(parents=True, exist_ok=True)
+                self._made.add(session_id)
+            aside = _aside(folder, text.encode("utf-8"), fsync=self.fsync)
+            try:
+                path = self._publish(session_id, folder, aside, f"{step}_{kind}")
+            finally:
+                aside.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StatePersistenceError(f"Cannot write the I/O log in {folder}: {exc}.") from exc
+        return path
+
+    def _publish(self, session_id: str, folder: Path, aside: Path, what: str) -> Path:
+        """Link ``aside`` under the session's next free number; never replaces a file."""
+        while True:
+            with self._lock:
+                number = self._next.get(session_id) or _last_number(folder) + 1
+                self._next[session_id] = number + 1
+            path = folder / f"{number:03d}_{what}.json"
+            try:
+                os.link(aside, path)
+                return path
+            except FileExistsError:
+                with self._lock:  # someone else numbers this session too: count again
+                    self._next.pop(session_id, None)
 
     def update_manifest(self, session_id: str, **fields: Any) -> None:
         """Set top-level fields of the manifest (``steps`` and ``policy_history`` append)."""
@@ -250,17 +285,58 @@ class ChecksLog:
             self._save(session_id, manifest)
 
     def manifest(self, session_id: str) -> dict[str, Any]:
-        path = self.folder(session_id) / "manifest.json"
+        """The session's manifest; ``files`` lists the I/O files in the folder, in order."""
+        folder = self.folder(session_id)
+        path = folder / "manifest.json"
         try:
             loaded = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            return {"session_id": session_id, "files": [], "steps": []}
+            loaded = {"session_id": session_id, "files": [], "steps": []}
         except (OSError, ValueError) as exc:
             raise StatePersistenceError(f"Cannot read {path}: {exc}.") from exc
-        return loaded if isinstance(loaded, dict) else {"session_id": session_id, "files": []}
+        if not isinstance(loaded, dict):
+            loaded = {"session_id": session_id, "files": []}
+        loaded["files"] = [name for _, name in sorted(_numbered(folder))]
+        return loaded
 
     def _save(self, session_id: str, manifest: dict[str, Any]) -> None:
         folder = self.folder(session_id)
         folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps(manifest, ensure_ascii=False, indent=2, default=str)
         write_atomically(folder / "manifest.json", text, fsync=self.fsync, private=True)
+
+
+_NUMBERED = re.compile(r"^(\d{3,})_.+_(?:input|output)\.json$")
+
+
+def _numbered(folder: Path) -> list[tuple[int, str]]:
+    """The I/O files in ``folder`` with their numbers."""
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StatePersistenceError(f"Cannot list {folder}: {exc.strerror}.") from exc
+    return [(int(m.group(1)), n) for n in names if (m := _NUMBERED.match(n))]
+
+
+def _last_number(folder: Path) -> int:
+    return max((number for number, _ in _numbered(folder)), default=0)
+
+
+def _aside(folder: Path, data: bytes, *, fsync: bool) -> Path:
+    """``data`` in a new private temporary file in ``folder`` (fsync'd when asked)."""
+    fd, name = tempfile.mkstemp(prefix=".io.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return Path(name)

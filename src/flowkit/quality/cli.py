@@ -8,7 +8,8 @@ supplies a manuscript no tool could fetch (QC-017); ``end SESSION`` gives up on 
 session so the next check begins a new one; ``audit archive [--keep-days N]`` moves audit
 entries older than N days (90) into ``audit/archive/``, as every check does. The commands that
 run the flow take ``--templates DIR`` (default ``$FLOWKIT_QUALITY_TEMPLATES``): check templates
-replacing the shipped ones. Everything is kept under
+replacing the shipped ones, and ``--max-issues N``: how many issues one check or re-check
+records at most (200, the most severe first). Everything is kept under
 ``<store>/quality`` (``--store``: ``$FLOWKIT_STORE``, else ``./.flowkit``). The reader is
 ``--user`` (default ``$FLOWKIT_USER``, else the login name); users named in
 ``$FLOWKIT_QUALITY_ADMINS`` (comma-separated) read every session.
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 from ..terminal.errors import CommandError
 from ..terminal.output import command_hint
 from ..terminal.store import add_store_option, store_path
+from ._limits import MAX_ISSUES
 from ._retention import KEEP_DAYS
 
 __all__ = ["add_commands"]
@@ -56,6 +58,14 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
                 metavar="DIR",
                 help="a folder of check_step<NN>_<category>.yaml check templates replacing the "
                 f"shipped ones (default: ${_TEMPLATES_ENV})",
+            )
+            parser.add_argument(
+                "--max-issues",
+                type=int,
+                default=MAX_ISSUES,
+                metavar="N",
+                help="record at most N issues per check or re-check, the most severe first "
+                f"(default {MAX_ISSUES})",
             )
         return parser
 
@@ -169,10 +179,14 @@ def _checker(args: argparse.Namespace, *, llm: bool = False, reads: bool = False
         spec = getattr(args, "llm", None) or os.environ.get("FLOWKIT_LLM") or None
         model = llm_for(spec, ["quality"]) if spec else None
     templates = getattr(args, "templates", None) or os.environ.get(_TEMPLATES_ENV) or None
+    max_issues: int = getattr(args, "max_issues", MAX_ISSUES)
+    if max_issues < 1:
+        raise _error(f"--max-issues {max_issues} is not a number of issues; give 1 or more.", 2)
     workspace = Workspace(
         root,
         audit_keep_days=_keep_days(args, "audit_keep_days", "--audit-keep-days"),
         templates=templates,
+        max_issues=max_issues,
     )
     return QualityChecker(workspace, principal=_principal(args), llm=model)
 

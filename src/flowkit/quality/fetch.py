@@ -134,8 +134,14 @@ class Excerpt:
         }
 
 
-def excerpt(text: str, text_range: TextRange, *, context: int = 40) -> Excerpt:
-    """The range of ``text`` with ``context`` characters either side, and its hashes."""
+def excerpt(
+    text: str, text_range: TextRange, *, context: int = 40, manuscript_hash: str | None = None
+) -> Excerpt:
+    """The range of ``text`` with ``context`` characters either side, and its hashes.
+
+    ``manuscript_hash``: the hash of ``text`` when the caller has it (a fetch verified it), so
+    an excerpt per issue does not hash the whole manuscript again.
+    """
     start = max(0, text_range.start_char - context)
     end = min(len(text), text_range.end_char + context)
     piece = text[start:end]
@@ -143,7 +149,7 @@ def excerpt(text: str, text_range: TextRange, *, context: int = 40) -> Excerpt:
         text=piece,
         excerpt_hash=sha256_text(piece),
         range_checksum=sha256_text(text[text_range.start_char : text_range.end_char]),
-        manuscript_hash=sha256_text(text),
+        manuscript_hash=manuscript_hash or sha256_text(text),
         start_char=start,
         end_char=end,
     )

@@ -12,8 +12,9 @@ the run's deps (``Runner(flow, deps=services)``). ``Workspace`` lays them out in
     <root>/audit/       audit/<YYYYMM>/audit.log, audit/archive/<YYYYMM>.log.gz
     <root>/checks/      checks/<session_id>/ LLM I/O and manifest.json
 
-Its settings: ``audit_keep_days`` (how long audit entries stay before ``archive``, 90) and
-``templates`` (a folder of check templates replacing the shipped ones).
+Its settings: ``audit_keep_days`` (how long audit entries stay before ``archive``, 90),
+``templates`` (a folder of check templates replacing the shipped ones) and ``max_issues`` (how
+many issues one check or re-check records at most, 200: the most severe findings first).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..foundation._atomic import write_atomically
+from ._limits import MAX_ISSUES, check_max_issues
 from .audit import KEEP_DAYS, AuditLog, ChecksLog, check_keep_days
 from .check_templates import CheckTemplate, load_check_templates
 from .embed import Embedder, NGramEmbedder, default_embedder
@@ -66,6 +68,8 @@ class QualityServices:
     embedder: Embedder = field(default_factory=NGramEmbedder)
     templates: tuple[CheckTemplate, ...] = field(default_factory=load_check_templates)
     fetcher: ManuscriptFetcher | None = None
+    #: How many issues one check or re-check records at most (``_limits``).
+    max_issues: int = MAX_ISSUES
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
     _recalled: bool = field(default=False, repr=False)
     _fetch_logs: list[ManuscriptFetchLog] = field(default_factory=list, repr=False)
@@ -149,8 +153,10 @@ class Workspace:
         fsync: bool = True,
         audit_keep_days: int = KEEP_DAYS,
         templates: str | os.PathLike[str] | None = None,
+        max_issues: int = MAX_ISSUES,
     ) -> None:
         self.audit_keep_days = check_keep_days(audit_keep_days)
+        self.max_issues = check_max_issues(max_issues)
         #: The check templates, read now so a bad one is reported before anything runs.
         self.templates = load_check_templates(templates)
         self.root = Path(root)
@@ -205,4 +211,5 @@ class Workspace:
             toolbox=toolbox or Toolbox(),
             embedder=embedder or default_embedder(),
             templates=self.templates,
+            max_issues=self.max_issues,
         )

@@ -36,9 +36,10 @@ class Finding(BaseModel):
 
 
 class CheckReport(BaseModel):
-    """The LLM's answer to a check: the problems found and scores per check."""
+    """The LLM's answer to a check: the problems found and scores per check. Any number of
+    findings is read; how many become issues is the ``max_issues`` setting."""
 
-    issues: list[Finding] = Field(default_factory=list, max_length=200)
+    issues: list[Finding] = Field(default_factory=list)
     metrics: dict[str, float] = Field(default_factory=dict)
 
 

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, get_args
 
 from ..errors import ConflictError, FlowkitError, RunError, ThreadNotFoundError
+from ..foundation._progress import OnProgress
 from ..records._records import StartRecord, Status
 
 if TYPE_CHECKING:
@@ -122,8 +123,12 @@ def _matching(
     statuses: frozenset[str] | None,
     flow: str | None,
     unreadable: dict[str, str],
+    on_progress: OnProgress | None = None,
 ) -> Iterator[ThreadSummary]:
-    for thread_id in store.threads():
+    ids = store.threads()
+    for read, thread_id in enumerate(ids):
+        if on_progress is not None:
+            on_progress(read, len(ids), "read")
         try:
             summary = summarise(store, thread_id)
         except ThreadNotFoundError:
@@ -138,6 +143,8 @@ def _matching(
         if cutoff is not None and summary.updated > cutoff:
             continue
         yield summary
+    if on_progress is not None:
+        on_progress(len(ids), len(ids), "read")
 
 
 def prune_threads(
@@ -149,18 +156,29 @@ def prune_threads(
     flow: str | None = None,
     dry_run: bool = False,
     forget: Callable[[str], Any] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> PruneResult:
     """Delete the threads of ``flow`` (any, if ``None``) in ``status`` whose latest record is
-    older than ``older_than``; ``forget(thread_id)`` after each delete (a runner's cache)."""
+    older than ``older_than``; ``forget(thread_id)`` after each delete (a runner's cache).
+    ``on_progress(done, total, what)``: threads read so far, then threads deleted so far."""
     age = older_than_seconds(older_than)
     statuses = check_statuses(status)
     cutoff = None if age is None else now - age
     unreadable: dict[str, str] = {}
     deleted: list[str] = []
     busy: list[str] = []
-    found = _matching(store, cutoff=cutoff, statuses=statuses, flow=flow, unreadable=unreadable)
+    found = _matching(
+        store,
+        cutoff=cutoff,
+        statuses=statuses,
+        flow=flow,
+        unreadable=unreadable,
+        on_progress=on_progress,
+    )
     summaries = {summary.thread_id: summary for summary in found}
-    for thread_id in summaries:
+    for done, thread_id in enumerate(summaries):
+        if on_progress is not None and not dry_run:
+            on_progress(done, len(summaries), "deleted")
         if dry_run:
             deleted.append(thread_id)
             continue
@@ -174,6 +192,8 @@ def prune_threads(
         deleted.append(thread_id)
         if forget is not None:
             forget(thread_id)
+    if on_progress is not None and summaries and not dry_run:
+        on_progress(len(summaries), len(summaries), "deleted")
     kept = {t: summaries[t] for t in sorted(deleted)}
     return PruneResult(tuple(sorted(deleted)), tuple(sorted(busy)), unreadable, dry_run, kept)
 

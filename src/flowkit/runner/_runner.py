@@ -35,6 +35,7 @@ from ..execution._cursor import Cursor, Steps
 from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ..execution._open import arrive, known_pause, open_pauses
 from ..execution._outside_steps import patch_step
+from ..execution._pages import check_page, replay_page
 from ..execution._steps import announce, mirror, status_of
 from ..execution._threads import Threads
 from ..execution._timers import as_time, drop_stale, due_timers, fire_step, timestamp
@@ -44,9 +45,12 @@ from ..execution.subflows._child import leaf
 from ..execution.subflows._run import fire_child
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._logging import get_logger
+from ..foundation._progress import OnProgress
 from ..records._events import Event, Subscriber, Waiting
 from ..records._node_error import ERROR_TEXTS, ErrorText
 from ..records._records import new_run_id, record_clock
+from ..stores._list_threads import list_threads
+from ..stores._listing import ThreadPage
 from ..stores._protocol import AttemptMarks, DueTimer, Store, attempt_marks
 from ..stores._work_queue import queue_input
 from ..stores.memory import MemoryStore
@@ -512,10 +516,23 @@ class Runner(Generic[S, D]):
         """Where the thread stands now."""
         return self._result(thread_id, self._threads.load(thread_id), None)
 
-    def history(self, thread_id: str) -> list[Checkpoint[S]]:
-        """Every checkpoint of the thread, oldest first (version 0 is the start)."""
+    def history(
+        self, thread_id: str, *, limit: int | None = None, before: int | None = None
+    ) -> list[Checkpoint[S]]:
+        """Every checkpoint of the thread, oldest first (version 0 is the start).
+
+        ``limit`` and ``before`` ask for a page: the ``limit`` checkpoints just before version
+        ``before`` (default: up to the latest), still oldest first; the next page back is
+        ``before=page[0].version``. A page costs its own records plus the replay from the
+        snapshot before it, not the whole history."""
         found: list[Checkpoint[S]] = []
-        for record, cursor in self._threads.replay(thread_id):
+        if limit is None and before is None:
+            pairs = self._threads.replay(thread_id)
+        else:
+            check_page(thread_id, limit, before)
+            store = self._threads.require_store("history and fork")
+            pairs = replay_page(self.flow, store, thread_id, limit=limit, before=before)
+        for record, cursor in pairs:
             shown, node, next_, child, error = record, None, record.next, None, cursor.error
             if record.kind == "sub":  # a child flow's step: shown as the child's, by path
                 from ..execution.subflows._journal import unwrap
@@ -741,6 +758,31 @@ class Runner(Generic[S, D]):
         """Ids of the threads in the store."""
         return self._threads.ids()
 
+    def list_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = UNSET,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        order: str = "updated",
+    ) -> ThreadPage:
+        """One page of this flow's threads (``flow=None``: of every flow in the store), most
+        recently updated first (``order="id"``: by id), read from the store's index without
+        loading any; ``next_cursor`` gives the next page. See ``flowkit.stores.list_threads``."""
+        return list_threads(
+            self._threads.require_store("list threads"),
+            status=status,
+            flow=self.flow.name if flow is UNSET else flow,
+            updated_before=updated_before,
+            updated_after=updated_after,
+            limit=limit,
+            cursor=cursor,
+            order=order,
+        )
+
     def migrate(self, thread_id: str, *, dry_run: bool = False) -> MigrationReport:
         """Bring a thread of an older flow version up to this flow's version now.
 
@@ -782,11 +824,15 @@ class Runner(Generic[S, D]):
         older_than: timedelta | float | None = None,
         status: str | Iterable[str] | None = ("done",),
         dry_run: bool = False,
+        on_progress: OnProgress | None = None,
     ) -> PruneResult:
         """Delete this flow's threads whose latest step is older than ``older_than`` (a
         ``timedelta`` or seconds; ``None``: any age) and whose status is in ``status``
         (default: finished ones only; ``None``: any). Threads being run are kept and listed
         in ``busy``. ``dry_run`` deletes nothing and says what would go.
+        ``on_progress(done, total, what)`` is called with the threads read so far, then with
+        those deleted so far (``what``: ``"read"``, ``"deleted"``): a long prune can show how
+        far it is.
         """
         from ._lifecycle import prune_threads
 
@@ -799,6 +845,7 @@ class Runner(Generic[S, D]):
             flow=self.flow.name,
             dry_run=dry_run,
             forget=self._threads.forget,
+            on_progress=on_progress,
         )
 
     def compact(self, thread_id: str, *, keep: int) -> int:

@@ -15,13 +15,23 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from pydantic_core import to_json
 
-from ..errors import FlowkitError, InvalidResumeInputError, NotWaitingError, UnknownGateError
+from ..errors import (
+    FlowkitError,
+    InvalidListingError,
+    InvalidResumeInputError,
+    NotWaitingError,
+    UnknownGateError,
+)
 from ..foundation._logging import get_logger
 from ..runner._result import RunResult
 from ..runner._runner import Runner
+from ..stores import _list_threads as stored
 from ..stores._ids import check_thread_id
-from ._context import Principal, Server, ThreadId, open_thread, server_of
+from ..stores._listing import ThreadSummary
+from ..stores._record_pages import record_page
+from ._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
 from ._journal import checkpoint_data
 from ._models import (
     Accepted,
@@ -40,7 +50,7 @@ from ._redact import redact_with_pauses
 from ._security import Access, _allow_all
 from ._served import gate_spec, gates_json, pause_spec
 
-__all__ = ["router", "thread_state"]
+__all__ = ["router", "state_response", "thread_state"]
 
 router = APIRouter()
 
@@ -78,6 +88,20 @@ def thread_state(
     }
 
 
+def state_response(
+    server: Server,
+    runner: Runner[Any],
+    result: RunResult[Any],
+    principal: str | None,
+    status_code: int = 200,
+) -> Response:
+    """``thread_state`` as a response, encoded once. Returned as a ``ThreadState`` it was
+    validated against that model again and encoded by FastAPI on a second trip to a worker
+    thread, for a body built to fit it (tests/server/test_request_cost.py checks that it does)."""
+    body = to_json(thread_state(server, runner, result, principal), inf_nan_mode="null")
+    return Response(body, status_code, media_type="application/json")
+
+
 # -- flows and listing -----------------------------------------------------------------------
 
 
@@ -107,33 +131,103 @@ def list_threads(
         str | None, Query(pattern="^(pending|waiting|done|failed)$", description="Only these")
     ] = None,
     flow: Annotated[str | None, Query(max_length=200, description="Only this flow's")] = None,
+    updated_before: Annotated[
+        float | None, Query(description="Only those last updated before (epoch seconds)")
+    ] = None,
+    updated_after: Annotated[
+        float | None, Query(description="Only those last updated at or after (epoch seconds)")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=600, description="Continue after the page that gave this next_cursor"),
+    ] = None,
+    offset: Annotated[
+        int,
+        Query(ge=0, le=1_000_000, description="Skip this many first (slower: use the cursor)"),
+    ] = 0,
 ) -> dict[str, Any]:
-    """Threads the caller may read, most recently updated first."""
+    """Threads the caller may read, most recently updated first, a page at a time from the
+    store's thread index: ``next_cursor`` continues (threads created or deleted meanwhile
+    never make one appear twice or go missing). ``offset`` still works, at the cost of
+    walking the threads it skips."""
     server = server_of(request)
     server.guard.require(principal, "read")
-    served = server.served
-    found = []
-    for thread_id in served.store.threads():
-        try:
-            summary = served.summary(thread_id)
-        except (FlowkitError, OSError) as exc:  # one unreadable thread must not hide the rest
-            get_logger().warning(
-                "server_thread_unreadable", thread_id=thread_id, error_type=type(exc).__name__
-            )
-            continue
-        if (status and summary["status"] != status) or (flow and summary["flow"] != flow):
-            continue
-        if not _may_read(server, principal, summary):
-            continue
-        found.append(summary)
-    found.sort(key=lambda s: (-s["updated"], s["thread_id"]))
+    filters: dict[str, Any] = {
+        "status": status,
+        "flow": flow,
+        "updated_before": updated_before,
+        "updated_after": updated_after,
+    }
+    try:
+        found, after = _listed(server, principal, filters, limit, offset, cursor)
+        # Counting reads no thread, but deciding who may read each would read them all.
+        total = None
+        if server.guard.authorize is _allow_all:
+            counted = {**filters, "status": status or _LISTED}
+            total = stored.count_threads(server.served.store, **counted)
+    except InvalidListingError as exc:  # a cursor that is not one
+        raise Problem(422, "invalid_request", str(exc)) from exc
     return {
-        "threads": found[offset : offset + limit],
-        "total": len(found),
+        "threads": found,
+        "total": total,
         "limit": limit,
         "offset": offset,
+        "next_cursor": after,
+    }
+
+
+def _listed(
+    server: Server,
+    principal: str | None,
+    filters: dict[str, Any],
+    limit: int,
+    offset: int,
+    cursor: str | None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Up to ``limit`` threads the caller may read, after ``offset`` of them (from
+    ``cursor``), and the cursor after the last one (``None``: no more)."""
+    deciding = server.guard.authorize is not _allow_all  # then each row costs a state load
+    size = limit if deciding else min(limit + offset, 10_000)
+    found: list[dict[str, Any]] = []
+    skip = offset
+    while True:
+        page = stored.list_threads(server.served.store, **filters, limit=size, cursor=cursor)
+        for index, summary in enumerate(page.threads):
+            if not _listable(server, principal, summary):
+                continue
+            if skip:
+                skip -= 1
+                continue
+            found.append(_summary_json(summary))
+            if len(found) == limit:
+                more = index + 1 < len(page.threads) or page.next_cursor is not None
+                return found, summary.cursor() if more else None
+        if page.next_cursor is None:
+            return found, None
+        cursor = page.next_cursor
+
+
+#: What a thread may be listed as (a thread whose journal cannot be read is not listed).
+_LISTED = ("pending", "waiting", "done", "failed")
+
+
+def _listable(server: Server, principal: str | None, summary: ThreadSummary) -> bool:
+    """Whether a listed thread is shown: readable, and (with a hook) the caller's to read."""
+    if summary.status not in _LISTED:
+        get_logger().warning("server_thread_unreadable", thread_id=summary.thread_id)
+        return False
+    return _may_read(server, principal, _summary_json(summary))
+
+
+def _summary_json(summary: ThreadSummary) -> dict[str, Any]:
+    return {
+        "thread_id": summary.thread_id,
+        "flow": summary.flow,
+        "status": summary.status,
+        "node": summary.node,
+        "version": summary.version,
+        "updated": summary.updated,
     }
 
 
@@ -177,18 +271,19 @@ def start_thread(request: Request, flow: FlowName, body: StartRequest, principal
     server.guard.check(Access(principal, "start", thread_id, flow, body.input))
     if body.wait:
         result = runner.start(thread_id, body.input)
-        return thread_state(server, runner, result, principal)
+        server.served.remember(thread_id, flow)
+        return state_response(server, runner, result, principal, 201)
     _start_in_background(server, runner, thread_id, body.input)
     return JSONResponse({"thread_id": thread_id, "flow": flow, "running": True}, 202)
 
 
 @router.get("/threads/{thread_id}", response_model=ThreadState, responses=_ERRORS, tags=["threads"])
-def get_thread(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
+def get_thread(request: Request, thread_id: ThreadId, principal: Principal) -> Response:
     """Where the thread stands: status, state, the open pauses with their input schemas
     (``gates``) and payloads (``pauses``)."""
     server = server_of(request)
     runner, result = open_thread(server, principal, "read", thread_id)
-    return thread_state(server, runner, result, principal)
+    return state_response(server, runner, result, principal)
 
 
 @router.get(
@@ -200,15 +295,25 @@ def get_history(
     principal: Principal,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=100_000_000)] = 0,
+    before: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, Any]:
     """The thread's checkpoints, oldest first: each step, gate input and patch, with its
-    update. Fork from any ``version``."""
+    update. Fork from any ``version``. A page is the ``limit`` checkpoints from the
+    ``offset``-th on, or with ``before``, the ``limit`` just before that version (the next
+    page back: ``before`` = the first version shown); only the page is read."""
     server = server_of(request)
     runner, _ = open_thread(server, principal, "read", thread_id)
-    records = server.served.store.records(thread_id)
+    if before is not None and offset:
+        raise Problem(
+            422, "invalid_request", "Give `offset` or `before` to page the history, not both."
+        )
+    found = record_page(
+        server.served.store, thread_id, limit=limit, before=before,
+        offset=None if before is not None else offset,
+    )  # fmt: skip
     flow = runner.flow
     page: list[Checkpoint] = []
-    for record in records[offset : offset + limit]:
+    for record in found.records:
         data = checkpoint_data(record, flow.change_classes)
         inner: Any = record
         while inner.kind == "sub":
@@ -233,9 +338,10 @@ def get_history(
     return {
         "thread_id": thread_id,
         "checkpoints": [c.model_dump() for c in page],
-        "total": len(records),
+        "total": found.last - found.first + 1,
         "limit": limit,
         "offset": offset,
+        "before": before,
     }
 
 
@@ -257,12 +363,13 @@ def resume_thread(
     ``not_waiting``); each input is validated against its pause's schema (422 lists the
     field errors)."""
     server = server_of(request)
-    runner, current = open_thread(server, principal, "resume", thread_id)
     if body.wait:
+        runner = thread_runner(server, principal, "resume", thread_id)
         result = runner.resume(
             thread_id, body.input, gate=body.gate, expected_version=body.expected_version
         )
-        return thread_state(server, runner, result, principal)
+        return state_response(server, runner, result, principal)
+    runner, current = open_thread(server, principal, "resume", thread_id)
     _prevalidate(runner, current, body)
     _submit(
         server,
@@ -283,13 +390,14 @@ def resume_thread(
 )
 def fork_thread(
     request: Request, thread_id: ThreadId, body: ForkRequest, principal: Principal
-) -> dict[str, Any]:
+) -> Response:
     """A new thread standing where this one stood at checkpoint ``at``."""
     server = server_of(request)
-    runner, _ = open_thread(server, principal, "fork", thread_id)
+    runner = thread_runner(server, principal, "fork", thread_id)
     new = body.new_thread_id or _fork_id(server, thread_id)
     result = runner.fork(thread_id, new, at=body.at)
-    return thread_state(server, runner, result, principal)
+    server.served.remember(new, runner.flow.name)
+    return state_response(server, runner, result, principal, 201)
 
 
 @router.patch(
@@ -297,12 +405,12 @@ def fork_thread(
 )
 def update_thread_state(
     request: Request, thread_id: ThreadId, body: UpdateStateRequest, principal: Principal
-) -> dict[str, Any]:
+) -> Response:
     """Patch the state (an audited checkpoint naming the principal and the reason).
     ``values`` and ``goto`` must fit the thread's flow (its state schema and states: ``GET
     /flows``); what does not is a 422."""
     server = server_of(request)
-    runner, _ = open_thread(server, principal, "update", thread_id)
+    runner = thread_runner(server, principal, "update", thread_id)
     result = runner.update_state(
         thread_id,
         body.values,
@@ -311,7 +419,7 @@ def update_thread_state(
         actor=principal or "anonymous",
         expected_version=body.expected_version,
     )
-    return thread_state(server, runner, result, principal)
+    return state_response(server, runner, result, principal)
 
 
 @router.delete(
@@ -324,7 +432,7 @@ def update_thread_state(
 def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -> Response:
     """Delete the thread and its whole history (not while it runs: 409)."""
     server = server_of(request)
-    runner, _ = open_thread(server, principal, "delete", thread_id)
+    runner = thread_runner(server, principal, "delete", thread_id)
     runner.delete(thread_id)  # ConflictError (409) while a run of it goes on
     server.served.forget(thread_id)
     return Response(status_code=204)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
+from starlette.concurrency import run_in_threadpool
 
 from ..runner._result import RunResult
 from ..runner._runner import Runner
@@ -23,7 +24,15 @@ from ._security import Access, Action, Guard
 from ._served import Served
 from ._tap import Creations
 
-__all__ = ["Principal", "Server", "ThreadId", "open_thread", "principal_of", "server_of"]
+__all__ = [
+    "Principal",
+    "Server",
+    "ThreadId",
+    "open_thread",
+    "principal_of",
+    "server_of",
+    "thread_runner",
+]
 
 
 @dataclass(eq=False)
@@ -50,9 +59,17 @@ ThreadId = Annotated[
 ]
 
 
-def principal_of(request: Request) -> str | None:
-    """The request's principal (``None``: anonymous); a wrong token is a 401."""
-    return server_of(request).guard.principal(request.headers.get("authorization"))
+async def principal_of(request: Request) -> str | None:
+    """The request's principal (``None``: anonymous); a wrong token is a 401.
+
+    Found on the event loop (a hop to a worker thread cost more than the check itself),
+    unless an ``authenticate`` hook may be asked: it may block, so it runs on a worker thread.
+    """
+    guard = server_of(request).guard
+    header = request.headers.get("authorization")
+    if guard.asks_hook:
+        return await run_in_threadpool(guard.principal, header)
+    return guard.principal(header)
 
 
 Principal = Annotated[str | None, Depends(principal_of)]
@@ -68,3 +85,15 @@ def open_thread(
     state = runner.flow.schema.dump_state(result.state)
     server.guard.check(Access(principal, action, thread_id, runner.flow.name, state))
     return runner, result
+
+
+def thread_runner(
+    server: Server, principal: str | None, action: Action, thread_id: str
+) -> Runner[Any]:
+    """The thread's runner, once ``principal`` may do ``action`` to it: ``open_thread`` for
+    a route whose runner call reads the thread itself. The state is then read first only for
+    an ``authorize`` hook to see; reading it for nothing cost each answer a second load."""
+    if server.guard.checks_threads:
+        return open_thread(server, principal, action, thread_id)[0]
+    server.guard.require(principal, action)
+    return server.served.runner_of(thread_id)

@@ -168,9 +168,15 @@ class ThreadSummary(BaseModel):
 
 class ThreadList(BaseModel):
     threads: list[ThreadSummary]
-    total: int = Field(description="Threads matching the filter, on every page")
+    total: int | None = Field(
+        description="Threads matching the filters, on every page; null when an authorization "
+        "hook decides per thread (counting would read every thread)"
+    )
     limit: int
     offset: int
+    next_cursor: str | None = Field(
+        default=None, description="Pass as `cursor` for the next page; null: this was the last"
+    )
 
 
 class Checkpoint(BaseModel):
@@ -200,6 +206,8 @@ class History(BaseModel):
     total: int
     limit: int
     offset: int
+    #: The page ends before this version (``None``: paged by ``offset``).
+    before: int | None = None
 
 
 class FlowInfo(BaseModel):

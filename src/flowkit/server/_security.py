@@ -93,6 +93,16 @@ class Guard:
         self.authorize: Authorize = authorize or _allow_all
 
     @property
+    def checks_threads(self) -> bool:
+        """Whether an ``authorize`` hook decides thread operations (else all are allowed)."""
+        return self.authorize is not _allow_all
+
+    @property
+    def asks_hook(self) -> bool:
+        """Whether finding a principal may ask the ``authenticate`` hook (which may block)."""
+        return self._authenticate is not None
+
+    @property
     def can_mutate(self) -> bool:
         """Whether any request could ever change something (a token or hook is set)."""
         return self._token is not None or self._authenticate is not None

@@ -1,9 +1,11 @@
 """The flows a server runs: one runner per flow over one tapped store, and what the routes
-need to know of a thread (its flow, a summary, its open pauses and their input schemas).
+need to know of a thread (its flow, its open pauses and their input schemas).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +25,15 @@ from ..workflows import load_flow
 from ._problems import Problem
 from ._tap import Listener, tap
 
-__all__ = ["RunnerFactory", "Served", "gate_spec", "gates_json", "pause_spec", "text_field"]
+__all__ = [
+    "RunnerFactory",
+    "Served",
+    "gate_spec",
+    "gates_json",
+    "input_schema",
+    "pause_spec",
+    "text_field",
+]
 
 # ``pause_spec`` is the definition layer's, shared with the CLI (re-exported here).
 
@@ -98,11 +108,16 @@ class Served:
         name = getattr(first, "flow", None)
         if not isinstance(name, str):
             raise ThreadNotFoundError(thread_id)
+        self.remember(thread_id, name)
+        return name
+
+    def remember(self, thread_id: str, flow: str) -> None:
+        """Note that ``thread_id`` belongs to ``flow`` (it was started here, or read), so
+        the next request for it need not read its journal to find its runner."""
         with self._guard:
-            self._flow_of[thread_id] = name
+            self._flow_of[thread_id] = flow
             while len(self._flow_of) > 10_000:
                 self._flow_of.popitem(last=False)
-        return name
 
     def forget(self, thread_id: str) -> None:
         with self._guard:
@@ -118,21 +133,6 @@ class Served:
                 extra={"thread_id": thread_id},
             )
         return self.runners[name]
-
-    def summary(self, thread_id: str) -> dict[str, Any]:
-        """Where a thread stands, from its journal alone (no state is built)."""
-        log = self.store.load(thread_id)
-        last = log.records[-1] if log.records else log.snapshot
-        if last is None:
-            raise ThreadNotFoundError(thread_id)
-        return {
-            "thread_id": thread_id,
-            "flow": self.flow_name(thread_id),
-            "status": last.status,
-            "node": last.next,
-            "version": last.version,
-            "updated": last.ts,
-        }
 
 
 def gate_spec(flow: Flow, name: str) -> Gate | None:
@@ -152,9 +152,22 @@ def gates_json(flow: Flow, result: RunResult[Any]) -> list[dict[str, Any]]:
             {
                 "name": name,
                 "description": spec.description if spec is not None else "",
-                "input_schema": model.model_json_schema() if model is not None else {},
+                "input_schema": input_schema(model) if model is not None else {},
             }
         )
+    return found
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_json(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema, made once per model: pydantic builds it anew on every call,
+    which was over a third of what starting a thread over HTTP cost. A fresh copy each time,
+    so no caller can change another's."""
+    found: dict[str, Any] = json.loads(_schema_json(model))
     return found
 
 

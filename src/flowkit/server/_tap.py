@@ -11,9 +11,11 @@ import contextlib
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records._records import Snapshot, StartRecord
+from ..stores._list_threads import count_threads, list_threads
+from ..stores._listing import ThreadPage
 from ..stores._protocol import AnyRecord, AttemptMarks, DueTimer, Store, ThreadLog, TimerIndex
 
 if TYPE_CHECKING:
@@ -73,6 +75,13 @@ class TappedStore:
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         return self.inner.lock(thread_id)
+
+    # Listings (``ThreadIndex``) read the inner store's index, or load each thread without one.
+    def list_threads(self, **options: Any) -> ThreadPage:
+        return list_threads(self.inner, **options)
+
+    def count_threads(self, **options: Any) -> int:
+        return count_threads(self.inner, **options)
 
     def __repr__(self) -> str:
         return f"TappedStore({self.inner!r})"

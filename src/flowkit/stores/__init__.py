@@ -1,6 +1,8 @@
 """Stores keep threads: ``MemoryStore`` for tests, ``JsonFileStore`` (the default durable store)
 for local disk, ``PostgresStore`` (the ``flowkit-workflows[postgres]`` extra) for many
-processes, or any object implementing the ``Store`` protocol."""
+processes, or any object implementing the ``Store`` protocol. ``list_threads`` (paged by
+cursor), ``iter_threads`` and ``count_threads`` list any store's threads: from its index
+(``ThreadIndex``: all three shipped stores have one), else by loading each thread."""
 
 from __future__ import annotations
 
@@ -20,7 +22,19 @@ from ..records._records import (
     TimerRecord,
 )
 from ._ids import check_thread_id
-from ._protocol import AnyRecord, AttemptMarks, DueTimer, Store, ThreadLog, TimerIndex
+from ._list_threads import count_threads, iter_threads, list_threads
+from ._listing import ThreadPage, ThreadSummary
+from ._protocol import (
+    AnyRecord,
+    AttemptMarks,
+    DueTimer,
+    HistoryPages,
+    RecordRange,
+    Store,
+    ThreadIndex,
+    ThreadLog,
+    TimerIndex,
+)
 from .memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -34,6 +48,7 @@ __all__ = [
     "AttemptMarker",
     "AttemptMarks",
     "DueTimer",
+    "HistoryPages",
     "InputRecord",
     "ItemRecord",
     "JoinRecord",
@@ -42,15 +57,22 @@ __all__ = [
     "PatchRecord",
     "PauseRecord",
     "PostgresStore",
+    "RecordRange",
     "Snapshot",
     "StartRecord",
     "StepRecord",
     "Store",
     "SubRecord",
+    "ThreadIndex",
     "ThreadLog",
+    "ThreadPage",
+    "ThreadSummary",
     "TimerIndex",
     "TimerRecord",
     "check_thread_id",
+    "count_threads",
+    "iter_threads",
+    "list_threads",
 ]
 
 

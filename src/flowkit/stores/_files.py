@@ -35,7 +35,11 @@ class SnapshotFile(BaseModel):
 
     ``record_bytes`` and ``record_crc`` are the length and CRC-32 of the journal line of the
     snapshot's own record (the line ending at ``offset``): a snapshot is trusted only where
-    the journal still holds exactly that line. The file itself is sealed like a journal line.
+    the journal still holds exactly that line. ``prefix_crc`` is the CRC-32 of the journal's
+    bytes before ``offset``, so damage to the records a snapshot stands for is found with one
+    checksum over those bytes, not by reading them line by line (``None``: written before
+    it existed; the lines are checked one by one). The file itself is sealed like a journal
+    line.
     """
 
     snapshot: Snapshot
@@ -43,6 +47,7 @@ class SnapshotFile(BaseModel):
     line: int
     record_bytes: int = 0
     record_crc: int = 0
+    prefix_crc: int | None = None
 
 
 def os_error(action: str, path: Path, exc: OSError, *, thread_id: str | None) -> StoreError:

@@ -106,9 +106,12 @@ class ThreadLockFile:
                 return fd
             except FileNotFoundError:
                 pass
-            self._path.parent.mkdir(exist_ok=True)
             self._created = True
-            return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # the store's first lock: make the folder (not per thread)
+                self._path.parent.mkdir(exist_ok=True)
+                return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise os_error(
                 "open the lock file", self._path, exc, thread_id=self._thread_id

@@ -9,7 +9,11 @@ id checks it first (``InvalidThreadIdError``); methods that read or extend a thr
 it started, so a process that died inside a node can be told apart afterwards. ``TimerIndex``
 is another: stores that have it keep an index of the threads whose position has a timer (a
 gate's deadline, a node's wake-up), so ``Runner.fire_due`` finds the due ones without reading
-every journal.
+every journal. ``HistoryPages`` lets a store read a page of a thread's history (a range of
+versions, and a snapshot to replay it from) without reading the rest. ``ThreadIndex`` is
+another: stores that have it list threads (filtered,
+sorted, paged by cursor) from what they keep per thread, without loading any; without it,
+``flowkit.stores.list_threads`` loads each thread.
 
 Lifecycle (``Runner.delete``, ``prune`` and ``compact``) needs two methods: ``delete`` and
 ``compact``. Both refuse a thread that someone is running (its ``lock`` is held) with
@@ -19,13 +23,15 @@ with a start record whose version is not 0: the whole thread as it stood at that
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import ConflictError, StoreError
 from ..records._records import AnyRecord, Snapshot, StartRecord
+from ._listing import DEFAULT_LIMIT, ThreadPage
 
 if TYPE_CHECKING:
     from ..records._marker import AttemptMarker
@@ -34,13 +40,18 @@ __all__ = [
     "AnyRecord",
     "AttemptMarks",
     "DueTimer",
+    "HistoryPages",
+    "RecordRange",
     "Store",
+    "ThreadIndex",
     "ThreadLog",
     "TimerIndex",
     "attempt_marks",
     "check_compaction",
     "check_versions",
+    "history_pages",
     "thread_busy",
+    "thread_index",
     "timer_index",
 ]
 
@@ -133,6 +144,39 @@ class AttemptMarks(Protocol):
         """The thread's latest marker, or ``None`` (never marked, or unreadable)."""
 
 
+class RecordRange(NamedTuple):
+    """What ``HistoryPages.record_range`` returns: records oldest first, and the versions of
+    the thread's first record (0 unless compacted) and of its latest one."""
+
+    records: list[AnyRecord]
+    first: int
+    last: int
+
+
+@runtime_checkable
+class HistoryPages(Protocol):
+    """Optional store capability: a page of a thread's history at the cost of the page.
+
+    ``Runner.history(limit=, before=)``, ``flowkit history --limit`` and the server's history
+    route read through it; without it they read every record (``records``) and keep a page.
+    Both methods check the thread id and raise ``ThreadNotFoundError`` for an unknown thread;
+    damage in what they read is ``CorruptStoreError``, as for ``records``.
+    """
+
+    def record_range(self, thread_id: str, start: int, stop: int) -> RecordRange:
+        """The records with ``start <= version < stop`` that the journal holds, oldest
+        first, and the journal's first and latest versions."""
+
+    def snapshot_before(self, thread_id: str, version: int) -> Snapshot | None:
+        """The latest snapshot the store keeps of the thread at ``version`` or earlier (a
+        page is replayed from it), or ``None``."""
+
+
+def history_pages(store: object) -> HistoryPages | None:
+    """``store`` as ``HistoryPages``, or ``None`` when it cannot read a page alone."""
+    return store if isinstance(store, HistoryPages) else None
+
+
 class DueTimer(NamedTuple):
     """A thread whose timer is due: its id and when the timer was due (epoch seconds)."""
 
@@ -162,6 +206,53 @@ class TimerIndex(Protocol):
     def drop_timer(self, thread_id: str, due: float) -> None:
         """Forget the entry of ``thread_id`` due at ``due`` if it is still there (a stale one:
         the thread has no such timer any more); an entry with another time stays."""
+
+
+@runtime_checkable
+class ThreadIndex(Protocol):
+    """Optional store capability: list threads from what the store keeps per thread.
+
+    The store keeps each thread's ``ThreadSummary`` as records come in (``create``,
+    ``append``, ``compact``, ``delete``), so a listing reads no journal. Arguments are checked
+    with ``flowkit.stores._listing.thread_query`` and cursors made by
+    ``ThreadSummary.cursor``, so every store pages alike: a listing paged through while
+    threads are created and deleted never gives a thread twice, nor misses one that existed
+    all along and was not updated meanwhile (in order ``id``, not even an updated one).
+    ``flowkit.testing.StoreContract`` checks listings through ``flowkit.stores.list_threads``,
+    which reads every thread of a store without this capability.
+    """
+
+    def list_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = None,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        order: str = "updated",
+    ) -> ThreadPage:
+        """One page of the threads that pass the filters: ``status`` (one or several),
+        ``flow``, last updated before ``updated_before`` (exclusive) and at or after
+        ``updated_after`` (seconds since the epoch, or datetimes), in ``order`` (``updated``:
+        most recent first, ties by thread id; ``id``: by thread id), at most ``limit`` (1 to
+        10,000), starting after ``cursor`` (a page's ``next_cursor``)."""
+
+    def count_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = None,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+    ) -> int:
+        """How many threads pass the filters (as ``list_threads`` applies them)."""
+
+
+def thread_index(store: object) -> ThreadIndex | None:
+    """``store`` as a ``ThreadIndex``, or ``None`` when it keeps none."""
+    return store if isinstance(store, ThreadIndex) else None
 
 
 def timer_index(store: object) -> TimerIndex | None:

@@ -10,42 +10,65 @@ checksum (format v2). A torn last line left by a crash, or a zero-filled tail le
 loss, is detected, skipped, reported and cut off by the next writer; a complete record never
 is (``_tears`` tells the two apart), and damage anywhere else fails only that thread, naming
 the file and line. A snapshot is used only if intact and lined up with the journal.
+``index/`` holds the thread index (``_thread_index``), which listings read instead of every
+journal, kept with each commit.
+
+Snapshots are also kept in ``snapshots.jsonl``, from which pages of history are replayed
+(``_jsonfile_pages``: the ``HistoryPages`` capability).
 
 Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``); this module adds the writes:
-create, append, snapshots, compaction, deletion, attempt markers, timers and locks.
+create, append, snapshots, compaction, deletion, attempt markers, timers and locks; listings
+are ``_jsonfile_listing``'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ..records._marker import AttemptMarker
-from ..records._records import RecordAdapter, Snapshot, StartRecord
+from ..records._records import Snapshot, StartRecord
 from ._attempts import read_attempt, write_attempt
 from ._files import SnapshotFile, os_error, sweep_temp_files, sync_dir, write_file_atomically
 from ._ids import check_thread_id
+from ._jsonfile_listing import IndexedListing
+from ._jsonfile_pages import TRAIL, append_to_trail, line_end, read_range, snapshot_before
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
-from ._jsonl import encode, line_crc, offset_after_line, unseal, write_all
+from ._jsonl import encode, line_crc, write_all
+from ._listing import ThreadSummary
 from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
-from ._protocol import AnyRecord, DueTimer, check_compaction, check_versions
+from ._protocol import AnyRecord, DueTimer, RecordRange, check_compaction, check_versions
+from ._snapshot_policy import SnapshotPolicy
+from ._thread_index import JsonThreadIndex
 from ._timer_files import TIMERS, TimerFiles
 
 __all__ = ["JsonFileStore"]
 
 #: Journal bytes preallocated at a time (zeros past the data), with fsync on.
 PREALLOCATE_BYTES = 64 * 1024
+#: Locks that keep the commits to one thread in this process one at a time (by hash of its
+#: id: two threads may share one, which only makes them wait for each other).
+_STRIPES = 64
 
 
-class JsonFileStore(JsonFileReader):
+class JsonFileStore(JsonFileReader, IndexedListing):
     """Threads as files under ``root`` (created if missing).
 
-    ``snapshot_ratio``: a snapshot is taken when the journal has grown by that many times the
-    last snapshot's size (at least ``min_snapshot_bytes``), which keeps both the bytes written
-    per step and the work to load a thread proportional to the state, not to its history.
+    Snapshots (``_snapshot_policy``): once the journal has grown by ``snapshot_ratio`` times
+    the last snapshot's size, one at a pause, at least every ``snapshot_every`` records
+    (default 64: opening a thread whose state is small replays at most that many), or after
+    ``min_snapshot_bytes``; so both the bytes written per step and the work to open a thread
+    follow the state, not its history. A snapshot is a cache: it is written without fsync (a
+    lost or torn one is ignored and the journal replayed). Opening a thread reads its snapshot
+    and the records after it; ``verify_on_open=True`` also checks, once per store object, that
+    the journal before the snapshot is intact (one checksum over its bytes, ~0.4 ms per 1,000
+    records), so damage to old records is reported then, not only when the history is read.
     ``fsync=False`` trades durability on power loss for speed (tests, scratch runs).
     ``preallocate``: bytes of zeros kept ahead of the journal's data (default 64 KiB with
     fsync, none without), so each append overwrites them instead of growing the file, and its
@@ -58,21 +81,26 @@ class JsonFileStore(JsonFileReader):
         root: str | os.PathLike[str],
         *,
         fsync: bool = True,
+        snapshot_every: int = 64,
         snapshot_ratio: float = 8.0,
         min_snapshot_bytes: int = 256 * 1024,
         max_open_files: int = 64,
         preallocate: int | None = None,
+        verify_on_open: bool = False,
     ) -> None:
-        super().__init__(root, max_open_files=max_open_files)
+        super().__init__(root, max_open_files=max_open_files, verify_on_open=verify_on_open)
         self.fsync = fsync
         self.preallocate = (
             (PREALLOCATE_BYTES if fsync else 0) if preallocate is None else preallocate
         )
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
+        self._snapshots = SnapshotPolicy.checked(snapshot_every, snapshot_ratio, min_snapshot_bytes)
         self._locks_dir = self.root / "locks"
         self._timers = TimerFiles(self.root / TIMERS, fsync=fsync)
         self._leftovers_swept = False
+        self._index = JsonThreadIndex(self.root, fsync=fsync)
+        self._stripes = tuple(threading.Lock() for _ in range(_STRIPES))
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
@@ -81,6 +109,7 @@ class JsonFileStore(JsonFileReader):
         """Close cached file handles (the store stays usable; handles reopen on demand)."""
         with self._guard:
             self._handles.close()
+            self._index.close()
 
     def __enter__(self) -> JsonFileStore:
         return self
@@ -92,24 +121,56 @@ class JsonFileStore(JsonFileReader):
         if self.fsync:
             os.fdatasync(fd)
 
+    def _committing(self, thread_id: str) -> threading.Lock:
+        """The lock a commit to ``thread_id`` holds from start to end, syncs included."""
+        return self._stripes[hash(thread_id) % _STRIPES]
+
+    @contextmanager
+    def _unguarded(self) -> Iterator[None]:
+        """Let other threads use the store while this one waits for the disk: the store's
+        lock, held through ``fdatasync``, gave many writers the disk one at a time, never
+        the batching a file system gives syncs that come together.
+
+        The caller holds the thread's ``_committing`` lock (no other commit to it in this
+        process), the journal's ``flock`` (none in another), a descriptor of its own (the
+        handle cache may close its copy meanwhile), and has brought the tail up to date or
+        set none yet (a reader meanwhile sees the record, as other processes' readers always
+        could)."""
+        self._guard.release()
+        try:
+            yield
+        finally:
+            self._guard.acquire()
+
     # -- snapshots ---------------------------------------------------------------------------
 
     def _line_ending_at(self, thread_id: str, offset: int) -> bytes:
-        """The journal line that ends at byte ``offset`` (newline included)."""
-        start = max(0, offset - 4096)
-        while True:
-            data = self._read_from(thread_id, start, limit=offset - start)
-            cut = data.rfind(b"\n", 0, len(data) - 1)
-            if cut != -1 or start == 0:
-                return data[cut + 1 :]
-            start = max(0, start - 65536)
+        """The journal line that ends at byte ``offset`` (newline included), read backwards
+        in chunks that double, each byte once (a long line costs its length, not its square)."""
+        pieces: list[bytes] = []
+        end, size = offset, 4096
+        while end > 0:
+            start = max(0, end - size)
+            data = self._read_from(thread_id, start, limit=end - start)
+            # The line's own newline is its last byte: the one before it ends the line before.
+            cut = data.rfind(b"\n", 0, len(data) - 1 if end == offset else len(data))
+            if cut != -1:
+                pieces.append(data[cut + 1 :])
+                break
+            pieces.append(data)
+            end, size = start, size * 2
+        return b"".join(reversed(pieces))
 
     def snapshot_due(self, thread_id: str) -> bool:
         tail = self._tails.get(check_thread_id(thread_id))
         if tail is None:
             return False
-        threshold = max(self.min_snapshot_bytes, self.snapshot_ratio * tail.snapshot_bytes)
-        return tail.since_snapshot >= threshold
+        return self._snapshots.due(
+            records=tail.lines - tail.snapshot_line,
+            since=tail.since_snapshot,
+            snapshot=tail.snapshot_bytes,
+            waiting=tail.waiting,
+        )
 
     def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
         with self._guard:
@@ -130,14 +191,21 @@ class JsonFileStore(JsonFileReader):
             if at_tail and tail.unterminated:
                 return  # the record lacks its newline until the next append: snapshot later
             if at_tail:
-                offset, line = tail.size, tail.lines
+                offset, line, prefix = tail.size, tail.lines, tail.crc
             else:
-                # One record per line from the first (version 0, or where a compaction cut),
-                # so record k ends at the (k - first + 1)-th newline.
-                data = self._read_from(thread_id, 0)
-                first = RecordAdapter.validate_json(unseal(data[: data.find(b"\n")])[0]).version
-                line = snapshot.version - first + 1
-                offset = offset_after_line(data, line)
+                # One record per line from the first (version 0, or where a compaction cut):
+                # its line is found by counting line ends, its prefix's CRC in one pass.
+                found = line_end(self, thread_id, snapshot.version)
+                if found is None:
+                    raise ConflictError(
+                        f"Snapshot of version {snapshot.version} is older than the journal "
+                        f"of thread `{thread_id}` (compacted since); take it again.",
+                        thread_id=thread_id,
+                        expected=snapshot.version,
+                        actual=tail.version,
+                    )
+                offset, line = found
+                prefix = self._crc_between(thread_id, 0, offset, 0)
             record_line = self._line_ending_at(thread_id, offset)
             body = SnapshotFile(
                 snapshot=snapshot,
@@ -145,30 +213,45 @@ class JsonFileStore(JsonFileReader):
                 line=line,
                 record_bytes=len(record_line),
                 record_crc=line_crc(record_line),
+                prefix_crc=prefix,
             )
             data = encode(thread_id, body)
+            # No fsync: a snapshot is a cache. One lost or torn by a crash fails its seal or
+            # its match with the journal, is ignored, and the journal is replayed instead.
             write_file_atomically(
-                directory / SNAPSHOT, data, fsync=self.fsync, thread_id=thread_id,
+                directory / SNAPSHOT, data, fsync=False, thread_id=thread_id,
                 what="write the snapshot",
             )  # fmt: skip
+            # Pages of history replay from the trail; it keeps a snapshot once the journal has
+            # grown by `snapshot_ratio` times its size (so it adds at most 1 / ratio to it).
+            if (
+                not at_tail
+                or tail.trail_at < 0
+                or (tail.size - tail.trail_at >= self.snapshot_ratio * len(data))
+            ):
+                append_to_trail(directory, thread_id, data)
+                tail.trail_at = tail.size if at_tail else -1
             if at_tail:
                 tail.snapshot_bytes = len(data)
                 tail.since_snapshot = 0
+                tail.snapshot_line = tail.lines
 
     # -- writing -----------------------------------------------------------------------------
 
     def create(self, thread_id: str, record: StartRecord) -> None:
-        with self._guard:
+        with self._committing(thread_id), self._guard:
             directory = self._dir(thread_id)
             data = encode(thread_id, record) + b"\n"
             new_dir = not directory.exists()
+            # Before the thread's first file: a new index made now sees no threads to catch up.
+            self._index.committing(thread_id)
             try:
                 directory.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise os_error("create", directory, exc, thread_id=thread_id) from exc
-            fd = self._fd(thread_id, create=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fd = os.dup(self._fd(thread_id, create=True))
             try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 if os.fstat(fd).st_size:
                     try:
                         self._full_scan(thread_id)
@@ -182,10 +265,11 @@ class JsonFileStore(JsonFileReader):
                     self._timers.add(thread_id, record.due, record.flow)
                 try:
                     write_all(fd, data, 0)
-                    self._sync(fd)
-                    sync_dir(self.fsync, directory)
-                    if new_dir:
-                        sync_dir(self.fsync, self._threads_dir)
+                    with self._unguarded():
+                        self._sync(fd)
+                        sync_dir(self.fsync, directory)
+                        if new_dir:
+                            sync_dir(self.fsync, self._threads_dir)
                 except OSError as exc:
                     os.ftruncate(fd, 0)
                     raise os_error(
@@ -201,19 +285,30 @@ class JsonFileStore(JsonFileReader):
                     ino=os.fstat(fd).st_ino,
                     due=record.due,
                     flow=record.flow,
+                    snapshot_line=1,
+                    waiting=record.status == "waiting",
+                    crc=zlib.crc32(data),
                 )
+                created = record.ts if record.version == 0 else None
+                self._index.created(
+                    ThreadSummary(
+                        thread_id, record.flow, record.status, record.next, record.version,
+                        record.ts, created,
+                    )
+                )  # fmt: skip
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
     ) -> None:
         check_versions(check_thread_id(thread_id), records, expected_version)
         data = b"".join(encode(thread_id, r) + b"\n" for r in records)
-        with self._guard:
-            fd = self._fd(thread_id)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with self._committing(thread_id), self._guard:
+            fd = os.dup(self._fd(thread_id))
             try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 tail = self._current_tail(thread_id, fd)
                 if tail.version != expected_version:
                     raise ConflictError(
@@ -230,30 +325,45 @@ class JsonFileStore(JsonFileReader):
                 due, old = records[-1].due if records else tail.due, tail.due
                 if due is not None and due != old:
                     self._timers.add(thread_id, due, tail.flow)
+                if records:
+                    self._index.committing(thread_id)
                 end = tail.size + len(data)
                 padded = data
                 if end > tail.capacity and self.preallocate:
                     # Zeros past the data in the same write: later appends overwrite them.
                     padded = data + bytes(self.preallocate)
+                before = dataclasses.replace(tail)  # what a failed write or sync puts back
                 try:
                     write_all(fd, padded, tail.size)
-                    self._sync(fd)
+                    # The tail moves on before the sync, which runs unguarded: a reader
+                    # meanwhile must not take the new record for another writer's.
+                    tail.version = records[-1].version if records else tail.version
+                    tail.capacity = max(tail.capacity, tail.size + len(padded))
+                    tail.size += len(data)
+                    tail.lines += len(records)
+                    tail.since_snapshot += len(data)
+                    tail.due = due
+                    tail.waiting = records[-1].status == "waiting" if records else tail.waiting
+                    tail.crc = None if tail.crc is None else zlib.crc32(data, tail.crc)
+                    with self._unguarded():
+                        self._sync(fd)
                 except OSError as exc:
-                    os.ftruncate(fd, tail.size)  # leave no half record behind
-                    tail.capacity = tail.size
+                    os.ftruncate(fd, before.size)  # leave no half record behind
+                    before.capacity = before.size
+                    self._tails[thread_id] = before
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
-                tail.version = records[-1].version if records else tail.version
-                tail.capacity = max(tail.capacity, tail.size + len(padded))
-                tail.size += len(data)
-                tail.lines += len(records)
-                tail.since_snapshot += len(data)
-                tail.due = due
                 if old is not None and old != due:
                     self._timers.remove(thread_id, old)
+                if records:  # under the journal's lock: rows follow the journal's order
+                    last = records[-1]
+                    self._index.committed(
+                        thread_id, tail.flow, last.status, last.next, last.version, last.ts
+                    )
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
 
     def _current_tail(self, thread_id: str, fd: int) -> JournalTail:
         """The journal's true end, caught up with other writers; cuts off a torn last line.
@@ -289,6 +399,7 @@ class JsonFileStore(JsonFileReader):
                 ) from exc
             tail.size += 1
             tail.since_snapshot += 1
+            tail.crc = None if tail.crc is None else zlib.crc32(b"\n", tail.crc)
             tail.capacity = max(tail.capacity, tail.size)
             tail.unterminated = False
         return tail
@@ -313,11 +424,13 @@ class JsonFileStore(JsonFileReader):
             self._handles.drop(thread_id)
             self._tails.pop(thread_id, None)
             self._verified.pop(thread_id, None)
+            self._index.committing(thread_id)
             try:
                 os.rename(directory, tombstone)
                 sync_dir(self.fsync, self._threads_dir)
             except OSError as exc:
                 raise os_error("delete", directory, exc, thread_id=thread_id) from exc
+            self._index.deleted(thread_id)
             lock.remove = True
             self._timers.remove_all(thread_id)
         shutil.rmtree(tombstone, ignore_errors=True)
@@ -348,16 +461,23 @@ class JsonFileStore(JsonFileReader):
             self._handles.drop(thread_id)
             self._tails.pop(thread_id, None)
             self._verified.pop(thread_id, None)
-            # The snapshot points into the old file; without it, loading reads the new one
+            # The snapshots point into the old file; without them, loading reads the new one
             # from its start record (which is a whole state anyway).
+            self._anchors.pop(thread_id, None)
             try:
                 (directory / SNAPSHOT).unlink(missing_ok=True)
+                (directory / TRAIL).unlink(missing_ok=True)
             except OSError as exc:
                 raise os_error("compact", directory, exc, thread_id=thread_id) from exc
+            self._index.committing(thread_id)
             write_file_atomically(
                 self._journal_path(thread_id), data, fsync=self.fsync, thread_id=thread_id,
                 what="compact",
             )  # fmt: skip
+            last = kept[-1] if kept else start  # where the thread stands, as before
+            self._index.committed(
+                thread_id, start.flow, last.status, last.next, last.version, last.ts
+            )
             return len(records) - len(kept)
 
     def _exists(self, thread_id: str) -> bool:
@@ -385,6 +505,12 @@ class JsonFileStore(JsonFileReader):
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         return self._lock_file(thread_id)
+
+    def record_range(self, thread_id: str, start: int, stop: int) -> RecordRange:
+        return read_range(self, check_thread_id(thread_id), start, stop)
+
+    def snapshot_before(self, thread_id: str, version: int) -> Snapshot | None:
+        return snapshot_before(self, check_thread_id(thread_id), version)
 
     def _lock_file(self, thread_id: str) -> ThreadLockFile:
         """``lock``, as the class ``delete`` and ``compact`` hold (``delete`` sets ``remove``)."""

@@ -1,22 +1,27 @@
 """MemoryStore: threads in a dict, for tests and for runs that need no durability.
 
-It has both optional capabilities: attempt markers (``AttemptMarks``) and a timer index
-(``TimerIndex``: thread -> when its timer is due, kept by ``create`` and ``append``).
+It has every optional capability: attempt markers (``AttemptMarks``), a timer index
+(``TimerIndex``: thread -> when its timer is due, kept by ``create`` and ``append``) and
+thread listings (``ThreadIndex``). A listing needs nothing kept per step: each journal's last
+record, already in memory, is where its thread stands.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ..records._records import Snapshot, StartRecord
 from ._ids import check_thread_id
+from ._listing import DEFAULT_LIMIT, ThreadPage, ThreadSummary, page_of, thread_query
 from ._protocol import (
     AnyRecord,
     DueTimer,
+    RecordRange,
     ThreadLog,
     check_compaction,
     check_versions,
@@ -38,6 +43,8 @@ class MemoryStore:
         self._attempts: dict[str, AttemptMarker] = {}
         #: When each thread's timer is due (threads without one are not here).
         self._timers: dict[str, float] = {}
+        #: When each thread was created (its start record's time), kept through compaction.
+        self._created: dict[str, float] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -53,6 +60,8 @@ class MemoryStore:
             if thread_id in self._journals:
                 raise ThreadExistsError(thread_id)
             self._journals[thread_id] = [record]
+            if record.version == 0:
+                self._created[thread_id] = record.ts
             if record.due is not None:
                 self._timers[thread_id] = record.due
 
@@ -101,6 +110,19 @@ class MemoryStore:
     def records(self, thread_id: str) -> list[AnyRecord]:
         return list(self._journal(thread_id))
 
+    def record_range(self, thread_id: str, start: int, stop: int) -> RecordRange:
+        with self._guard:
+            journal = self._journal(thread_id)
+            first, last = journal[0].version, journal[-1].version
+            page = journal[max(start - first, 0) : max(stop - first, 0)]
+            return RecordRange(page, first, last)
+
+    def snapshot_before(self, thread_id: str, version: int) -> Snapshot | None:
+        with self._guard:
+            self._journal(thread_id)
+            snapshot = self._snapshots.get(thread_id)
+        return snapshot if snapshot is not None and snapshot.version <= version else None
+
     def snapshot_due(self, thread_id: str) -> bool:
         check_thread_id(thread_id)
         return False  # replaying from memory is cheap; snapshots only on request
@@ -129,6 +151,7 @@ class MemoryStore:
             self._snapshots.pop(thread_id, None)
             self._attempts.pop(thread_id, None)
             self._timers.pop(thread_id, None)
+            self._created.pop(thread_id, None)
 
     def compact(self, thread_id: str, start: StartRecord) -> int:
         with self.lock(thread_id), self._guard:
@@ -141,6 +164,56 @@ class MemoryStore:
             if snapshot is not None and snapshot.version < start.version:
                 del self._snapshots[thread_id]
             return dropped
+
+    def list_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = None,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        order: str = "updated",
+    ) -> ThreadPage:
+        query = thread_query(
+            status=status,
+            flow=flow,
+            updated_before=updated_before,
+            updated_after=updated_after,
+            limit=limit,
+            cursor=cursor,
+            order=order,
+        )
+        return page_of(self._summaries(), query)
+
+    def count_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = None,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+    ) -> int:
+        query = thread_query(
+            status=status, flow=flow, updated_before=updated_before, updated_after=updated_after
+        )
+        return sum(1 for summary in self._summaries() if query.selects(summary))
+
+    def _summaries(self) -> list[ThreadSummary]:
+        with self._guard:
+            return [
+                ThreadSummary(
+                    thread_id=thread_id,
+                    flow=getattr(journal[0], "flow", "?"),
+                    status=journal[-1].status,
+                    node=journal[-1].next,
+                    version=journal[-1].version,
+                    updated=journal[-1].ts,
+                    created=self._created.get(thread_id),
+                )
+                for thread_id, journal in self._journals.items()
+            ]
 
     def due_timers(
         self, until: float, *, flow: str | None = None, limit: int | None = None

@@ -6,6 +6,7 @@ workflows' own commands and demos (``flowkit.sas.cli``, ``flowkit.quality.demo``
 - ``inputs``: what commands read from their arguments (TARGETs, JSON values, files, numbers)
 - ``output``: how commands print (tables, times, JSON, hints that run as printed), made safe
   for a terminal
+- ``progress``: the progress line long commands draw on stderr, only on a terminal
 - ``typed``: the lines a person types in a terminal conversation
 - ``demo_llm``: the LLM a command runs with, ``--llm replay:demo`` (the recorded answers a
   workflow's demo ships), and the parser of ``python -m flowkit.<workflow>.demo``

@@ -15,6 +15,7 @@ __all__ = [
     "command_hint",
     "iso",
     "printable",
+    "raw_stream",
     "table",
     "terminal_safe",
     "when",
@@ -58,6 +59,12 @@ class _TerminalSafe:
 def terminal_safe(stream: IO[str]) -> TextIO:
     """``stream`` wrapped so that no control character from user data reaches a terminal."""
     return cast(TextIO, _TerminalSafe(stream))
+
+
+def raw_stream(stream: IO[str]) -> IO[str]:
+    """The stream ``terminal_safe`` wrapped (else ``stream``): for the progress line, which
+    writes its own control sequences and makes its text printable itself."""
+    return stream._stream if isinstance(stream, _TerminalSafe) else stream
 
 
 def when(ts: float) -> str:

@@ -52,6 +52,7 @@ from ._contract_flows import (
     step_record,
 )
 from ._contract_lifecycle import LifecycleChecks
+from ._contract_listing import ListingChecks
 from ._contract_runner import RunnerOverStoreChecks
 
 __all__ = ["StoreContract"]
@@ -90,7 +91,7 @@ def _grow(store: Store, thread_id: str, steps: int) -> None:
         store.append(thread_id, [step_record(version)], expected_version=version - 1)
 
 
-class StoreContract(RunnerOverStoreChecks, LifecycleChecks, AttemptMarkChecks):
+class StoreContract(RunnerOverStoreChecks, LifecycleChecks, AttemptMarkChecks, ListingChecks):
     """Behaviour every store must have. Subclass it; provide ``store`` (and ``reopen``)."""
 
     @pytest.fixture

@@ -5,6 +5,11 @@ those generators in the driving thread or event loop, so the engine's bookkeepin
 attempt markers, logs) never runs concurrently; only the node calls themselves do: in a
 bounded thread pool (sync driver; async nodes get an event loop per call there), or as tasks
 on the running loop (async driver; sync nodes go to worker threads).
+
+``next_finished(hold)`` with a number ``hold``: the core holds finished jobs not saved yet.
+The driver then waits for the next one only while jobs finish quickly (the last one took at
+most ``hold`` seconds), and at most ``hold`` seconds; otherwise it sends ``None`` and the core
+saves what it holds first (see ``Batch.hold``), so a slow call's checkpoint never waits.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ class SyncBatchDriver:
         self._sleeping: list[tuple[float, _Running]] = []
         self._active = 0
         self._ready: deque[Finished] = deque()
+        #: How long the last job took: the guess for the next one.
+        self._last_s = 0.0
         # One call at a time runs in this thread, as a plain node does: handing each to a
         # worker thread and waiting for it cost more than a durable step (~0.2 ms a call).
         self._pool = (
@@ -63,15 +70,25 @@ class SyncBatchDriver:
             )
         )
 
-    def next_finished(self) -> Finished:
+    def next_finished(self, hold: float | None = None) -> Finished | None:
+        """The next finished job; with ``hold``, ``None`` rather than wait longer than that for
+        one, or at all when the last job took longer (a call in this thread is then not
+        started)."""
         while not self._ready:
             # A call that finished here is handed back (and checkpointed) before the next
-            # one starts, so a crash never loses a finished call.
+            # one starts, so its checkpoint never waits for more than the calls of its group.
             while self._waiting and self._active < self._limit and not self._ready:
+                if self._pool is None and hold is not None and self._last_s > hold:
+                    return None
                 self._active += 1
                 running = _Running(self._waiting.popleft())
                 self._advance(running, next(running.steps))
             if self._ready:
+                break
+            if hold is not None:
+                self._wait(hold if self._last_s <= hold else 0.0)
+                if not self._ready:
+                    return None
                 break
             self._wait()
         return self._ready.popleft()
@@ -93,14 +110,18 @@ class SyncBatchDriver:
             instruction = running.steps.send(outcome)
         except StopIteration as stop:
             self._active -= 1
-            self._ready.append(running.finish(stop))
+            finished = running.finish(stop)
+            self._last_s = finished.latency_s
+            self._ready.append(finished)
             return
         self._advance(running, instruction)
 
-    def _wait(self) -> None:
-        timeout = None
+    def _wait(self, limit: float | None = None) -> None:
+        """Wait until a call finishes or a back-off ends (at most ``limit`` seconds)."""
+        timeout = limit
         if self._sleeping:
-            timeout = max(0.0, min(wake for wake, _ in self._sleeping) - time.monotonic())
+            wake = max(0.0, min(wake for wake, _ in self._sleeping) - time.monotonic())
+            timeout = wake if limit is None else min(wake, limit)
         if not self._calls:  # only retries waiting out their back-off
             time.sleep(timeout or 0.0)
         done, _ = wait(list(self._calls), timeout=timeout, return_when=FIRST_COMPLETED)
@@ -135,6 +156,7 @@ class AsyncBatchDriver:
 
         self._asyncio = asyncio
         self._done: asyncio.Queue[Finished | BaseException] = asyncio.Queue()
+        self._last_s = 0.0  # how long the last job took: the guess for the next one
         gate = asyncio.Semaphore(batch.limit)
         self._tasks = [asyncio.ensure_future(self._run(job, gate)) for job in batch.jobs]
 
@@ -168,10 +190,21 @@ class AsyncBatchDriver:
         except BaseException as exc:  # a bug in the engine: surface it, never hang
             self._done.put_nowait(exc)
 
-    async def next_finished(self) -> Finished:
-        item = await self._done.get()
+    async def next_finished(self, hold: float | None = None) -> Finished | None:
+        """The next finished job; with ``hold``, ``None`` rather than wait longer than that for
+        one, or at all when the last job took longer."""
+        if hold is None or not self._done.empty():
+            item = await self._done.get()
+        elif self._last_s > hold:
+            return None
+        else:
+            try:
+                item = await self._asyncio.wait_for(self._done.get(), hold)
+            except TimeoutError:
+                return None
         if isinstance(item, BaseException):
             raise item
+        self._last_s = item.latency_s
         return item
 
     def close(self) -> None:

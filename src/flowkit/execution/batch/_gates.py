@@ -26,8 +26,8 @@ from .._open import open_pauses
 from .._outside_steps import dump_input, refused_by_gate, validate_gate_input
 from .._port import RunPort
 from .._steps import check_writes
+from ._checkpoints import checkpoint_call, checkpoint_pauses, label_of
 from ._children import child_answer, child_output, child_pauses
-from ._run import checkpoint_call, checkpoint_pauses, label_of
 
 __all__ = ["ChildAnswers", "answer_batch", "answer_child_call", "answer_children", "pause_spec"]
 
@@ -178,7 +178,6 @@ def answer_child_call(
         update,
         error=error,
         status="waiting" if still else "pending",
-        answered=True,
     )
 
 
@@ -230,5 +229,4 @@ def _commit_answer(
         update,
         status="waiting" if still else "pending",
         given=given,
-        answered=True,
     )

@@ -1,10 +1,12 @@
 """The execution core's part for ``Map`` and ``Parallel`` nodes: fan out, checkpoint, join.
 
 The node's calls all see the state as it was when the run reached the node. Each finished call
-is committed as an ``item`` record (its update, not yet applied) so a crash loses only the
-calls still running; once every call has finished, a ``join`` record merges their updates in
-index order. Live runs and journal replay merge through the same function, so a resumed or
-replayed thread has exactly the state an uninterrupted run would have had.
+is committed as an ``item`` record (its update, not yet applied), the calls that finish
+together in one append (``_checkpoints.Group``), so a crash loses only the calls still running
+and the few finished ones not saved yet; once every call has finished, a ``join`` record
+merges their updates in index order. Live runs and journal replay merge through the same
+function, so a resumed or replayed thread has exactly the state an uninterrupted run would
+have had.
 """
 
 from __future__ import annotations
@@ -21,16 +23,17 @@ from ...definition._parallel import Batched, BatchNode, Call
 from ...errors import RunError
 from ...records._events import Failed, NodeFinished, NodeStarted, Waiting
 from ...records._node_error import NodeError
-from ...records._records import ItemRecord, JoinRecord, PauseRecord, Status
+from ...records._records import JoinRecord
 from .._cursor import Batch, Cursor, Finished, Instruction, ItemDone, Job
-from .._open import arrive, gate_payload, merged, open_pauses, without_call
+from .._open import arrive, gate_payload, open_pauses
 from .._port import RunPort
 from .._steps import attempts as _attempts
 from .._steps import check_ask, check_writes, log_node_finished, move, status_of
+from ._checkpoints import Group, checkpoint_pauses, finished_call, label_of
 from ._children import ChildPaused, child_call
 from ._journal import field_values, merge_items
 
-__all__ = ["asked_calls", "checkpoint_call", "checkpoint_pauses", "label_of", "run_batch"]
+__all__ = ["asked_calls", "run_batch"]
 
 #: ``NodeError.type`` of a join where some calls failed; the message lists which and why.
 ITEMS_FAILED = "ItemsFailed"
@@ -84,16 +87,27 @@ def run_batch(
             error = _broke(runner, name, exc)
             return _join(runner, thread_id, run_id, cursor, name, node, len(calls), 0.0, error)
         batch = Batch(name, jobs, limit)
+        group = Group(runner, thread_id, cursor)
         try:
-            for _ in todo:
-                finished: Finished = yield batch
+            left = len(todo)
+            while left:
+                batch.hold = group.hold()
+                finished: Finished | None = yield batch
+                if finished is None:  # none at hand: save the group before waiting on
+                    group.save()
+                    continue
+                left -= 1
                 call = by_index[finished.index]
                 if isinstance(finished.outcome.error, Ask):
-                    cursor = _commit_ask(runner, thread_id, run_id, cursor, name, call, finished)
+                    group.cursor = _commit_ask(
+                        runner, thread_id, run_id, group.save(), name, call, finished
+                    )
                     continue
-                cursor = _commit_item(
-                    runner, thread_id, run_id, cursor, name, call, finished, calls
-                )
+                _commit_item(runner, thread_id, run_id, group, call, finished, len(calls))
+            cursor = group.save()
+        except BaseException as exc:
+            group.save_on_exit(exc)
+            raise
         finally:
             batch.close()
     latency = time.perf_counter() - started
@@ -168,105 +182,6 @@ def _commit_ask(
     return after
 
 
-def checkpoint_pauses(
-    runner: RunPort,
-    thread_id: str,
-    run_id: str,
-    cursor: Cursor,
-    added: dict[str, Any],
-    llm_calls: list[dict[str, Any]] | None = None,
-    *,
-    status: Status | None = None,
-) -> Cursor:
-    """Commit a ``pause`` record that adds (or replaces) pauses of the batch, ``added``: a
-    call asked, or a Subflow call's child waits at other pauses now. The record holds only
-    those, so a batch's journal grows with its pauses, not with their square; the thread
-    keeps its status (or takes ``status``: ``waiting`` once every call has finished or asked)."""
-    pauses = merged(cursor.pauses, added)
-    after = cursor._replace(
-        status=status or cursor.status,
-        version=cursor.version + 1,
-        pauses=pauses,
-        entered=cursor.step_version,
-    )
-    record = None
-    if runner.store is not None:
-        record = PauseRecord.model_construct(
-            version=after.version,
-            ts=runner._threads.stamp(),
-            run_id=run_id,
-            next=cursor.node,
-            status=after.status,
-            pauses=added or None,  # what this record adds; the rest were journaled before
-            node=cursor.node,
-            gates=list(open_pauses(runner.flow, after)) if after.status == "waiting" else [],
-            llm_calls=llm_calls or [],
-        )
-    runner._threads.commit(thread_id, cursor.version, after, record)
-    return after
-
-
-def label_of(name: str, call: Call) -> str:
-    """A call's name in events, logs and errors: ``node[label]``."""
-    return f"{name}[{call.label}]"
-
-
-def checkpoint_call(
-    runner: RunPort,
-    thread_id: str,
-    run_id: str,
-    cursor: Cursor,
-    call: Call,
-    of: int,
-    update: Mapping[str, Any],
-    *,
-    error: NodeError | None = None,
-    finished: Finished | None = None,
-    status: Status = "pending",
-    given: dict[str, Any] | None = None,
-    answered: bool = False,
-) -> Cursor:
-    """Commit an ``item`` record for one finished call (or answered pause ``answered``, a gate
-    branch or a call that asked, whose input is ``given``): its update is kept aside in the
-    cursor, the state does not change; the pauses still open stay."""
-    name = cursor.node
-    stored = runner._threads.dump(update, thread_id=thread_id, who=label_of(name, call))
-    done = ItemDone(update, stored, error, of, call.label)
-    items = {**(cursor.items or {}), call.index: done}
-    pauses = without_call(cursor.pauses, call.index, call.label)
-    after = Cursor(
-        cursor.state,
-        name,
-        status,
-        cursor.version + 1,
-        None,
-        items,
-        entered=cursor.step_version,
-        pauses=pauses,
-    )
-    record = None
-    if runner.store is not None:
-        record = ItemRecord.model_construct(
-            version=after.version,
-            ts=runner._threads.stamp(),
-            run_id=run_id,
-            next=name,
-            status=status,
-            node=name,
-            index=call.index,
-            of=of,
-            label=call.label,
-            update=stored,
-            attempts=finished.attempts if finished else 1,
-            latency_s=round(finished.latency_s, 6) if finished else 0.0,
-            error=error.model_dump() if error else None,
-            llm_calls=finished.llm_calls if finished else [],
-            input=given,
-        )
-    runner._threads.commit(thread_id, cursor.version, after, record)
-    return after
-
-
 def _calls(thread_id: str, name: str, node: Batched, cursor: Cursor) -> list[Call]:
     calls = node.calls(cursor.state)
     if cursor.items:
@@ -286,13 +201,15 @@ def _commit_item(
     runner: RunPort,
     thread_id: str,
     run_id: str,
-    cursor: Cursor,
-    name: str,
+    group: Group,
     call: Call,
     finished: Finished,
-    calls: list[Call],
-) -> Cursor:
-    """Checkpoint one finished call: its update is kept aside, the state does not change."""
+    of: int,
+) -> None:
+    """Checkpoint one finished call in ``group``: its update is kept aside, the state does not
+    change."""
+    cursor = group.cursor
+    name = cursor.node
     label = label_of(name, call)
     outcome = finished.outcome
     error: NodeError | None = None
@@ -314,22 +231,14 @@ def _commit_item(
             error_type=error.type,
             attempts=finished.attempts,
         )
-    after = checkpoint_call(
-        runner,
-        thread_id,
-        run_id,
-        cursor,
-        call,
-        len(calls),
-        update,
-        error=error,
-        finished=finished,
-    )
+    done, record = finished_call(
+        runner, thread_id, run_id, name, group.version, call, of, update,
+        error=error, finished=finished,
+    )  # fmt: skip
+    event = None
     if runner._subscribers:
-        runner._emit(
-            NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts, error)
-        )
-    return after
+        event = NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts, error)
+    group.add(call, done, record, event)
 
 
 def _join(

@@ -3,7 +3,7 @@ thread, and where a parent stands while its child runs, waits or fails."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -101,6 +101,27 @@ class ChildRunner:
         """Commit the child's ``after`` as a checkpoint of the parent (``before`` is the
         child's version; the parent's own version is what the parent's journal checks)."""
         del before
+        parent = self.cursor
+        new, wrapped = self._wrap(after, () if record is None else (record,))
+        self.parent._threads.commit(thread_id, parent.version, new, wrapped[0] if wrapped else None)
+        self._committed(thread_id, new)
+
+    def commit_all(
+        self, thread_id: str, before: int, after: Cursor, records: Sequence[AnyRecord]
+    ) -> None:
+        """Commit several records of the child (a batch's calls finished together) as
+        checkpoints of the parent, with one commit of the parent's."""
+        del before
+        parent = self.cursor
+        new, wrapped = self._wrap(after, records)
+        self.parent._threads.commit_all(thread_id, parent.version, new, wrapped)
+        self._committed(thread_id, new)
+
+    def _wrap(self, after: Cursor, records: Sequence[AnyRecord]) -> tuple[Cursor, list[AnyRecord]]:
+        """The parent's cursor once the child stands at ``after``, and the child's records
+        (one at least, but none without a store) wrapped as the parent's ``sub`` records.
+        Every record but the last leaves the child pending: only a group of finished calls
+        has several."""
         if self.attempts != 1:
             after = after._replace(attempts=self.attempts)
         parent = self.cursor
@@ -110,7 +131,7 @@ class ChildRunner:
             parent.state,
             self.name,
             status,
-            parent.version + 1,
+            parent.version + max(1, len(records)),
             error,
             None,
             after,
@@ -119,22 +140,28 @@ class ChildRunner:
             # it inside the child.
             due=after.due if status == "waiting" else None,
         )
-        wrapped = None
-        if record is not None and self.store is not None:
-            wrapped = SubRecord.model_construct(
-                version=new.version,
+        if self.store is None:
+            return new, []
+        last = len(records) - 1
+        wrapped: list[AnyRecord] = [
+            SubRecord.model_construct(
+                version=parent.version + i + 1,
                 ts=record.ts,
                 run_id=record.run_id,
                 next=self.name,
-                status=status,
-                due=new.due,
+                status=status if i == last else "pending",
+                due=new.due if i == last else None,
                 node=self.name,
                 attempts=self.attempts,
                 record=record,
             )
-        self.parent._threads.commit(thread_id, parent.version, new, wrapped)
+            for i, record in enumerate(records)
+        ]
+        return new, wrapped
+
+    def _committed(self, thread_id: str, new: Cursor) -> None:
         self.cursor = new
-        if status != "pending" and not isinstance(self.parent, ChildRunner):
+        if new.status != "pending" and not isinstance(self.parent, ChildRunner):
             self._untold = (thread_id, new)  # told after the step's own events
 
     def _tell(self, thread_id: str, run_id: str, top: Cursor) -> None:

@@ -27,8 +27,9 @@ def issues_from(
     *,
     skip: frozenset[int] = frozenset(),
 ) -> tuple[list[Issue], list[str]]:
-    """New issues for the findings whose quote is in ``text`` (one per category and range);
-    also returns a note per finding that could not be placed."""
+    """New issues for the findings whose quote is in ``text`` (one per category and range, at
+    most ``services.max_issues``: the most severe first); also returns a note per finding that
+    could not be placed, and one on findings past the limit."""
     steps = {t.category: t.step_id for t in services.templates}
     issues: list[Issue] = []
     notes: list[str] = []
@@ -59,7 +60,24 @@ def issues_from(
                 suggested_fixes=(finding.suggested_fix,) if finding.suggested_fix else (),
             )
         )
+    limit = services.max_issues
+    if len(issues) > limit:
+        notes.append(
+            f"{len(issues) - limit} more findings than the {limit} issues a check records were "
+            "left out (the least severe); raise max_issues (--max-issues) to record them"
+        )
+        issues = _most_severe(issues, limit)
     return issues, notes
+
+
+_SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+
+
+def _most_severe(issues: list[Issue], limit: int) -> list[Issue]:
+    """The ``limit`` most severe of ``issues`` (earlier first among equals), in their order."""
+    ranked = sorted(range(len(issues)), key=lambda i: _SEVERITY_RANK[issues[i].severity])
+    kept = set(ranked[:limit])
+    return [issue for i, issue in enumerate(issues) if i in kept]
 
 
 @node(

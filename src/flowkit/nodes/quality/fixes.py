@@ -33,8 +33,8 @@ def plan_fix(state: QualityState, issue_id: str, ctx: Context[QualityServices]) 
         plan = PlannedFix(round=round_, issue_id=issue_id, status="unavailable",
                           description=str(exc), qc_code=exc.qc_code)  # fmt: skip
         return {"plans": [plan]}
-    text = services.text(issue.manuscript_hash, session_id=state.session_id)
-    piece = excerpt(text, issue.text_range)
+    text = services.text(issue.manuscript_hash, session_id=state.session_id)  # verified
+    piece = excerpt(text, issue.text_range, manuscript_hash=issue.manuscript_hash)
     messages = plan_prompt(issue, piece, services.toolbox, offered)
     proposal, _, _ = ask(
         services, ctx, state, f"plan_{round_}_{issue_id[-8:]}", messages, FixProposal

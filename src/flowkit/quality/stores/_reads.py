@@ -31,6 +31,11 @@ class ReadableStore(ABC):
     def _read_issues(self, session_id: str) -> list[Issue]: ...
 
     @abstractmethod
+    def _read_issue(self, issue_id: str) -> tuple[Issue, Session] | None:
+        """One issue by id and the session holding it, read on their own (a plan or a verdict
+        per issue reads one)."""
+
+    @abstractmethod
     def _read_resolutions(self, session_id: str) -> list[IssueResolution]: ...
 
     @abstractmethod
@@ -75,12 +80,11 @@ class ReadableStore(ABC):
         check_principal(principal)
         if not isinstance(issue_id, str) or not ISSUE_ID.match(issue_id):
             raise QualityInputError(f"{issue_id!r} is not an issue id (ISSUE-<ms>-<hex>).")
-        session_id = self._issue_session(issue_id)
-        if session_id is not None:
-            for found in self.issues(session_id, principal=principal):
-                if found.issue_id == issue_id:
-                    return found
-        raise IssueNotFoundError(f"No issue {issue_id}.", issue_id=issue_id)
+        found = self._read_issue(issue_id)
+        if found is None:
+            raise IssueNotFoundError(f"No issue {issue_id}.", issue_id=issue_id)
+        _check_access(found[1], principal)
+        return found[0]
 
     def resolutions(self, session_id: str, *, principal: Principal) -> list[IssueResolution]:
         self.get_session(session_id, principal=principal)

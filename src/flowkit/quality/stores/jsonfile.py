@@ -1,8 +1,10 @@
 """``JsonWorkflowStateStore``: the workflow state store on plain files.
 
-One JSON document per session (``sessions/<session_id>.json``) holds the session and all its
-records; a commit rewrites it through a temporary file renamed over it (``_atomic``), so a
-reader or a crash sees the whole unit or none of it. Episode locks are ``flock`` locks on
+Each session is a document (``sessions/<session_id>.json``, the session and all its records)
+plus a journal of the commits since (``<session_id>.jsonl``, one checksummed, fsync'd line per
+commit), folded into a new document now and then (``_session_files``): a commit costs what it
+changed, and a reader or a crash sees the whole unit or none of it. A handle keeps the sessions
+it read in memory and reads only what changed on disk since. Episode locks are ``flock`` locks on
 ``locks/EP<n>.lock``, held as long as the handle holds the session: the kernel drops them when
 the process dies, so a killed run never leaves an episode locked. Commits of one session are
 serialised across processes by a short lock on ``locks/<session_id>.commit``, under which the
@@ -13,41 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
-
-from ...foundation._atomic import write_atomically
-from ...foundation._untrusted import parse_json
-from ..errors import StatePersistenceError
 from ..ids import episode_of
-from ..models import (
-    FORMAT_VERSION,
-    Issue,
-    IssueResolution,
-    ManuscriptFetchLog,
-    Session,
-    StepExecution,
-)
-from ._corrupt import corrupt_state
+from ..models import Issue, IssueResolution, ManuscriptFetchLog, Session, StepExecution
+from ._session_data import Change
+from ._session_files import SessionFiles, persist_error
 from ._staged import StagedStore, Unit, stale
 
 __all__ = ["JsonWorkflowStateStore"]
-
-
-class _Document(BaseModel):
-    """What a session document must hold to be read (its records are read from it later)."""
-
-    session: Session
-    issues: dict[str, Issue] = {}
-    resolutions: list[IssueResolution] = []
-    steps: list[StepExecution] = []
-    fetch_log: list[ManuscriptFetchLog] = []
 
 
 class JsonWorkflowStateStore(StagedStore):
@@ -69,110 +48,70 @@ class JsonWorkflowStateStore(StagedStore):
             self._sessions.mkdir(parents=True, exist_ok=True)
             self._locks.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _persist_error("create", self.root, exc) from exc
+            raise persist_error("create", self.root, exc) from exc
         self._lock_fds: dict[int, int] = {}
         self._issue_index: dict[str, str] = {}
+        self._files = SessionFiles(self._sessions, fsync=fsync)
+        self._files.on_issues = self._index
 
     def __repr__(self) -> str:
         return f"JsonWorkflowStateStore({str(self.root)!r})"
 
-    # -- documents -----------------------------------------------------------------------------
+    # -- sessions --------------------------------------------------------------------------------
 
-    def _path(self, session_id: str) -> Path:
-        return self._sessions / f"{session_id}.json"
-
-    def _doc(self, session_id: str) -> dict[str, Any] | None:
-        path = self._path(session_id)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise _persist_error("read", path, exc) from exc
-        try:
-            doc = parse_json(raw, what="session document", path=str(path), max_bytes=None)
-            if not isinstance(doc, dict) or doc.get("format_version") != FORMAT_VERSION:
-                raise ValueError("not a session document of this version")
-            _Document.model_validate(doc)  # every record readable, or none is trusted
-        except ValueError as exc:  # also not UTF-8, too deep, or a record of the wrong shape
-            raise corrupt_state(
-                session_id,
-                store="json",
-                where=str(path),
-                fix="restore the file from a backup or remove it to drop the session.",
-                cause=exc,
-            ) from exc
-        for issue_id in doc.get("issues", {}):
+    def _index(self, session_id: str, issue_ids: Iterable[str]) -> None:
+        for issue_id in issue_ids:
             self._issue_index[issue_id] = session_id
-        return doc
 
     def _read_session(self, session_id: str) -> Session | None:
-        doc = self._doc(session_id)
-        return Session.model_validate(doc["session"]) if doc else None
+        return self._files.read(session_id, lambda d: d.session)
 
     def _session_ids(self, episode_number: int | None) -> list[str]:
         try:
             names = [p.stem for p in self._sessions.glob("QC_EP*.json")]
         except OSError as exc:
-            raise _persist_error("list", self._sessions, exc) from exc
+            raise persist_error("list", self._sessions, exc) from exc
         return sorted(n for n in names if episode_number is None or episode_of(n) == episode_number)
 
     def _read_issues(self, session_id: str) -> list[Issue]:
-        doc = self._doc(session_id) or {}
-        return [Issue.model_validate(v) for v in doc.get("issues", {}).values()]
+        return self._files.read(session_id, lambda d: list(d.issues.values())) or []
+
+    def _read_issue(self, issue_id: str) -> tuple[Issue, Session] | None:
+        session_id = self._issue_session(issue_id)
+        if session_id is None:
+            return None
+        found = self._files.read(session_id, lambda d: (d.issues.get(issue_id), d.session))
+        return (found[0], found[1]) if found and found[0] else None
 
     def _read_resolutions(self, session_id: str) -> list[IssueResolution]:
-        doc = self._doc(session_id) or {}
-        return [IssueResolution.model_validate(v) for v in doc.get("resolutions", [])]
+        return self._files.read(session_id, lambda d: list(d.resolutions.values())) or []
 
     def _read_steps(self, session_id: str) -> list[StepExecution]:
-        doc = self._doc(session_id) or {}
-        return [StepExecution.model_validate(v) for v in doc.get("steps", [])]
+        return self._files.read(session_id, lambda d: list(d.steps.values())) or []
 
     def _read_fetch(self, session_id: str) -> list[ManuscriptFetchLog]:
-        doc = self._doc(session_id) or {}
-        return [ManuscriptFetchLog.model_validate(v) for v in doc.get("fetch_log", [])]
+        return self._files.read(session_id, lambda d: list(d.fetch_log)) or []
 
     def _issue_session(self, issue_id: str) -> str | None:
         if issue_id not in self._issue_index:
             for session_id in self._session_ids(None):
-                self._doc(session_id)  # fills the index
+                self._read_session(session_id)  # fills the index
         return self._issue_index.get(issue_id)
 
     def _apply(self, unit: Unit, session: Session) -> None:
         assert unit.session_id is not None
         with self._commit_lock(unit.session_id):
-            doc = self._doc(unit.session_id)
-            stored = Session.model_validate(doc["session"]).state_version if doc else None
+            stored = self._files.read(unit.session_id, lambda d: d.session.state_version)
             if stored != unit.expected:
                 raise stale(unit.session_id, unit.expected, stored)
-            doc = doc or {"format_version": FORMAT_VERSION, "issues": {}}
-            doc["session"] = session.model_dump(mode="json")
-            doc.setdefault("issues", {}).update(
-                {k: v.model_dump(mode="json") for k, v in unit.issues.items()}
+            change = Change(
+                session=session,
+                issues=tuple(unit.issues.values()),
+                resolutions=tuple(unit.resolutions.values()),
+                steps=tuple(unit.steps.values()),
+                fetch_log=tuple(unit.fetch),
             )
-            doc["resolutions"] = _merge(
-                doc.get("resolutions", []),
-                {(r.issue_id, r.resolution_attempt): r for r in unit.resolutions.values()},
-                lambda d: (d["issue_id"], d["resolution_attempt"]),
-            )
-            doc["steps"] = _merge(
-                doc.get("steps", []),
-                {(s.step_id, s.attempt): s for s in unit.steps.values()},
-                lambda d: (d["step_id"], d["attempt"]),
-            )
-            doc["fetch_log"] = [
-                *doc.get("fetch_log", []),
-                *(f.model_dump(mode="json") for f in unit.fetch),
-            ]
-            path = self._path(unit.session_id)
-            data = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-            try:
-                write_atomically(path, data, fsync=self.fsync, private=True)
-            except OSError as exc:
-                raise _persist_error("write", path, exc) from exc
-        for issue_id in unit.issues:
-            self._issue_index[issue_id] = unit.session_id
+            self._files.commit(unit.session_id, change, new=stored is None)
 
     @contextlib.contextmanager
     def _commit_lock(self, session_id: str) -> Iterator[None]:
@@ -180,7 +119,7 @@ class JsonWorkflowStateStore(StagedStore):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
-            raise _persist_error("open", path, exc) from exc
+            raise persist_error("open", path, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # commits are short: wait for the other writer
             yield
@@ -196,7 +135,7 @@ class JsonWorkflowStateStore(StagedStore):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
-            raise _persist_error("open", path, exc) from exc
+            raise persist_error("open", path, exc) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -204,7 +143,7 @@ class JsonWorkflowStateStore(StagedStore):
             return False
         except OSError as exc:
             os.close(fd)
-            raise _persist_error("lock", path, exc) from exc
+            raise persist_error("lock", path, exc) from exc
         self._lock_fds[episode_number] = fd
         # Who holds it, for people looking at the folder; never read back for decisions.
         with contextlib.suppress(OSError):
@@ -218,22 +157,3 @@ class JsonWorkflowStateStore(StagedStore):
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
             os.close(fd)
-
-
-def _merge(
-    stored: list[dict[str, Any]], new: dict[Any, Any], key: Callable[[dict[str, Any]], Any]
-) -> list[dict[str, Any]]:
-    """``stored`` with the records of ``new`` replacing those of the same key, order kept."""
-    out: list[dict[str, Any]] = []
-    pending = {k: v.model_dump(mode="json") for k, v in new.items()}
-    for item in stored:
-        out.append(pending.pop(key(item), item))
-    out.extend(pending.values())
-    return out
-
-
-def _persist_error(action: str, path: Path, exc: OSError) -> StatePersistenceError:
-    return StatePersistenceError(
-        f"Cannot {action} {path}: {exc.strerror or exc}. Nothing of the unit was written; fix "
-        "the permissions or free disk space, then retry."
-    )

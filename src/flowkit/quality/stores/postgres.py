@@ -158,6 +158,19 @@ class PostgresWorkflowStateStore(StagedStore):
     def _read_fetch(self, session_id: str) -> list[ManuscriptFetchLog]:
         return self._records(ManuscriptFetchLog, "quality_fetch_log", session_id)
 
+    def _read_issue(self, issue_id: str) -> tuple[Issue, Session] | None:
+        rows = self._rows(
+            "SELECT i.session_id, i.record, s.record FROM quality_issues i "
+            "JOIN quality_sessions s USING (session_id) WHERE i.issue_id = %s",
+            issue_id,
+        )
+        if not rows:
+            return None
+        sid, issue, session = rows[0]
+        return _read(Issue, issue, sid, "quality_issues"), _read(
+            Session, session, sid, "quality_sessions"
+        )
+
     def _issue_session(self, issue_id: str) -> str | None:
         rows = self._rows("SELECT session_id FROM quality_issues WHERE issue_id = %s", issue_id)
         return rows[0][0] if rows else None
@@ -196,33 +209,31 @@ class PostgresWorkflowStateStore(StagedStore):
                         _json(session),
                     ),
                 )
-                for issue in unit.issues.values():
-                    cur.execute(
-                        "INSERT INTO quality_issues (issue_id, session_id, record) "
-                        "VALUES (%s, %s, %s) ON CONFLICT (issue_id) DO UPDATE SET "
-                        "record = EXCLUDED.record",
-                        (issue.issue_id, sid, _json(issue)),
-                    )
-                for res in unit.resolutions.values():
-                    cur.execute(
-                        "INSERT INTO quality_issue_resolutions (issue_id, resolution_attempt, "
-                        "session_id, record) VALUES (%s, %s, %s, %s) ON CONFLICT "
-                        "(issue_id, resolution_attempt) DO UPDATE SET record = EXCLUDED.record",
-                        (res.issue_id, res.resolution_attempt, sid, _json(res)),
-                    )
-                for step in unit.steps.values():
-                    cur.execute(
-                        "INSERT INTO quality_step_executions (session_id, step_id, attempt, "
-                        "record) VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, step_id, "
-                        "attempt) DO UPDATE SET record = EXCLUDED.record",
-                        (sid, step.step_id, step.attempt, _json(step)),
-                    )
-                for log in unit.fetch:
-                    cur.execute(
-                        "INSERT INTO quality_fetch_log (fetch_id, session_id, record) "
-                        "VALUES (%s, %s, %s)",
-                        (log.fetch_id, sid, _json(log)),
-                    )
+                # executemany sends each table's rows in one pipeline, not a round trip each
+                cur.executemany(
+                    "INSERT INTO quality_issues (issue_id, session_id, record) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (issue_id) DO UPDATE SET "
+                    "record = EXCLUDED.record",
+                    [(i.issue_id, sid, _json(i)) for i in unit.issues.values()],
+                )
+                cur.executemany(
+                    "INSERT INTO quality_issue_resolutions (issue_id, resolution_attempt, "
+                    "session_id, record) VALUES (%s, %s, %s, %s) ON CONFLICT "
+                    "(issue_id, resolution_attempt) DO UPDATE SET record = EXCLUDED.record",
+                    [(r.issue_id, r.resolution_attempt, sid, _json(r))
+                     for r in unit.resolutions.values()],
+                )  # fmt: skip
+                cur.executemany(
+                    "INSERT INTO quality_step_executions (session_id, step_id, attempt, "
+                    "record) VALUES (%s, %s, %s, %s) ON CONFLICT (session_id, step_id, "
+                    "attempt) DO UPDATE SET record = EXCLUDED.record",
+                    [(sid, s.step_id, s.attempt, _json(s)) for s in unit.steps.values()],
+                )
+                cur.executemany(
+                    "INSERT INTO quality_fetch_log (fetch_id, session_id, record) "
+                    "VALUES (%s, %s, %s)",
+                    [(log.fetch_id, sid, _json(log)) for log in unit.fetch],
+                )
         except self._errors as exc:
             raise _persist_error(exc) from exc
 

@@ -80,31 +80,52 @@ function threadHref(id) { return "#/threads/" + encodeURIComponent(id); }
 
 // -- the list of threads waiting for a person ---------------------------------------------
 
+// A table of threads read a page at a time (GET /threads with its `next_cursor`): "More"
+// shows the next page; a refresh reads again as many pages as are shown.
+function pagedThreads(id, query, size, headings, cells, nobody) {
+  const body = el("tbody");
+  const more = el("button", { type: "button", class: "more", id: id + "-more", text: "More", hidden: true });
+  let pages = 1;
+  async function refresh() {
+    const rows = [];
+    let cursor = null;
+    for (let page = 0; page < pages; page++) {
+      const found = await api("/threads?" + (query ? query + "&" : "") + "limit=" + size +
+        (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+      rows.push(...found.threads);
+      cursor = found.next_cursor;
+      if (!cursor) break;
+    }
+    body.replaceChildren(...rows.map((t) => el("tr", {},
+      el("td", {}, el("a", { href: threadHref(t.thread_id), text: t.thread_id })), ...cells(t))));
+    if (!rows.length) body.append(el("tr", {}, el("td", { colspan: headings.length, text: nobody })));
+    more.hidden = !cursor;
+  }
+  more.addEventListener("click", async () => {
+    pages += 1;
+    try { await refresh(); } catch (error) { say(error, "error"); }
+  });
+  const table = el("table", { class: "threads", id },
+    el("thead", {}, el("tr", {}, headings.map((h) => el("th", { text: h })))), body);
+  return { nodes: [table, more], refresh };
+}
+
 async function showList() {
-  const waiting = el("tbody");
-  const recent = el("tbody");
+  const waiting = pagedThreads("waiting", "status=waiting", 50, ["Thread", "Flow", "Waiting at", "Since"],
+    (t) => [el("td", { text: t.flow }), el("td", { text: t.node }), el("td", { text: when(t.updated) })],
+    "Nobody is waited for.");
+  const recent = pagedThreads("recent", "", 20, ["Thread", "Flow", "Status", "Updated"],
+    (t) => [el("td", { text: t.flow }), el("td", {}, el("span", { class: "status " + t.status, text: t.status })),
+      el("td", { text: when(t.updated) })],
+    "No threads yet.");
   main.replaceChildren(
-    el("h1", { text: "Waiting for a person" }),
-    el("table", { class: "threads", id: "waiting" },
-      el("thead", {}, el("tr", {}, ["Thread", "Flow", "Waiting at", "Since"].map((h) => el("th", { text: h })))),
-      waiting),
-    el("h2", { text: "Recently updated" }),
-    el("table", { class: "threads", id: "recent" },
-      el("thead", {}, el("tr", {}, ["Thread", "Flow", "Status", "Updated"].map((h) => el("th", { text: h })))),
-      recent),
+    el("h1", { text: "Waiting for a person" }), ...waiting.nodes,
+    el("h2", { text: "Recently updated" }), ...recent.nodes,
   );
   async function refresh() {
     try {
-      const open = await api("/threads?status=waiting&limit=200");
-      const all = await api("/threads?limit=20");
-      waiting.replaceChildren(...open.threads.map((t) => el("tr", {},
-        el("td", {}, el("a", { href: threadHref(t.thread_id), text: t.thread_id })),
-        el("td", { text: t.flow }), el("td", { text: t.node }), el("td", { text: when(t.updated) }))));
-      if (!open.threads.length) waiting.append(el("tr", {}, el("td", { colspan: 4, text: "Nobody is waited for." })));
-      recent.replaceChildren(...all.threads.map((t) => el("tr", {},
-        el("td", {}, el("a", { href: threadHref(t.thread_id), text: t.thread_id })),
-        el("td", { text: t.flow }), el("td", {}, el("span", { class: "status " + t.status, text: t.status })),
-        el("td", { text: when(t.updated) }))));
+      await waiting.refresh();
+      await recent.refresh();
       say("");
     } catch (error) { say(error, "error"); }
   }

@@ -71,6 +71,22 @@ class Extent:
             and (self.snapshot is None or self.low <= self.snapshot <= self.high)
         )
 
+    @property
+    def intact_from_snapshot(self) -> bool:
+        """Whether the rows from the snapshot's record on (what a load reads, so ``low`` is
+        that record; every row without a snapshot) can be one unbroken run up to the
+        version row. The rows before the snapshot are checked when the history is read."""
+        if self.snapshot is None:
+            return self.intact
+        if self.low is None or self.high is None:
+            return False
+        return (
+            self.low == self.snapshot
+            and self.count == self.high - self.low + 1
+            and self.high == self.version
+            and (self.starts == 0 or (self.starts == 1 and self.start_at == self.low))
+        )
+
 
 def breakage(
     conn: psycopg.Connection[Any],

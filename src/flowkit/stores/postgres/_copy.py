@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ...errors import FlowkitError, StoreError
+from ...foundation._progress import OnProgress
 from ...records._records import StartRecord
 from .._protocol import AttemptMarks, Store
 
@@ -25,14 +26,24 @@ class CopyReport:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-def copy_threads(source: Store, target: Store, threads: Iterable[str] | None = None) -> CopyReport:
-    """Copy ``threads`` (default: all) from ``source`` to ``target``; see the module doc."""
+def copy_threads(
+    source: Store,
+    target: Store,
+    threads: Iterable[str] | None = None,
+    *,
+    on_progress: OnProgress | None = None,
+) -> CopyReport:
+    """Copy ``threads`` (default: all) from ``source`` to ``target``; see the module doc.
+    ``on_progress(done, total, "copied")`` is called after each thread (copied or failed)."""
     report = CopyReport()
-    for thread_id in source.threads() if threads is None else threads:
+    chosen = source.threads() if threads is None else list(threads)
+    for done, thread_id in enumerate(chosen, 1):
         try:
             report.copied[thread_id] = _copy_one(source, target, thread_id)
         except FlowkitError as exc:
             report.failed[thread_id] = str(exc).splitlines()[0]
+        if on_progress is not None:
+            on_progress(done, len(chosen), "copied")
     return report
 
 

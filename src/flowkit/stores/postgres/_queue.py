@@ -6,6 +6,10 @@ statement with ``FOR UPDATE SKIP LOCKED`` so concurrent workers never wait for e
 a thread with a queued item, or an orphan (status ``pending`` with no live lease, e.g. its
 worker was killed mid-node). An item is marked done in the same transaction as the write
 that uses it (``consume_on_write``), so an input is used exactly once or stays queued.
+
+Each of a worker's questions is one statement (one round trip, one commit): ``claim_next``
+finds a thread, takes its lease and reads where the thread stands and its next input;
+``next_work`` reads those two again between runs.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ if TYPE_CHECKING:
 
     from ._leases import Leases
 
-__all__ = ["ThreadStatus", "WorkItem", "WorkQueue"]
+__all__ = ["Claim", "ThreadStatus", "WorkItem", "WorkQueue"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,16 @@ class ThreadStatus:
     status: str
     next: str
     version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A thread a worker claimed (its lease taken), where it stood then (``None``: it does
+    not exist yet) and its oldest queued input, if any."""
+
+    thread_id: str
+    status: ThreadStatus | None
+    item: WorkItem | None
 
 
 class WorkQueue:
@@ -96,6 +110,12 @@ class WorkQueue:
 
         Threads with queued items come first (oldest item first), then orphans.
         """
+        claimed = self.claim_next(flows)
+        return None if claimed is None else claimed.thread_id
+
+    def claim_next(self, flows: Sequence[str]) -> Claim | None:
+        """``claim``, and where the thread stands and its next input (what ``next_work``
+        says), all in one statement; None if nothing is runnable."""
         leases = self._leases
         with leases.reclaiming() as behind, self._conn() as conn:
             params = {
@@ -104,13 +124,24 @@ class WorkQueue:
                 "ttl": leases.lease_s,
                 "behind": behind,
             }
-            for statement in ("claim_work", "claim_orphan"):
-                row = conn.execute(self._q(statement), params).fetchone()
-                if row is not None:
-                    thread_id = str(row[0])
-                    leases.adopt(thread_id)
-                    return thread_id
-        return None
+            row = conn.execute(self._q("claim"), params).fetchone()
+            if row is None:
+                return None
+            thread_id = str(row[0])
+            leases.adopt(thread_id)
+        status, item = _look(row)
+        return Claim(thread_id, status, item)
+
+    def next_work(self, thread_id: str) -> tuple[ThreadStatus | None, WorkItem | None]:
+        """Where the thread stands (``status``; None if it does not exist) and its oldest
+        queued item (``next_item``), read together in one statement."""
+        query = self._q("next_work")
+        row = retried(
+            self._conn,
+            check_thread_id(thread_id),
+            lambda c: c.execute(query, (thread_id,)).fetchone(),
+        )
+        return _look(row)
 
     def release(self, thread_id: str) -> None:
         """Give back a claimed thread's lease (and forget an unused consume)."""
@@ -201,6 +232,14 @@ def _status(row: Sequence[Any]) -> ThreadStatus:
     return ThreadStatus(str(row[0]), str(row[1]), str(row[2]), str(row[3]), int(row[4]))
 
 
+def _look(row: Sequence[Any]) -> tuple[ThreadStatus | None, WorkItem | None]:
+    """A ``look`` row: the thread's status columns (null flow: no such thread yet), then the
+    columns of its next queued item (null id: none)."""
+    status = _status(row[:5]) if row[1] is not None else None
+    item = _item(row[5:]) if row[5] is not None else None
+    return status, item
+
+
 _CACHE: dict[str, dict[str, bytes]] = {}
 
 
@@ -221,30 +260,43 @@ def _statements(s: str) -> dict[str, bytes]:
         RETURNING thread_id
     """
     columns = "id, thread_id, flow, input, gate, expected_version, state, error"
+    # Where a thread (``k.thread_id``) stands and its oldest queued item: ``_look``'s row.
+    look = f"""
+        SELECT k.thread_id, t.flow, t.status, t.next, t.version,
+            w.id, w.thread_id, w.flow, w.input, w.gate, w.expected_version, w.state, w.error
+        FROM {{keys}} LEFT JOIN {s}.threads t ON t.thread_id = k.thread_id
+        LEFT JOIN LATERAL (
+            SELECT {columns} FROM {s}.work q WHERE q.thread_id = k.thread_id AND q.state = 'queued'
+            ORDER BY q.id LIMIT 1
+        ) w ON true
+    """
+    work = f"""
+        SELECT c.thread_id FROM {s}.work c
+        WHERE c.state = 'queued' AND c.flow = ANY(%(flows)s) AND c.available_at <= now()
+          AND NOT EXISTS ({live})
+        ORDER BY c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+    """
+    orphan = f"""
+        SELECT c.thread_id FROM {s}.threads c
+        WHERE c.status = 'pending' AND c.flow = ANY(%(flows)s)
+          AND (c.retry_at IS NULL OR c.retry_at <= now())
+          AND NOT EXISTS ({live})
+        ORDER BY c.updated_at LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+    """
     sql: dict[str, str] = {
         "submit": f"""
             INSERT INTO {s}.work (thread_id, flow, input, gate, expected_version)
             VALUES (%s, %s, %b, %s, %s) RETURNING id
         """,
-        "claim_work": f"""
-            WITH cand AS (
-                SELECT c.thread_id FROM {s}.work c
-                WHERE c.state = 'queued' AND c.flow = ANY(%(flows)s) AND c.available_at <= now()
-                  AND NOT EXISTS ({live})
-                ORDER BY c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED
+        # A thread with queued work first; an orphan only when there is none (the limit stops
+        # the scan at the first row, so the second query then never runs).
+        "claim": f"""
+            WITH by_work AS ({work}), by_orphan AS ({orphan}), cand AS (
+                (SELECT thread_id FROM by_work) UNION ALL (SELECT thread_id FROM by_orphan) LIMIT 1
             ), took AS ({take})
-            SELECT thread_id FROM took
+            {look.format(keys="took k")}
         """,
-        "claim_orphan": f"""
-            WITH cand AS (
-                SELECT c.thread_id FROM {s}.threads c
-                WHERE c.status = 'pending' AND c.flow = ANY(%(flows)s)
-                  AND (c.retry_at IS NULL OR c.retry_at <= now())
-                  AND NOT EXISTS ({live})
-                ORDER BY c.updated_at LIMIT 1 FOR UPDATE OF c SKIP LOCKED
-            ), took AS ({take})
-            SELECT thread_id FROM took
-        """,
+        "next_work": look.format(keys="(SELECT %s::text AS thread_id) k"),
         "next_item": f"""
             SELECT {columns} FROM {s}.work WHERE thread_id = %s AND state = 'queued'
             ORDER BY id LIMIT 1

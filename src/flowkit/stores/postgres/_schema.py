@@ -5,9 +5,11 @@ each in its own transaction, and records the version reached in ``<schema>.meta`
 store never creates or changes a table: it checks the version and says what to run.
 
 Tables (schema ``flowkit`` by default): ``threads`` (one row per thread: version, status,
-next node, and ``due_at``, when its timer is due: the timer index, set by the statement that
-appends the record), ``records`` (the journal: one row per record, the same O(Δ) JSON as a journal
-line), ``snapshots``, ``attempts`` (attempt markers), ``leases`` (who runs a thread, until
+next node, ``updated_at``, the last record's time, which listings page on, and ``due_at``,
+when its timer is due: the timer index, set by the statement that appends the record),
+``records`` (the journal: one row per record, the same O(Δ) JSON as a journal line),
+``snapshots`` (the latest of each thread) and ``snapshot_trail`` (earlier ones, for pages of
+history), ``attempts`` (attempt markers), ``leases`` (who runs a thread, until
 when), ``work`` (queued inputs for workers) and ``events`` (what each commit announced,
 ordered by a cursor).
 """
@@ -94,6 +96,23 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE {s}.threads ADD COLUMN due_at timestamptz;
     CREATE INDEX threads_due ON {s}.threads (flow, due_at) WHERE due_at IS NOT NULL;
+    """,
+    # 3: thread listings, paged by keyset (most recently updated first, or by status). From
+    # here `updated_at` is the last record's time and `created_at` the start record's (NULL
+    # for a thread copied in from a compacted journal, whose start is gone).
+    """
+    ALTER TABLE {s}.threads ALTER COLUMN created_at DROP NOT NULL;
+    CREATE INDEX threads_updated ON {s}.threads (updated_at DESC, thread_id);
+    CREATE INDEX threads_status_updated ON {s}.threads (status, updated_at DESC, thread_id);
+    """,
+    # 4: earlier snapshots, which a page of history is replayed from (``_pages``).
+    """
+    CREATE TABLE {s}.snapshot_trail (
+        thread_id text NOT NULL,
+        version integer NOT NULL,
+        body bytea NOT NULL,
+        PRIMARY KEY (thread_id, version)
+    );
     """,
 )
 

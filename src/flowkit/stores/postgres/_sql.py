@@ -1,7 +1,8 @@
 """Every SQL statement of the Postgres store, built once per schema name.
 
 A step is one statement (so one round trip and one commit): the version compare-and-set on
-the thread's row, the journal record and its event rows, all or nothing. ``%b`` parameters
+the thread's row (its status, next node and ``updated_at``, the record's time: what listings
+read), the journal record and its event rows, all or nothing. ``%b`` parameters
 travel in binary (record bodies, never hex-escaped).
 """
 
@@ -29,6 +30,7 @@ class Statements:
     journal: bytes
     load_after: bytes
     load_full: bytes
+    load_full_verified: bytes
     records: bytes
     threads: bytes
     snapshot: bytes
@@ -60,11 +62,34 @@ class Statements:
                         count(*) FILTER (WHERE r.kind = 'start') AS starts,
                         min(r.version) FILTER (WHERE r.kind = 'start') AS start_at
                     FROM {s}.records r WHERE r.thread_id = t.thread_id) j"""
+        # The same over the rows a load reads: from the snapshot's record on (every row
+        # without a snapshot), so opening a thread never reads its whole history.
+        window = extent.replace(
+            "WHERE r.thread_id = t.thread_id)",
+            "WHERE r.thread_id = t.thread_id AND r.version >= COALESCE(sn.version, -1))",
+        )
+        # One statement, so the snapshot and the records after it are read consistently.
+        load = f"""
+                SELECT 0 AS part, t.version, t.incarnation, sn.body,
+                    j.low, j.high, j.n, j.starts, j.start_at, sn.version
+                FROM {s}.threads t LEFT JOIN {s}.snapshots sn ON sn.thread_id = t.thread_id
+                {{run}}
+                WHERE t.thread_id = %(thread)s
+                UNION ALL
+                SELECT 1, r.version, NULL, r.body, NULL, NULL, NULL, NULL, NULL, NULL
+                FROM {s}.records r
+                WHERE r.thread_id = %(thread)s AND r.version > COALESCE(
+                    (SELECT version FROM {s}.snapshots WHERE thread_id = %(thread)s), -1)
+                ORDER BY 1, 2
+            """
         create = f"""
                 WITH made AS (
-                    INSERT INTO {s}.threads (thread_id, flow, version, status, next, due_at)
+                    INSERT INTO {s}.threads (thread_id, flow, version, status, next, due_at,
+                                             updated_at, created_at)
                     VALUES (%(thread)s, %(flow)s, %(version)s, %(status)s, %(next)s,
-                            to_timestamp(%(due)s::double precision))
+                            to_timestamp(%(due)s::double precision),
+                            to_timestamp(%(ts)s::double precision),
+                            to_timestamp(%(created)s::double precision))
                     ON CONFLICT (thread_id) DO NOTHING
                     RETURNING thread_id, incarnation
                 ), rec AS (
@@ -80,7 +105,7 @@ class Statements:
                 WITH bump AS (
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
-                        updated_at = now(), retry_at = NULL,
+                        updated_at = to_timestamp(%(ts)s::double precision), retry_at = NULL,
                         due_at = to_timestamp(%(due)s::double precision)
                     WHERE thread_id = %(thread)s AND version = %(expected)s{{intact}}
                     RETURNING thread_id, incarnation
@@ -102,7 +127,7 @@ class Statements:
                 WITH bump AS (
                     UPDATE {s}.threads
                     SET version = %(version)s, status = %(status)s, next = %(next)s,
-                        updated_at = now(), retry_at = NULL,
+                        updated_at = to_timestamp(%(ts)s::double precision), retry_at = NULL,
                         due_at = to_timestamp(%(due)s::double precision)
                     WHERE thread_id = %(thread)s AND version = %(expected)s{{intact}}
                     RETURNING thread_id, incarnation
@@ -141,20 +166,9 @@ class Statements:
                 WHERE t.thread_id = %(thread)s
                 ORDER BY r.version
             """.encode(),
-            # One statement, so the snapshot and the records after it are read consistently.
-            load_full=f"""
-                SELECT 0 AS part, t.version, t.incarnation, sn.body,
-                    j.low, j.high, j.n, j.starts, j.start_at, sn.version
-                FROM {s}.threads t LEFT JOIN {s}.snapshots sn ON sn.thread_id = t.thread_id
-                {extent}
-                WHERE t.thread_id = %(thread)s
-                UNION ALL
-                SELECT 1, r.version, NULL, r.body, NULL, NULL, NULL, NULL, NULL, NULL
-                FROM {s}.records r
-                WHERE r.thread_id = %(thread)s AND r.version > COALESCE(
-                    (SELECT version FROM {s}.snapshots WHERE thread_id = %(thread)s), -1)
-                ORDER BY 1, 2
-            """.encode(),
+            # `load_full` checks the run of rows it reads, `load_full_verified` every row.
+            load_full=load.format(run=window).encode(),
+            load_full_verified=load.format(run=extent).encode(),
             records=f"""
                 SELECT 0 AS part, t.version, NULL::bytea, NULL::text FROM {s}.threads t
                 WHERE t.thread_id = %(thread)s
@@ -175,7 +189,15 @@ class Statements:
             """.encode(),
             delete=tuple(
                 f"DELETE FROM {s}.{table} WHERE thread_id = %s".encode()
-                for table in ("records", "snapshots", "attempts", "events", "work", "threads")
+                for table in (
+                    "records",
+                    "snapshots",
+                    "snapshot_trail",
+                    "attempts",
+                    "events",
+                    "work",
+                    "threads",
+                )
             ),
             mark=f"""
                 INSERT INTO {s}.attempts (thread_id, body)

@@ -1,0 +1,177 @@
+"""Per node, durable, a new thread per 10-node run, beside an append + fdatasync of the same bytes.
+
+Issue #25's acceptance 6: a 10-node chain (``_flows.chain_flow``) started as a new thread each
+time in a ``JsonFileStore`` with fsync on, time / 10, must cost at most 1.5x one ``os.write`` +
+``os.fdatasync`` of a step record of that same chain, appended to a file in the same folder.
+Both run in the same interleaved rounds (``_common.interleaved``), so a slow spell of this
+noisy machine hits them alike. Printed beside them, to read the ratio by:
+
+- ``nosync``: the same runs with ``fsync=False`` (the engine's CPU and write syscalls);
+- ``new_file``: the least a file-per-thread layout can do: per run a new file in a new folder,
+  the start line and each of the 10 step lines written and fdatasync'd, the new folder and
+  its parent fsync'd (what makes a new file survive a power loss), / 10.
+
+Why: starting threads is what a robot cell controller does all day; its cost per node should
+be the disk's, not the engine's. Run from a folder on the disk you care about (``--dir``): on
+tmpfs fsync costs nothing and the ratio means nothing.
+
+usage: python bench/_per_node.py [--quick] [--json] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from _common import Case, filesystem_of, interleaved, scratch_dir
+from _flows import CHAIN_LENGTH, chain_flow, quiet_logging
+
+from flowkit import Runner
+from flowkit.stores import JsonFileStore
+
+#: Acceptance 6: per node durable <= this many times the append + fdatasync floor.
+TARGET = 1.5
+
+
+def _chain_case(folder: Path, runs: int, *, fsync: bool) -> Case:
+    """``runs`` new threads of the 10-node chain in a fresh store (made outside the clock)."""
+    flow = chain_flow()
+    counter = iter(range(10**9))
+
+    def make() -> Callable[[], None]:
+        store = JsonFileStore(folder / f"store-{fsync}-{next(counter)}", fsync=fsync)
+        runner = Runner(flow, store=store)
+        ids = [f"t{i}" for i in range(runs)]
+
+        def run() -> None:
+            for tid in ids:
+                runner.start(tid)
+
+        return run
+
+    return Case(make, runs * CHAIN_LENGTH)
+
+
+def _append_case(folder: Path, payload: bytes, writes: int) -> Case:
+    """``writes`` appends of ``payload`` to one file, each followed by ``os.fdatasync``."""
+    fd = os.open(folder / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def make() -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(writes):
+                os.write(fd, payload)
+                os.fdatasync(fd)
+
+        return run
+
+    return Case(make, writes)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _new_file_case(folder: Path, lines: list[bytes], runs: int) -> Case:
+    """Per run: a new folder and file holding ``lines``, each line written and fdatasync'd."""
+    counter = iter(range(10**9))
+
+    def make() -> Callable[[], None]:
+        base = folder / f"files-{next(counter)}"
+        base.mkdir()
+
+        def run() -> None:
+            for i in range(runs):
+                directory = base / f"t{i}"
+                directory.mkdir()
+                fd = os.open(directory / "journal.jsonl", os.O_WRONLY | os.O_CREAT, 0o644)
+                try:
+                    for n, line in enumerate(lines):
+                        os.write(fd, line)
+                        os.fdatasync(fd)
+                        if n == 0:  # the new file's name, then the new folder's
+                            _fsync_dir(directory)
+                            _fsync_dir(base)
+                finally:
+                    os.close(fd)
+
+        return run
+
+    return Case(make, runs * CHAIN_LENGTH)
+
+
+def _chain_lines(folder: Path) -> list[bytes]:
+    """The journal lines of one 10-node chain run: its start record, then one per node."""
+    with JsonFileStore(folder / "probe", fsync=False) as store:
+        Runner(chain_flow(), store=store).start("probe")
+        data = (store.root / "threads" / "probe" / "journal.jsonl").read_bytes()
+    return [line + b"\n" for line in data.rstrip(b"\0").splitlines()]
+
+
+def measure(quick: bool, folder: Path | None = None) -> dict[str, float]:
+    """The figures, in µs per node (and bytes), measured in a scratch folder under ``folder``
+    (default: the current folder), removed afterwards."""
+    rounds, runs, writes = (3, 3, 30) if quick else (9, 20, 200)
+    with scratch_dir(folder or Path.cwd()) as scratch:
+        lines = _chain_lines(scratch)
+        step_line = lines[len(lines) // 2]
+        got = interleaved(
+            {
+                "durable": _chain_case(scratch, runs, fsync=True),
+                "floor": _append_case(scratch, step_line, writes),
+                "nosync": _chain_case(scratch, runs, fsync=False),
+                "new_file": _new_file_case(scratch, lines, runs),
+            },
+            rounds,
+        )
+    return {
+        "per_node.durable_us": got["durable"] * 1e6,
+        "per_node.floor_us": got["floor"] * 1e6,
+        "per_node.ratio": got["durable"] / got["floor"],
+        "per_node.nosync_us": got["nosync"] * 1e6,
+        "per_node.new_file_us": got["new_file"] * 1e6,
+        "per_node.record_bytes": float(len(step_line)),
+        "per_node.target": TARGET,
+    }
+
+
+def render(fig: dict[str, float]) -> str:
+    ratio = fig["per_node.ratio"]
+    verdict = "PASS" if ratio <= TARGET else "MISS"
+    floor = fig["per_node.floor_us"]
+    return "\n".join(
+        [
+            f"per node durable, new thread per 10-node run | {fig['per_node.durable_us']:8.1f} µs"
+            f" | {ratio:.2f}x | target <= {TARGET}x | {verdict}",
+            f"floor: write+fdatasync of a {fig['per_node.record_bytes']:.0f}-byte step record"
+            f"   | {floor:8.1f} µs",
+            f"same runs, fsync=False                       | {fig['per_node.nosync_us']:8.1f} µs"
+            f" | {fig['per_node.nosync_us'] / floor:.2f}x",
+            f"a new file per run (11 lines, 2 dir fsyncs)  | {fig['per_node.new_file_us']:8.1f} µs"
+            f" | {fig['per_node.new_file_us'] / floor:.2f}x",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dir", type=Path, default=Path.cwd())
+    args = parser.parse_args()
+    if filesystem_of(args.dir) == "tmpfs":
+        print(f"warning: {args.dir} is on tmpfs; fsync figures mean nothing", file=sys.stderr)
+    quiet_logging()
+    fig = measure(args.quick, args.dir)
+    print(json.dumps(fig, indent=2) if args.json else render(fig))
+
+
+if __name__ == "__main__":
+    main()
