@@ -77,7 +77,12 @@ def run_child(
             return
         if spent:
             assert budget is not None
+            saved = _saved_items(root)
             _wait_for_asks(calls, child, budget + 1, log)
+            # Finished calls are saved in groups (docs/parallel.md): while the last call hangs,
+            # the group of those before it is saved within the group window. Wait for it, so
+            # every few kills the map makes progress however loaded the machine is.
+            _wait_for_saved(root, saved, child, log)
         try:
             child.wait(timeout=kill_after)
         except subprocess.TimeoutExpired:
@@ -91,6 +96,20 @@ def _wait_for_asks(calls: Path, child: subprocess.Popen[str], count: int, log: P
     while sum(1 for line in _lines(calls) if line.split()[0] == pid) < count:
         assert child.poll() is None, f"child exited with {child.returncode}\n{log.read_text()}"
         assert time.monotonic() < deadline, f"the child never asked {count} calls"
+        time.sleep(0.01)
+
+
+def _saved_items(root: Path) -> int:
+    """How many ``item`` records the thread's journal holds now (read as raw lines)."""
+    journals = list(root.rglob("journal.jsonl"))
+    return sum(f.read_bytes().count(b'"kind":"item"') for f in journals)
+
+
+def _wait_for_saved(root: Path, before: int, child: subprocess.Popen[str], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while _saved_items(root) <= before:
+        assert child.poll() is None, f"child exited with {child.returncode}\n{log.read_text()}"
+        assert time.monotonic() < deadline, "the child never saved a finished call"
         time.sleep(0.01)
 
 
