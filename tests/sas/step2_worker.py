@@ -29,6 +29,9 @@ def main(root: str, tmp: str) -> None:
         if len(answered) == 2:
             print("blocked", flush=True)
             time.sleep(3600)
+        # A model's answer takes longer than a Map's group window (docs/parallel.md), so each
+        # answered task is saved before the next call starts, as with a real LLM.
+        time.sleep(0.2)
         answered.append(prompt)
         return steps_for(prompt)
 
