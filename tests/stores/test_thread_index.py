@@ -164,8 +164,13 @@ def test_a_writer_file_from_an_earlier_boot_has_the_whole_index_rebuilt(tmp_path
         db.execute("DELETE FROM threads WHERE thread_id != 't0'")
     earlier = b"flowkit-index-writer 1\n" + b"not-" + boot_id().encode() + b"\n"
     (tmp_path / "index" / "writers" / "1-dead").write_bytes(earlier.ljust(96) + b"t0\n")
-    assert listed(tmp_path) == truth(tmp_path)
+    with capture_logs() as logs:
+        assert listed(tmp_path) == truth(tmp_path)
     assert len(truth(tmp_path)) == 3
+    # Not rebuilt in place: a file written when the machine went down is made anew.
+    assert [log["reason"] for log in logs if log["event"] == "thread_index_replaced"] == [
+        "written when the machine went down"
+    ]
 
 
 # -- damage -----------------------------------------------------------------------------------

@@ -164,8 +164,10 @@ def list_threads(
         # Counting reads no thread, but deciding who may read each would read them all.
         total = None
         if server.guard.authorize is _allow_all:
-            counted = {**filters, "status": status or _LISTED}
-            total = stored.count_threads(server.served.store, **counted)
+            total = stored.count_threads(server.served.store, **filters)
+            if status is None:  # all but the unreadable: two counts an index answers
+                unlisted = {**filters, "status": "unreadable"}
+                total -= stored.count_threads(server.served.store, **unlisted)
     except InvalidListingError as exc:  # a cursor that is not one
         raise Problem(422, "invalid_request", str(exc)) from exc
     return {

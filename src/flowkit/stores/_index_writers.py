@@ -120,11 +120,23 @@ class DeadWriter:
     fd: int
     #: The threads whose rows may be stale; ``None``: any row (rebuild them all).
     threads: tuple[str, ...] | None
+    #: Left from an earlier boot: the machine went down, maybe mid-write, so the index file
+    #: itself may be damaged in ways SQLite cannot see (made anew, not rebuilt in place).
+    rebooted: bool = False
 
     def remove(self) -> None:
+        """The rows are right: the file goes (a no-op once ``release``d)."""
+        if self.fd < 0:
+            return
         with contextlib.suppress(OSError):
             os.unlink(self.path)
-        os.close(self.fd)
+        self.release()
+
+    def release(self) -> None:
+        """Let go of the file, leaving it for the next listing."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def dead_writers(folder: Path, *, mine: Path | None) -> list[DeadWriter]:
@@ -155,10 +167,12 @@ def dead_writers(folder: Path, *, mine: Path | None) -> list[DeadWriter]:
             os.close(fd)
             continue  # alive
         try:
-            data = os.pread(fd, 4096, 0)
+            data = os.pread(fd, max(os.fstat(fd).st_size, _AT), 0)
         except OSError:
             data = b""
-        found.append(DeadWriter(path, fd, _stale_threads(data)))
+        boot = data[len(_MAGIC) : _AT].split(b"\n", 1)[0].decode("ascii", "replace")
+        rebooted = not data.startswith(_MAGIC) or not boot or boot != boot_id()
+        found.append(DeadWriter(path, fd, None if rebooted else _stale_threads(data), rebooted))
     return found
 
 
@@ -170,16 +184,14 @@ def _sweep(entry: os.DirEntry[str]) -> None:
 
 
 def _stale_threads(data: bytes) -> tuple[str, ...] | None:
-    """What a dead writer's file says may be stale (``None``: anything)."""
-    boot = data[len(_MAGIC) : _AT].split(b"\n", 1)[0].decode("ascii", "replace")
-    if not data.startswith(_MAGIC) or not boot or boot != boot_id():
-        return None  # another boot (or unknowable): the last commits may be lost entirely
+    """What a dead writer of this boot says may be stale (``None``: anything)."""
     if data[_ALL_AT:_AT] == b"*":
         return None
     found = []
     for start in range(_AT, len(data), _SLOT):
-        committing = data[start : start + _SLOT].split(b"\n", 1)[0].decode("utf-8", "replace")
-        if committing and not is_thread_id(committing.strip("\0")):
+        slot = data[start : start + _SLOT].split(b"\n", 1)[0].strip(b"\0")
+        committing = slot.decode("utf-8", "replace")
+        if committing and not is_thread_id(committing):
             return None  # not a slot this code wrote: trust nothing
         if committing:
             found.append(committing)

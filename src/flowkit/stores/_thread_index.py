@@ -118,7 +118,7 @@ class JsonThreadIndex:
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._checked = 0.0  # when the write connection was last checked (or tried)
-        self._damaged = False
+        self._damaged: str | None = None  # why the index file must be made anew
 
     def close(self) -> None:
         """Close the index's files; it reopens them when used again."""
@@ -263,7 +263,7 @@ class JsonThreadIndex:
                             reason=_reason(exc),
                         )  # fmt: skip
                         return None
-                    self._damaged = True  # moved aside and rebuilt on the second try
+                    self._damaged = _reason(exc)  # moved aside, rebuilt on the second try
             return None
 
     def _ready(self) -> IndexDB:
@@ -293,12 +293,17 @@ class JsonThreadIndex:
         files go once that is done. How many threads were indexed (0: none rebuilt)."""
         held = self._held
         try:
+            if any(d.rebooted for d in dead):
+                # The machine went down, maybe mid-write: damage SQLite may not see.
+                self._damaged = "written when the machine went down"
             if held.reader is None or self._damaged:
                 held.reader = self._open_reader()
             if not (full or self._stale.exists() or any(d.threads is None for d in dead)):
                 stale = [t for d in dead for t in d.threads or ()]
-                held.wrote = held.wrote or bool(stale)
-                verify(held.reader, self.root, stale)
+                if stale:
+                    held.wrote = True
+                    verify(held.reader, self.root, stale)
+                    self._sync(held.reader)  # before the files that asked for it go
                 return 0
             held.wrote = True
             # A writer file of its own, saying "rebuild all", while the rebuild runs: should
@@ -308,14 +313,24 @@ class JsonThreadIndex:
                 rebuilder.everything()
                 self._stale.unlink(missing_ok=True)  # failures from now on mark it again
                 count = rebuild(held.reader, self.root, on_progress)
+                self._sync(held.reader)
             except BaseException:
                 rebuilder.leave()  # left behind unlocked: a dead writer, "rebuild all"
                 raise
             rebuilder.close()
             return count
+        except BaseException:
+            for writer in dead:
+                writer.release()  # still there: the next listing tries again
+            raise
         finally:
             for writer in dead:
                 writer.remove()
+
+    def _sync(self, db: IndexDB) -> None:
+        """Rows written by a repair made durable (as the store's journals are)."""
+        if self.fsync:
+            db.sync()
 
     def _open_reader(self) -> IndexDB:
         """The listing connection; a damaged index (or one of another format) is moved aside
@@ -324,15 +339,14 @@ class JsonThreadIndex:
         if held.reader is not None:
             held.reader.close()
             held.reader = None
-        if not self._damaged:
+        reason = self._damaged
+        if reason is None:
             try:
                 return self._connect()
             except _ERRORS as exc:
                 if not is_damage(exc):
                     raise
                 reason = _reason(exc)
-        else:
-            reason = "damaged"
         get_logger().warning("thread_index_replaced", path=str(self._db_path), reason=reason)
         with self._write_lock:  # this process's commits reopen the new file
             if held.db is not None:
@@ -342,7 +356,7 @@ class JsonThreadIndex:
             os.replace(self._db_path, self._db_path.with_name("threads.sqlite3.damaged"))
         for suffix in ("-wal", "-shm"):
             Path(f"{self._db_path}{suffix}").unlink(missing_ok=True)
-        self._damaged = False
+        self._damaged = None
         self._mark_stale()  # rebuilt before it is read
         return self._connect()
 
@@ -352,7 +366,7 @@ class JsonThreadIndex:
         """A connection to the index; a new one is made, and marked stale when the store has
         threads already (written before the index existed: they must be indexed first)."""
         self.folder.mkdir(mode=0o700, exist_ok=True)
-        db = IndexDB(self._db_path, timeout=BUSY_S, fsync=self.fsync)
+        db = IndexDB(self._db_path, timeout=BUSY_S)
         try:
             db.create_if_new(self._mark_if_filled)
         except BaseException:
