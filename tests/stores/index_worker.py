@@ -7,6 +7,10 @@ usage: python index_worker.py ROOT MODE NAME [N]
 - ``commits``: create ``N`` threads ``NAME-<k>`` with 5 steps each, then close and exit.
 - ``die-in-commit``: create ``NAME``, then die (SIGKILL) inside the next commit, after its
   journal write and before its index row is updated.
+- ``die-with-steps-waiting``: create ``NAME``, append 3 steps of a running thread (their rows
+  deferred), then die (SIGKILL) before any of them is written.
+- ``steps-then-wait``: like ``die-with-steps-waiting`` but prints ``ready`` and waits for a
+  line on stdin, then closes the store and exits.
 - ``die-rebuilding``: die (SIGKILL) in the middle of ``reindex``, after its first batch.
 """
 
@@ -74,6 +78,21 @@ def die_in_commit(store: JsonFileStore, name: str) -> None:
     store.append(name, [_step(1, "waiting")], expected_version=0)
 
 
+def die_with_steps_waiting(store: JsonFileStore, name: str) -> None:
+    store.create(name, start_record())
+    for version in range(1, 4):
+        store.append(name, [_step(version)], expected_version=version - 1)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def steps_then_wait(store: JsonFileStore, name: str) -> None:
+    store.create(name, start_record())
+    for version in range(1, 4):
+        store.append(name, [_step(version)], expected_version=version - 1)
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+
 def die_rebuilding(store: JsonFileStore) -> None:
     from flowkit.stores import _index_repair
 
@@ -99,6 +118,10 @@ def main() -> None:
         commits(store, name, int(sys.argv[4]))
     elif mode == "die-in-commit":
         die_in_commit(store, name)
+    elif mode == "die-with-steps-waiting":
+        die_with_steps_waiting(store, name)
+    elif mode == "steps-then-wait":
+        steps_then_wait(store, name)
     elif mode == "die-rebuilding":
         die_rebuilding(store)
     store.close()

@@ -82,9 +82,61 @@ def test_every_commit_lands_in_the_index_without_any_rebuild(tmp_path: Path) -> 
             _grow(store, f"t{index}", index)
         store.delete("t1")
         store.compact("t3", start_record().model_copy(update={"version": 2, "ts": 1.7e9 + 2}))
-        assert _rows(tmp_path) == {"t0": 0, "t2": 2, "t3": 3}
+    assert _rows(tmp_path) == {"t0": 0, "t2": 2, "t3": 3}  # deferred steps written on close
     assert not (tmp_path / "index" / "stale").exists()
     assert os.listdir(tmp_path / "index" / "writers") == []  # unregistered on close
+    assert listed(tmp_path) == truth(tmp_path)
+
+
+def test_a_running_threads_steps_may_wait_but_where_it_stops_is_written_at_once(
+    tmp_path: Path,
+) -> None:
+    with JsonFileStore(tmp_path, fsync=False) as store:
+        _grow(store, "t", 3)  # running: rows of its steps may wait in memory ...
+        assert _rows(tmp_path)["t"] in range(4)
+        assert [s.version for s in iter_threads(store)] == [3]  # ... never for a listing here
+        waiting = step_record(4).model_copy(update={"status": "waiting"})
+        store.append("t", [waiting], expected_version=3)
+        assert _rows(tmp_path) == {"t": 4}  # a thread that waits (ends, fails): at once
+        for version in range(5, 8):  # running again, slower than the deferral's window
+            time.sleep(0.25)
+            store.append("t", [step_record(version)], expected_version=version - 1)
+            assert _rows(tmp_path)["t"] >= version - 1  # at most one step behind
+    assert _rows(tmp_path) == {"t": 7}
+
+
+def test_a_listing_sees_the_steps_another_live_process_has_not_written_rows_for(
+    tmp_path: Path,
+) -> None:
+    worker = subprocess.Popen(
+        [sys.executable, str(WORKER), str(tmp_path), "steps-then-wait", "t"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert worker.stdout is not None and worker.stdin is not None
+    try:
+        assert worker.stdout.readline() == "ready\n"
+        assert _rows(tmp_path)["t"] < 3  # its rows wait in that process ...
+        assert listed(tmp_path) == truth(tmp_path)  # ... the listing reads its journal
+        with JsonFileStore(tmp_path, fsync=False) as store:
+            assert store.count_threads(status="pending") == 1
+    finally:
+        worker.communicate("\n", timeout=60)
+    assert worker.returncode == 0
+    assert _rows(tmp_path) == {"t": 3}  # written when it closed
+
+
+def test_a_late_step_row_never_overwrites_a_newer_one(tmp_path: Path) -> None:
+    """A deferred step written after another store object wrote the thread's next commit, or
+    after the thread was deleted and made anew under its id, leaves the newer row alone."""
+    with JsonFileStore(tmp_path, fsync=False) as first:
+        _grow(first, "t", 2)  # step 2's row deferred in ``first``
+        _grow(first, "u", 1)
+        with JsonFileStore(tmp_path, fsync=False) as second:
+            done = step_record(3).model_copy(update={"status": "done"})
+            second.append("t", [done], expected_version=2)
+            second.delete("u")
+            second.create("u", start_record().model_copy(update={"ts": 1.8e9}))
+    assert _rows(tmp_path) == {"t": 3, "u": 0}
     assert listed(tmp_path) == truth(tmp_path)
 
 
@@ -127,6 +179,15 @@ def test_a_writer_killed_between_its_journal_and_its_row_is_caught_up(tmp_path: 
     assert listed(tmp_path) == truth(tmp_path)
     assert truth(tmp_path)[0][2:5] == ("waiting", "work", 1)
     assert os.listdir(tmp_path / "index" / "writers") == []  # repaired, then removed
+
+
+def test_a_writer_killed_with_step_rows_unwritten_has_them_caught_up(tmp_path: Path) -> None:
+    worker = _worker(tmp_path, "die-with-steps-waiting", "t")
+    worker.communicate(timeout=120)
+    assert worker.returncode == -signal.SIGKILL
+    assert _rows(tmp_path)["t"] < 3  # rows behind the journal ...
+    assert listed(tmp_path) == truth(tmp_path)  # ... caught up by the next listing
+    assert truth(tmp_path)[0][4] == 3
 
 
 def test_a_rebuild_killed_midway_is_done_again_by_the_next_listing(tmp_path: Path) -> None:
@@ -231,8 +292,9 @@ def test_a_failed_row_update_never_fails_the_commit_and_marks_a_rebuild(
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(IndexDB, "put", busy)
+    waiting = step_record(2).model_copy(update={"status": "waiting"})  # its row written at once
     with capture_logs() as logs:
-        store.append("t", [step_record(2)], expected_version=1)  # committed all the same
+        store.append("t", [waiting], expected_version=1)  # committed all the same
     assert [log["event"] for log in logs] == ["thread_index_update_failed"]
     assert "database is locked" not in repr(logs)  # a reason by name, nothing more
     assert (tmp_path / "index" / "stale").exists()

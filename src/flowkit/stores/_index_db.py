@@ -17,13 +17,16 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
 from ._listing import ThreadQuery, ThreadSummary
 
-__all__ = ["FORMAT", "DamagedIndexError", "IndexDB", "is_damage"]
+__all__ = ["FORMAT", "DamagedIndexError", "IndexDB", "Row", "is_damage"]
+
+#: Where a thread stands after a commit: flow, status, node, version, updated.
+Row = tuple[str, str, str, int, float]
 
 #: The table's format (``PRAGMA user_version``); another one is rebuilt.
 FORMAT = 1
@@ -56,6 +59,14 @@ _STEP = """
 UPDATE threads SET flow = ?, status = ?, node = ?, version = ?, updated = ?, error = NULL,
     warnings = NULL
 WHERE thread_id = ?
+"""
+#: A running thread's step written late (``JsonThreadIndex`` defers them): only over an older
+#: row of the same thread's life, never a row written since by a later commit (a higher
+#: version) or by a thread made anew under that id (written later); never a row that is gone.
+_LATE_STEP = """
+UPDATE threads SET flow = ?, status = ?, node = ?, version = ?, updated = ?, error = NULL,
+    warnings = NULL
+WHERE thread_id = ? AND version < ? AND updated <= ?
 """
 _INSERT = """
 INSERT INTO threads (thread_id, flow, status, node, version, updated) VALUES (?, ?, ?, ?, ?, ?)
@@ -129,6 +140,19 @@ class IndexDB:
         if not changed.rowcount:
             self._conn.execute(_INSERT, (thread_id, flow, status, node, version, updated))
 
+    def late_steps(self, rows: Iterable[tuple[str, Row]], now: tuple[str, Row] | None) -> None:
+        """Deferred running steps ``(thread_id, row)`` (see ``_LATE_STEP``), then the commit
+        ``now`` (as ``put``), in one transaction."""
+        params = [(*row, thread_id, row[3], row[4]) for thread_id, row in rows]
+        if not params:
+            if now is not None:
+                self.put(now[0], *now[1])
+            return
+        with self.transaction():
+            self._conn.executemany(_LATE_STEP, params)
+            if now is not None:
+                self.put(now[0], *now[1])
+
     def replace(self, rows: Iterable[ThreadSummary]) -> None:
         """Write whole rows (inside the caller's transaction, or each its own)."""
         self._conn.executemany(
@@ -155,15 +179,16 @@ class IndexDB:
     def ids(self) -> list[str]:
         return [row[0] for row in self._conn.execute("SELECT thread_id FROM threads")]
 
-    def page(self, query: ThreadQuery) -> list[ThreadSummary]:
-        """Up to ``query.limit + 1`` rows in order (one more tells whether a page follows)."""
-        where, params = _where(query, keyset=True)
+    def page(self, query: ThreadQuery, exclude: Collection[str] = ()) -> list[ThreadSummary]:
+        """Up to ``query.limit + 1`` rows in order (one more tells whether a page follows),
+        but those of the threads in ``exclude``."""
+        where, params = _where(query, keyset=True, exclude=exclude)
         sort = "thread_id" if query.order == "id" else "updated DESC, thread_id"
         sql = f"SELECT {_COLUMNS} FROM threads{where} ORDER BY {sort} LIMIT {query.limit + 1}"
         return [_summary(row) for row in self._conn.execute(sql, params)]
 
-    def count(self, query: ThreadQuery) -> int:
-        where, params = _where(query, keyset=False)
+    def count(self, query: ThreadQuery, exclude: Collection[str] = ()) -> int:
+        where, params = _where(query, keyset=False, exclude=exclude)
         return int(self._conn.execute(f"SELECT count(*) FROM threads{where}", params).fetchone()[0])
 
     def sync(self) -> None:
@@ -198,10 +223,16 @@ class _Transaction:
             self._conn.execute("ROLLBACK")
 
 
-def _where(query: ThreadQuery, *, keyset: bool) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause of ``query``'s filters (and, with ``keyset``, its cursor)."""
+def _where(
+    query: ThreadQuery, *, keyset: bool, exclude: Collection[str] = ()
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause of ``query``'s filters (and, with ``keyset``, its cursor), leaving
+    out the threads in ``exclude``."""
     terms: list[str] = []
     params: list[Any] = []
+    if exclude:
+        terms.append(f"thread_id NOT IN ({', '.join('?' * len(exclude))})")
+        params += sorted(exclude)
     if query.statuses is not None:
         terms.append(f"status IN ({', '.join('?' * len(query.statuses))})")
         params += sorted(query.statuses)

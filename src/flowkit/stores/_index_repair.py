@@ -68,6 +68,13 @@ def verify(db: IndexDB, root: Path, threads: Collection[str]) -> None:
                 db.replace([row])
 
 
+def summaries(root: Path, threads: Collection[str]) -> list[ThreadSummary]:
+    """The summaries of ``threads`` read from their journals (those gone left out)."""
+    journals = JsonFileReader(root, max_open_files=8)
+    found = (_read(journals, root / "threads", thread_id) for thread_id in sorted(threads))
+    return [summary for summary in found if summary is not None]
+
+
 def journal_summaries(root: Path) -> Iterator[ThreadSummary]:
     """Every thread's summary read from its journal (listing without an index)."""
     journals = JsonFileReader(root, max_open_files=8)

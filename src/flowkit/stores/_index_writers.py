@@ -139,8 +139,12 @@ class DeadWriter:
             self.fd = -1
 
 
-def dead_writers(folder: Path, *, mine: Path | None) -> list[DeadWriter]:
-    """The writer files under ``folder`` whose writers are gone (each returned locked).
+def dead_writers(
+    folder: Path, *, mine: Path | None, live: set[str] | None = None
+) -> list[DeadWriter]:
+    """The writer files under ``folder`` whose writers are gone (each returned locked); the
+    threads that writers still alive name in their slots are added to ``live`` if given
+    (commits under way, rows not written yet: read from their journals by a listing).
 
     One ``scandir`` of a small folder and, per other writer, an open and a non-blocking
     ``flock``: cheap enough for every listing.
@@ -164,6 +168,9 @@ def dead_writers(folder: Path, *, mine: Path | None) -> list[DeadWriter]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            if live is not None:
+                with contextlib.suppress(OSError):
+                    live.update(_slots(os.pread(fd, max(os.fstat(fd).st_size, _AT), 0)))
             os.close(fd)
             continue  # alive
         try:
@@ -188,11 +195,22 @@ def _stale_threads(data: bytes) -> tuple[str, ...] | None:
     if data[_ALL_AT:_AT] == b"*":
         return None
     found = []
+    for committing in _named(data):
+        if not is_thread_id(committing):
+            return None  # not a slot this code wrote: trust nothing
+        found.append(committing)
+    return tuple(found)
+
+
+def _slots(data: bytes) -> list[str]:
+    """The threads a live writer's slots name (one it is writing may read torn: skipped)."""
+    return [name for name in _named(data) if is_thread_id(name)]
+
+
+def _named(data: bytes) -> list[str]:
+    named = []
     for start in range(_AT, len(data), _SLOT):
         slot = data[start : start + _SLOT].split(b"\n", 1)[0].strip(b"\0")
-        committing = slot.decode("utf-8", "replace")
-        if committing and not is_thread_id(committing):
-            return None  # not a slot this code wrote: trust nothing
-        if committing:
-            found.append(committing)
-    return tuple(found)
+        if slot:
+            named.append(slot.decode("utf-8", "replace"))
+    return named

@@ -77,6 +77,14 @@ class JournalTail:
     #: ``size`` when this process last added a snapshot to ``snapshots.jsonl`` (-1: never).
     trail_at: int = -1
 
+    def copy(self) -> JournalTail:
+        """A copy (a fifth of ``dataclasses.replace``'s cost, on every append)."""
+        return JournalTail(
+            self.version, self.size, self.lines, self.snapshot_bytes, self.since_snapshot,
+            self.capacity, self.dirty, self.ino, self.unterminated, self.due, self.flow,
+            self.snapshot_line, self.waiting, self.crc, self.trail_at,
+        )  # fmt: skip
+
 
 class JsonFileReader:
     """Threads read from the folders under ``root / "threads"`` (created if missing)."""

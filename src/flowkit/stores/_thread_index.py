@@ -9,14 +9,21 @@ that says the whole index must be rebuilt before it is trusted.
 
 A commit updates its thread's row after the journal's fsync, while it still holds the
 journal's lock (so rows follow journal order), in its own SQLite transaction (a WAL write, no
-fsync). The index is only a cache of the journals, so it never fails a commit: a row update
-that fails is logged (``thread_index_update_failed``) and leaves the ``stale`` marker. Before
+fsync). The steps of a running thread (status ``pending``) are the exception: their rows wait
+in memory, up to ``DEFER_ROWS`` of them or ``DEFER_S`` seconds, and go in one transaction with
+the next row that is written (a thread that waits, ends or fails is written at once), with a
+listing in this process, or when the store closes; a late row never overwrites a newer one.
+So a listing in another process may show a running thread a step or ``DEFER_S`` behind (it is
+running either way); the thread's journal always has the truth. A deferred row keeps its
+writer slot, so a writer that dies with rows unwritten has those threads read again.
+
+The index is only a cache of the journals, so it never fails a commit: a row update that
+fails is logged (``thread_index_update_failed``) and leaves the ``stale`` marker. Before
 it answers, a listing looks for what may make the index wrong and repairs it first (see
 ``_ready``): the marker, a file that is missing, damaged or of another format (moved aside,
 recreated, rebuilt), a dead writer (the threads it was committing re-read, or everything
-after a reboot). A
-folder where the index cannot be kept at all (read-only) is listed from the journals.
-Journal files changed by hand (restored, edited, copied in) are not noticed:
+after a reboot). A folder where the index cannot be kept at all (read-only) is listed from
+the journals. Journal files changed by hand (restored, edited, copied in) are not noticed:
 ``JsonFileStore.reindex`` (``flowkit store reindex``) rebuilds the index for them.
 """
 
@@ -37,8 +44,8 @@ from ..errors import StoreError
 from ..foundation._logging import get_logger
 from ..foundation._progress import OnProgress
 from ._files import sync_dir
-from ._index_db import IndexDB, is_damage
-from ._index_repair import has_threads, journal_summaries, rebuild, verify
+from ._index_db import IndexDB, Row, is_damage
+from ._index_repair import has_threads, journal_summaries, rebuild, summaries, verify
 from ._index_writers import DeadWriter, WriterFile, dead_writers
 from ._listing import ThreadPage, ThreadQuery, ThreadSummary, page_from, page_of
 
@@ -51,6 +58,10 @@ BUSY_S = 10.0
 #: Seconds between a writer's checks that the index file is still the one it writes to
 #: (someone may have deleted it, or a listing replaced a damaged one).
 CHECK_S = 1.0
+#: A running thread's step rows wait in memory at most this long (seconds) ...
+DEFER_S = 0.2
+#: ... and at most this many of them: then they are written, in one transaction.
+DEFER_ROWS = 64
 _ERRORS = (OSError, sqlite3.Error, StoreError)
 _T = TypeVar("_T")
 
@@ -64,8 +75,26 @@ class _Held:
         self.reader: IndexDB | None = None  # listings' and repairs' connection
         self.broken = False  # a failure could not be marked: keep the writer file on close
         self.wrote = False  # rows were written here (commits, repairs): synced on close
+        self.deferred: dict[str, Row] = {}  # running threads' rows not written yet
+        self.since = 0.0  # when the oldest of them was deferred (monotonic)
+
+    def write(self, now: tuple[str, Row] | None = None) -> None:
+        """The deferred rows, and ``now``, written (one transaction); their slots freed. A
+        failure propagates, the rows dropped (the caller marks the index stale)."""
+        deferred, self.deferred = self.deferred, {}
+        try:
+            if self.db is not None and (deferred or now is not None):
+                self.wrote = True
+                self.db.late_steps(deferred.items(), now)
+        finally:
+            if self.writer is not None:
+                for thread_id in deferred:
+                    self.writer.done(thread_id)
 
     def close(self, sync: bool) -> None:
+        if self.deferred:
+            with contextlib.suppress(*_ERRORS):
+                self.write()
         opened = [db for db in (self.db, self.reader) if db is not None]
         if sync and opened and self.wrote:
             # Rows are not synced per commit: once this writer is gone, a power loss must
@@ -83,6 +112,7 @@ class _Held:
 
     def forked(self) -> None:
         """In a forked child: let go of the parent's files without touching them."""
+        self.deferred = {}  # the parent's to write
         _ORPHANS.extend(db for db in (self.db, self.reader) if db is not None)
         if self.writer is not None:
             self.writer.leave()
@@ -147,17 +177,53 @@ class JsonThreadIndex:
         self, thread_id: str, flow: str, status: str, node: str, version: int, updated: float
     ) -> None:
         """After a journal write (its lock still held): where the thread stands now (the
-        row's ``created`` is kept)."""
-        self._update(thread_id, lambda db: db.put(thread_id, flow, status, node, version, updated))
+        row's ``created`` is kept). A running thread's step may wait (see the module)."""
+        row: Row = (flow, status, node, version, updated)
+        with self._write_lock:
+            held = self._held
+            if status == "pending" and held.db is not None:
+                now = time.monotonic()
+                if not held.deferred:
+                    held.since = now
+                held.deferred[thread_id] = row
+                if len(held.deferred) < DEFER_ROWS and now - held.since < DEFER_S:
+                    return  # its writer slot stays taken until the row is written
+                now_row = None
+            else:
+                held.deferred.pop(thread_id, None)
+                now_row = (thread_id, row)
+            self._write(thread_id, now_row)
+
+    def _write(self, thread_id: str, now: tuple[str, Row] | None) -> None:
+        """The deferred rows and ``now`` written (the write lock held); ``now``'s slot freed."""
+        held = self._held
+        try:
+            if held.db is not None:
+                held.write(now)
+            else:  # unusable for now (logged when found): the next listing rebuilds
+                with contextlib.suppress(*_ERRORS):
+                    self._mark_stale()
+        except _ERRORS as exc:
+            self._failed(exc, thread_id)
+        if now is not None and held.writer is not None:
+            held.writer.done(now[0])
+
+    def flush(self) -> None:
+        """Write the deferred rows now (a listing in this process reads them next)."""
+        with self._write_lock:
+            if self._held.deferred:
+                self._write(next(iter(self._held.deferred)), None)
 
     def deleted(self, thread_id: str) -> None:
         """After the thread's folder is gone: its row too."""
         self._update(thread_id, lambda db: db.drop(thread_id))
 
     def _update(self, thread_id: str, change: Callable[[IndexDB], None]) -> None:
-        """The row update that ends a commit ``committing`` began."""
+        """The row update that ends a commit ``committing`` began (a new or deleted thread:
+        a deferred row of the same id is of its former life, dropped)."""
         with self._write_lock:
             held = self._held
+            held.deferred.pop(thread_id, None)  # its slot is this commit's, freed below
             try:
                 if held.db is not None:
                     held.wrote = True
@@ -223,16 +289,20 @@ class JsonThreadIndex:
     # -- listings ------------------------------------------------------------------------------
 
     def page(self, query: ThreadQuery) -> ThreadPage:
-        rows = self._query(lambda db: db.page(query))
-        if rows is None:
+        found = self._query(lambda db, live: db.page(query, exclude=live))
+        if found is None:
             return page_of(journal_summaries(self.root), query)
-        return page_from(rows, query)
+        rows, live = found
+        if not live:
+            return page_from(rows, query)
+        return page_of([*rows, *summaries(self.root, live)], query)
 
     def count(self, query: ThreadQuery) -> int:
-        found = self._query(lambda db: db.count(query))
+        found = self._query(lambda db, live: db.count(query, exclude=live))
         if found is None:
             return sum(1 for s in journal_summaries(self.root) if query.selects(s))
-        return found
+        counted, live = found
+        return counted + sum(1 for s in summaries(self.root, live) if query.selects(s))
 
     def reindex(self, on_progress: OnProgress | None = None) -> int:
         """Rebuild the whole index from the journals; how many threads it holds now."""
@@ -247,15 +317,19 @@ class JsonThreadIndex:
                 path=str(self.folder),
             ) from exc
 
-    def _query(self, ask: Callable[[IndexDB], _T]) -> _T | None:
-        """``ask(db)`` on an index made right first; ``None`` where none can be kept."""
+    def _query(self, ask: Callable[[IndexDB, set[str]], _T]) -> tuple[_T, set[str]] | None:
+        """``ask(db, live)`` on an index made right first, and ``live``: the threads other
+        writers still alive may not have written rows for yet (read from their journals by
+        the caller, left out of ``ask``'s answer); ``None`` where no index can be kept."""
+        self.flush()
         with self._read_lock:
             for _ in range(2):
                 try:
                     with self._flock(fcntl.LOCK_EX) as lock:
-                        db = self._ready()
+                        live: set[str] = set()
+                        db = self._ready(live)
                         fcntl.flock(lock, fcntl.LOCK_SH)  # repairs wait for this read
-                        return ask(db)
+                        return ask(db, live), live
                 except _ERRORS as exc:
                     if not is_damage(exc):
                         get_logger().warning(
@@ -266,10 +340,10 @@ class JsonThreadIndex:
                     self._damaged = _reason(exc)  # moved aside, rebuilt on the second try
             return None
 
-    def _ready(self) -> IndexDB:
+    def _ready(self, live: set[str]) -> IndexDB:
         """The listing connection, once nothing can make the index wrong (the exclusive
         ``lock`` held): repaired first if it is marked stale, missing, damaged, or a writer
-        died, mid-commit maybe."""
+        died, mid-commit maybe. The threads other live writers name go into ``live``."""
         held = self._held
         if held.reader is not None and not self._damaged:
             try:
@@ -279,7 +353,7 @@ class JsonThreadIndex:
             if replaced:
                 held.reader.close()
                 held.reader = None
-        dead = dead_writers(self.folder / "writers", mine=_path(held.writer))
+        dead = dead_writers(self.folder / "writers", mine=_path(held.writer), live=live)
         if dead or held.reader is None or self._damaged or self._stale.exists():
             self._repair(dead, full=False)
         assert held.reader is not None

@@ -23,7 +23,6 @@ are ``_jsonfile_listing``'s.
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import os
 import threading
@@ -264,7 +263,9 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                 if record.due is not None:  # before the record: never a timer without it
                     self._timers.add(thread_id, record.due, record.flow)
                 try:
-                    write_all(fd, data, 0)
+                    # The first zeros too: the steps that follow overwrite them, so none of
+                    # their syncs has a new block or a file size to commit.
+                    write_all(fd, data + bytes(self.preallocate), 0)
                     with self._unguarded():
                         self._sync(fd)
                         sync_dir(self.fsync, directory)
@@ -281,7 +282,7 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                     1,
                     len(data),
                     0,
-                    capacity=len(data),
+                    capacity=len(data) + self.preallocate,
                     ino=os.fstat(fd).st_ino,
                     due=record.due,
                     flow=record.flow,
@@ -332,7 +333,7 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                 if end > tail.capacity and self.preallocate:
                     # Zeros past the data in the same write: later appends overwrite them.
                     padded = data + bytes(self.preallocate)
-                before = dataclasses.replace(tail)  # what a failed write or sync puts back
+                before = tail.copy()  # what a failed write or sync puts back
                 try:
                     write_all(fd, padded, tail.size)
                     # The tail moves on before the sync, which runs unguarded: a reader
