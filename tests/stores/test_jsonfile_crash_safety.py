@@ -394,3 +394,18 @@ def test_snapshot_is_kept_small_relative_to_the_journal(
     counted_thread(counter, files, limit=300)
     snapshot_size = files.snapshot("t").stat().st_size
     assert snapshot_size < files.journal("t").stat().st_size
+
+
+# -- preallocated zeros ---------------------------------------------------------------------------
+
+
+def test_a_journal_keeps_zeros_ahead_while_its_thread_lives_and_gives_them_back_when_it_ends(
+    tally: TallyRunner, counter: Callable[..., Runner[Any]], files: Any
+) -> None:
+    """Zeros from the create on (so no step's fdatasync commits a new file size), cut off
+    once the thread is done, so a store of finished threads holds their records only."""
+    tally(fsync=False, preallocate=4096).start("t")
+    assert len(files.journal("t").read_bytes()) == len(files.data("t")) + 4096  # waiting
+    assert counter(fsync=False, preallocate=4096).start("c", {"limit": 3}).status == "done"
+    assert files.journal("c").read_bytes() == files.data("c")
+    assert len(files.records("c")) == 4

@@ -28,7 +28,7 @@ import os
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ..records._marker import AttemptMarker
@@ -51,6 +51,8 @@ __all__ = ["JsonFileStore"]
 
 #: Journal bytes preallocated at a time (zeros past the data), with fsync on.
 PREALLOCATE_BYTES = 64 * 1024
+#: Statuses after which a journal's preallocated zeros are given back.
+_ENDED = frozenset({"done", "failed"})
 #: Locks that keep the commits to one thread in this process one at a time (by hash of its
 #: id: two threads may share one, which only makes them wait for each other).
 _STRIPES = 64
@@ -355,6 +357,12 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
+                if records and records[-1].status in _ENDED and tail.capacity > tail.size:
+                    # A thread that ended gives back its preallocated zeros (never synced: a
+                    # truncate lost to a power loss leaves zeros, which readers skip).
+                    with suppress(OSError):
+                        os.ftruncate(fd, tail.size)
+                        tail.capacity = tail.size
                 if old is not None and old != due:
                     self._timers.remove(thread_id, old)
                 if records:  # under the journal's lock: rows follow the journal's order
