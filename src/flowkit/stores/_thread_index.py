@@ -93,8 +93,12 @@ class _Held:
 
     def close(self, sync: bool) -> None:
         if self.deferred:
-            with contextlib.suppress(*_ERRORS):
+            try:
+                if self.db is None:
+                    raise StoreError("no index connection")
                 self.write()
+            except _ERRORS:  # left unwritten: the writer file stays, read as a dead one's
+                self.broken = True
         opened = [db for db in (self.db, self.reader) if db is not None]
         if sync and opened and self.wrote:
             # Rows are not synced per commit: once this writer is gone, a power loss must
