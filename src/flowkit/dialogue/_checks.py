@@ -24,12 +24,15 @@ from ._models import (
     Domain,
     parse_timezone,
 )
+from ._text import normalize
+from .entities import BUILTIN_ROLES, entity_values
 
-__all__ = ["domain_problems", "response_ids"]
+__all__ = ["domain_problems", "domain_warnings", "response_ids"]
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _RULES_BY_KIND = {
     "number": {"min", "max"},
+    "amount": {"min", "max"},
     "date": {"not_past", "max_days_ahead"},
     "time": {"earliest", "latest"},
     "text": {"min_length", "max_length", "pattern"},
@@ -164,19 +167,8 @@ def _slot_problems(domain: Domain, broken: Broken) -> list[str]:
         where = f"slots.{name}"
         if not _IDENT.match(name):
             found.append(f"{where}: slot names are identifiers (letters, digits, _)")
-        entity = domain.entities.get(slot.entity)
-        if entity is None and not _gone(broken, "entities", slot.entity):
-            found.append(
-                f"{where}.entity: entity `{slot.entity}` is not defined; add it under "
-                "entities or fix the name"
-            )
-        elif entity is not None:
-            rules = {k for k, v in slot.validation.model_dump().items() if v not in (None, False)}
-            for rule in sorted(rules - _RULES_BY_KIND[entity.kind]):
-                found.append(
-                    f"{where}.validation.{rule}: does not apply to a {entity.kind} entity; "
-                    f"use {', '.join(sorted(_RULES_BY_KIND[entity.kind])) or 'no rules'}"
-                )
+        found += _from_intent_problems(domain, name, broken)
+        found += _slot_entity_problems(domain, name, broken)
         if slot.validation.pattern is not None:
             try:
                 compile_pattern(slot.validation.pattern, what="pattern")
@@ -185,6 +177,51 @@ def _slot_problems(domain: Domain, broken: Broken) -> list[str]:
         found += _missing_languages(
             f"{where}.question", slot.question, domain.languages, "question"
         )
+    return found
+
+
+def _slot_entity_problems(domain: Domain, name: str, broken: Broken) -> list[str]:
+    slot, where = domain.slots[name], f"slots.{name}"
+    if slot.entity is None:
+        return []
+    entity = domain.entities.get(slot.entity)
+    found: list[str] = []
+    if entity is None:
+        if not _gone(broken, "entities", slot.entity):
+            found.append(
+                f"{where}.entity: entity `{slot.entity}` is not defined; add it under "
+                "entities or fix the name"
+            )
+        return found
+    if slot.role is not None and slot.role not in {*entity.roles, *BUILTIN_ROLES}:
+        found.append(
+            f"{where}.role: entity `{slot.entity}` gives no cue words for role "
+            f"`{slot.role}`; add `roles: {{{slot.role}: {{en: [...]}}}}` to it or use "
+            f"{' or '.join(BUILTIN_ROLES)}"
+        )
+    rules = {k for k, v in slot.validation.model_dump().items() if v not in (None, False)}
+    for rule in sorted(rules - _RULES_BY_KIND[entity.kind]):
+        found.append(
+            f"{where}.validation.{rule}: does not apply to a {entity.kind} entity; "
+            f"use {', '.join(sorted(_RULES_BY_KIND[entity.kind])) or 'no rules'}"
+        )
+    return found
+
+
+def _from_intent_problems(domain: Domain, name: str, broken: Broken) -> list[str]:
+    slot, where = domain.slots[name], f"slots.{name}"
+    found: list[str] = []
+    if slot.entity is None and not slot.from_intent:
+        found.append(
+            f"{where}: a slot needs `entity:` or `from_intent:`; add the entity that fills it"
+        )
+    for intent in slot.from_intent:
+        known = intent in domain.intents or intent in domain.faq or intent in (AFFIRM, DENY)
+        if not known and not _gone(broken, "intents", intent):
+            found.append(
+                f"{where}.from_intent: `{intent}` is not an intent of this domain, nor affirm "
+                "or deny (a yes or a no); name one of them"
+            )
     return found
 
 
@@ -280,4 +317,27 @@ def _response_problems(domain: Domain, broken: Broken) -> list[str]:
                     f"responses.reason_{code}: no text in `{lang}`; define it (the "
                     "message for a slot value that breaks this rule)"
                 )
+    return found
+
+
+def domain_warnings(domain: Domain) -> list[str]:
+    """What loads but may not work as meant: keywords that are also entity values (entity
+    extraction cuts them out before intents are scored, so they only fire weakly)."""
+    values = entity_values(domain)
+    found: list[str] = []
+    sections = [
+        *((f"intents.{n}", s.keywords) for n, s in domain.intents.items()),
+        *((f"faq.{n}", s.keywords) for n, s in domain.faq.items()),
+    ]
+    for where, keywords in sections:
+        for lang, words in keywords.items():
+            for word in words:
+                entity = values.get(normalize(word))
+                if entity is not None:
+                    found.append(
+                        f"{where}.keywords: `{word}` ({lang}) is also a value of entity "
+                        f"`{entity}`, so it is read as that entity first and only fires the "
+                        "intent when nothing else does (it never interrupts a question); use "
+                        "another keyword, or examples with the value in them"
+                    )
     return found

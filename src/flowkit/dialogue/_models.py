@@ -84,13 +84,23 @@ class EntitySpec(_Spec):
     """How to find a value in an utterance.
 
     ``regex``: ``patterns`` (a group named ``value`` picks the value); ``choice``: canonical
-    ``values`` with synonyms per language (fuzzy-matched); ``number``; ``date`` (today,
+    ``values`` with synonyms per language (fuzzy-matched); ``number`` (digits or words:
+    three, twenty-one, 三つ, 二十一); ``amount`` (a number with or without its currency: fifty
+    dollars, $1,200, 五十ドル; the value is the number); ``date`` (today,
     tomorrow, 3/14, 3月14日 ...); ``time`` (3 pm, 15:00, 15時半 ...); ``text``: the whole reply
     to the question for a slot, minus ``strip`` phrases (my name is, です).
     """
 
-    kind: Literal["regex", "choice", "number", "date", "time", "text"]
+    kind: Literal["regex", "choice", "number", "amount", "date", "time", "text"]
     patterns: list[str] = []
+    roles: dict[str, dict[str, list[str]]] = Field(
+        {},
+        description=(
+            "role -> language -> cue words that give a value that role when said next to it "
+            "(English: before it, `from Berlin`; Japanese: after it, `ベルリンから`). `origin` "
+            "and `destination` have built-in cues (from/to, から/まで/へ)"
+        ),
+    )
     values: dict[str, dict[str, list[str]]] = Field(
         {}, description="choice: canonical value -> language -> synonyms"
     )
@@ -114,7 +124,24 @@ class ValidationSpec(_Spec):
 class SlotSpec(_Spec):
     """A piece of information a goal collects, the question that asks for it, and its rules."""
 
-    entity: str = Field(description="the entity that fills this slot")
+    entity: str | None = Field(
+        None, description="the entity that fills this slot (optional with `from_intent`)"
+    )
+    from_intent: dict[str, str | bool | int | float] = Field(
+        {},
+        description=(
+            "intent -> the value this slot takes when the user answers its question with that "
+            "intent; `affirm` and `deny` are a bare yes and no (read offline, English and "
+            "Japanese): {affirm: true, deny: false}"
+        ),
+    )
+    role: str | None = Field(
+        None,
+        description=(
+            "when several slots take one entity: the role of the values this slot takes "
+            "(origin, destination, or a role the entity's `roles` define)"
+        ),
+    )
     question: dict[str, str] = Field(description="language -> the question asking for it")
     label: dict[str, str] = Field({}, description="language -> display name")
     required: bool = Field(

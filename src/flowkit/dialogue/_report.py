@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ..foundation._untrusted import (
 )
 from ..foundation._yaml_lines import Lines, line_of, lines_of
 from . import _models
-from ._checks import domain_problems
+from ._checks import domain_problems, domain_warnings
 from ._locate import resolve_path
 from ._models import Domain
 from .actions import resolve_handlers
@@ -120,11 +120,13 @@ def read_file(path: Path, what: str = "domain file") -> tuple[Any, Lines]:
 
 @dataclass(frozen=True, slots=True)
 class DomainCheck:
-    """What ``flowkit dialogue check`` reports: the file, the domain if it loads, the problems."""
+    """What ``flowkit dialogue check`` reports: the file, the domain if it loads, the problems,
+    and warnings (a domain that loads but may not work as meant)."""
 
     path: str
     domain: Any  # a Domain when there are no problems, else None
     problems: list[Problem]
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def check_domain(source: str | Path) -> DomainCheck:
@@ -145,7 +147,9 @@ def check_domain(source: str | Path) -> DomainCheck:
             resolve_handlers(domain)
         except DomainError as exc:
             problems = _located(exc.problems, lines)
-    return DomainCheck(str(path), domain if not problems else None, problems)
+    if domain is None or problems:
+        return DomainCheck(str(path), None, problems)
+    return DomainCheck(str(path), domain, [], _located(domain_warnings(domain), lines))
 
 
 def _parse(text: str, *, json_file: bool, what: str) -> tuple[Any, Lines]:
@@ -194,7 +198,13 @@ def _shape_problems(data: Mapping[str, Any], exc: ValidationError, lines: Lines)
     broken: dict[str, set[str]] = {}
     for error in exc.errors(include_url=False, include_input=False):
         loc = tuple(str(part) for part in error["loc"])
-        found.append(Problem(".".join(loc) or "(top)", _plain(error, loc), line_of(lines, loc)))
+        boolean_key = _boolean_key(error, lines)
+        if boolean_key is not None:  # `values: {yes: ...}`: the key YAML made a boolean
+            loc = boolean_key
+            message = _yaml_boolean(loc[-1].casefold() in _TRUE, loc[-1])
+        else:
+            message = _plain(error, loc, _value_at(data, error["loc"]))
+        found.append(Problem(".".join(loc) or "(top)", message, line_of(lines, loc)))
         if loc:
             broken.setdefault(loc[0], set()).add(loc[1] if len(loc) > 1 else "*")
     # What fits the models is still cross-checked, so one typo does not hide the rest.
@@ -232,9 +242,53 @@ def _located(problems: list[str], lines: Lines) -> list[Problem]:
     return found
 
 
-def _plain(error: Mapping[str, Any], loc: tuple[str, ...]) -> str:
-    """A pydantic error in plain words, with what to do; never the input value."""
+def _value_at(data: Any, loc: tuple[Any, ...]) -> Any:
+    """The value at ``loc`` in ``data`` (None when the path does not lead anywhere)."""
+    for part in loc:
+        if (isinstance(data, Mapping) and part in data) or (
+            isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        ):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+#: The words YAML 1.1 (PyYAML) reads as booleans when unquoted, in any of three cases.
+_TRUE = ("yes", "true", "on")
+_FALSE = ("no", "false", "off")
+
+
+def _boolean_key(error: Mapping[str, Any], lines: Lines) -> tuple[str, ...] | None:
+    """The path of a mapping key YAML read as a boolean (as written in the file), if the
+    error is about one: pydantic reports it as ``...: True/1, [key]``."""
+    raw = error["loc"]
+    if error["type"] != "string_type" or len(raw) < 2 or raw[-1] != "[key]":
+        return None
+    parent = tuple(str(part) for part in raw[:-2])
+    words = _TRUE if raw[-2] in (True, "True") else _FALSE
+    for path in lines:
+        if len(path) == len(parent) + 1 and path[:-1] == parent and path[-1].casefold() in words:
+            return path
+    return None
+
+
+def _yaml_boolean(value: bool, word: str | None = None) -> str:
+    """Where text belongs, YAML read an unquoted yes/no as a boolean: say what to write."""
+    word = word or ("yes" if value else "no")
+    others = [w for w in (_TRUE if value else _FALSE) if w != word.casefold()]
+    return (
+        f'YAML reads an unquoted {word} as {str(value).lower()}; write "{word}" (in quotes) to '
+        f"mean the word (an unquoted {' or '.join(others)} is read as {str(value).lower()} too)"
+    )
+
+
+def _plain(error: Mapping[str, Any], loc: tuple[str, ...], value: Any = None) -> str:
+    """A pydantic error in plain words, with what to do; never the input value (but for a
+    YAML boolean where text belongs, which is a yes or a no, said with the fix)."""
     kind, msg = error["type"], str(error["msg"])
+    if kind == "string_type" and isinstance(value, bool):
+        return _yaml_boolean(value)
     if kind == "missing":
         return f"`{loc[-1] if loc else 'this'}` is required but missing; add it"
     if kind == "extra_forbidden":

@@ -61,7 +61,8 @@ class Reply:
             intent_type=state.intent_type,
             dialogue_mode=state.dialogue_mode,
             slots=dict(state.slots),
-            missing_slots=list(state.missing_slots),
+            # A cancelled (or finished) goal needs nothing more.
+            missing_slots=list(state.missing_slots) if state.goal_state.active else [],
             next_action=state.next_action,
             turn_id=state.turn_id,
             done=result.status == "done",

@@ -224,6 +224,7 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             "name": domain.name if domain is not None else None,
             "ok": not report.problems,
             "problems": [p.to_data() for p in report.problems],
+            "warnings": [w.to_data() for w in report.warnings],
         }
         if domain is not None:
             data["counts"] = _counts(domain)
@@ -240,6 +241,8 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         f"OK {domain.name}: {counts['languages']} languages, {counts['intents']} intents, "
         f"{counts['faq']} FAQ entries, {counts['slots']} slots, {counts['goals']} goals\n"
     )
+    for warning in report.warnings:
+        out.write(f"- warning: {warning}\n")
     return 0
 
 

@@ -11,7 +11,15 @@ import re
 import unicodedata
 from typing import Final, Literal
 
-__all__ = ["CHANGE_RESPONSES", "CONFIRM", "CONFIRM_RESPONSES", "NO", "YES", "yes_no"]
+__all__ = [
+    "CHANGE_RESPONSES",
+    "CONFIRM",
+    "CONFIRM_RESPONSES",
+    "NO",
+    "YES",
+    "bare_yes_no",
+    "yes_no",
+]
 
 #: What a confirmation question "asks for" (``ResponsePlan.slot`` / ``ChatMessage.expects``,
 #: never a slot name: those are identifiers). A question or small talk in between carries it
@@ -67,5 +75,22 @@ def yes_no(text: str) -> Answer | None:
             continue
         rest = said[len(phrase) :]
         if not rest or not (_ASCII_WORD.match(phrase[-1]) and _ASCII_WORD.match(rest[0])):
+            return answer
+    return None
+
+
+#: Words that may follow a bare yes or no ("yes please", "no thanks", 「はい、お願いします」).
+_FILLERS = re.compile(
+    r"(?:[\s,、。!.]*(?:please|thanks|thank you|お願いします|おねがいします|ありがとう))*"
+    r"[\s,、。!.]*"
+)
+
+
+def bare_yes_no(text: str) -> Answer | None:
+    """``yes`` or ``no`` when ``text`` is only that ("yes please", "no thanks", 「いいえ」), so
+    "no meat please" is not a no."""
+    said = _normalize(text)
+    for phrase, answer in _PHRASES:
+        if said.startswith(phrase) and _FILLERS.fullmatch(said[len(phrase) :]):
             return answer
     return None

@@ -1,24 +1,35 @@
-"""Entity extraction for the offline recogniser: regex, choice, number, date and time, in
-English and Japanese, plus the free-text reply to a question.
+"""Entity extraction for the offline recogniser: regex, choice, number, amount, date and time,
+in English and Japanese, plus the free-text reply to a question.
 
 Candidates from every entity are collected with their spans and the longest win where they
 overlap, so "robot 2" is a machine rather than the number 2. Values are normalised: choice ->
-canonical value, date -> ``YYYY-MM-DD``, time -> ``HH:MM``, number -> int or float.
+canonical value, date -> ``YYYY-MM-DD``, time -> ``HH:MM``, number and amount -> int or
+float (words and digits: ``numbers``). An entity with ``roles`` marks each value with the
+role its cue word gives it ("from Berlin": origin, 「パリまで」: destination).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from ..foundation._safe_regex import compile_pattern
 from ._models import Domain, EntitySpec
 from ._text import has_cjk, normalize
+from .numbers import find_amounts, find_numbers, kanji_number
 from .state import JsonScalar
 
-__all__ = ["CORRECTION_CUES", "EntityExtractor", "Found", "is_correction"]
+__all__ = [
+    "BUILTIN_ROLES",
+    "CORRECTION_CUES",
+    "EntityExtractor",
+    "Found",
+    "entity_values",
+    "is_correction",
+    "kanji_number",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +39,14 @@ class Found:
     start: int
     end: int
     text: str
+    role: str | None = None
+
+
+#: Cue words of the roles every entity knows (a domain adds others under ``roles:``).
+BUILTIN_ROLES: dict[str, dict[str, list[str]]] = {
+    "origin": {"en": ["from"], "ja": ["から"]},
+    "destination": {"en": ["to"], "ja": ["まで", "へ"]},
+}
 
 
 CORRECTION_CUES = (
@@ -50,8 +69,6 @@ _CUES = re.compile("|".join(CORRECTION_CUES), re.IGNORECASE)
 _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAYS_JA = "月火水木金土日"
 _MONTHS_EN = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_KANJI_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|[〇一二三四五六七八九十]+")
 
 _TIME_PATTERNS = (
     re.compile(r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?!\w)", re.I),
@@ -82,19 +99,19 @@ _WEEKDAY = re.compile(
 )
 
 
+def entity_values(domain: Domain) -> dict[str, str]:
+    """Every choice entity's values and synonyms, normalised -> the entity's name."""
+    return {
+        normalize(word): name
+        for name, spec in domain.entities.items()
+        for value, by_lang in spec.values.items()
+        for word in [value, *(s for synonyms in by_lang.values() for s in synonyms)]
+    }
+
+
 def is_correction(text: str) -> bool:
     """Whether the utterance corrects something said before ("no, make it 3 pm", やっぱり)."""
     return bool(_CUES.search(text))
-
-
-def kanji_number(text: str) -> int | None:
-    """``三`` -> 3, ``十五`` -> 15, ``二十`` -> 20 (up to 99); ``None`` if not a kanji number."""
-    if not text or any(c not in _KANJI_DIGITS and c != "十" for c in text):
-        return None
-    if "十" not in text:
-        return int("".join(str(_KANJI_DIGITS[c]) for c in text))
-    tens, _, ones = text.partition("十")
-    return (_KANJI_DIGITS[tens] if tens else 1) * 10 + (_KANJI_DIGITS[ones] if ones else 0)
 
 
 class EntityExtractor:
@@ -120,6 +137,15 @@ class EntityExtractor:
             for name, spec in domain.entities.items()
             if spec.kind == "choice"
         }
+        # entity -> role -> cue words: the roles its slots take and those it defines.
+        self._roles: dict[str, dict[str, list[str]]] = {}
+        for slot in domain.slots.values():
+            spec = domain.entities.get(slot.entity or "")
+            if slot.role is None or spec is None or slot.entity is None:
+                continue
+            by_lang = spec.roles.get(slot.role) or BUILTIN_ROLES.get(slot.role, {})
+            cues = [c for words in by_lang.values() for c in words]
+            self._roles.setdefault(slot.entity, {})[slot.role] = cues
 
     def extract(self, text: str, today: date) -> list[Found]:
         """Every non-overlapping entity in ``text`` (NFKC-normalised), in order of position."""
@@ -131,9 +157,23 @@ class EntityExtractor:
         taken: list[tuple[int, int]] = []
         for found in sorted(candidates, key=lambda f: (-(f.end - f.start), f.start)):
             if all(found.end <= s or found.start >= e for s, e in taken):
-                chosen.append(found)
+                chosen.append(self._with_role(found, text))
                 taken.append((found.start, found.end))
         return sorted(chosen, key=lambda f: f.start)
+
+    def _with_role(self, found: Found, text: str) -> Found:
+        """``found`` with the role a cue word next to it gives (English before the value,
+        Japanese after it): "to Paris", 「パリまで」."""
+        for role, cues in self._roles.get(found.entity, {}).items():
+            for cue in cues:
+                if has_cjk(cue):
+                    hit = text[found.end :].lstrip().startswith(cue)
+                else:
+                    before = text[: found.start].casefold()
+                    hit = re.search(rf"(?<!\w){re.escape(cue.casefold())}\s+$", before) is not None
+                if hit:
+                    return replace(found, role=role)
+        return found
 
     def parse(self, entity: str, raw: JsonScalar, today: date) -> JsonScalar:
         """Normalise a value given from outside (an LLM's answer); ``None`` if it is unusable."""
@@ -145,7 +185,8 @@ class EntityExtractor:
             return value or None
         if spec.kind == "choice" and isinstance(raw, str) and raw in spec.values:
             return raw
-        if spec.kind == "number" and isinstance(raw, int | float) and not isinstance(raw, bool):
+        number = isinstance(raw, int | float) and not isinstance(raw, bool)
+        if spec.kind in ("number", "amount") and number:
             return raw
         found = self._find(entity, spec, unicodedata.normalize("NFKC", str(raw)), today)
         return found[0].value if found else None
@@ -175,8 +216,9 @@ class EntityExtractor:
             ]
         if kind == "choice":
             return self._find_choice(name, text)
-        if kind == "number":
-            return self._find_numbers(name, text)
+        if kind in ("number", "amount"):
+            spans = find_amounts(text) if kind == "amount" else find_numbers(text)
+            return [Found(name, v, start, end, text[start:end]) for start, end, v in spans]
         if kind == "time":
             return _find_times(name, text)
         if kind == "date":
@@ -197,19 +239,6 @@ class EntityExtractor:
                 )
             for m in re.finditer(pattern, folded):
                 found.append(Found(name, value, m.start(), m.end(), text[m.start() : m.end()]))
-        return found
-
-    def _find_numbers(self, name: str, text: str) -> list[Found]:
-        found = []
-        for m in _NUMBER.finditer(text):
-            raw = m.group(0)
-            number: int | float | None = kanji_number(raw)
-            if number is None:
-                try:
-                    number = float(raw) if "." in raw else int(raw)
-                except ValueError:
-                    continue
-            found.append(Found(name, number, m.start(), m.end(), raw))
         return found
 
 

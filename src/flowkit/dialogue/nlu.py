@@ -9,6 +9,7 @@ structured output and hands over to the offline recogniser on any ``LLMError``.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -20,9 +21,10 @@ from pydantic import BaseModel, Field
 
 from ..errors import LLMError
 from ..foundation._logging import get_logger
-from ._models import INFORM, Domain
-from ._text import best_similarity, keyword_hits, normalize
-from .entities import EntityExtractor, Found, is_correction
+from ._models import AFFIRM, DENY, INFORM, Domain
+from ._text import best_similarity, keyword_hits, normalize, vocabulary
+from .confirm import bare_yes_no
+from .entities import EntityExtractor, Found, entity_values, is_correction
 from .privacy import MASK, mask_text
 from .state import ChatMessage, Entity, JsonScalar
 
@@ -32,9 +34,13 @@ __all__ = [
     "Recognizer",
     "TurnContext",
     "Understanding",
+    "from_intent",
 ]
 
 _STRONG = 0.8  # an intent this sure wins even while a question waits for a slot value
+#: A keyword that is also an entity value ("hotels") is a weaker signal: it fires its intent
+#: when nothing stronger does, but does not interrupt a question for a slot.
+_SHADOWED = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,11 @@ class OfflineRecognizer:
             examples = [self._strip(q) for lang in langs for q in faq.questions.get(lang, [])]
             keywords = [k for lang in langs for k in faq.keywords.get(lang, [])]
             self._candidates[("faq", name)] = (examples, keywords)
+        phrases = [p for pair in self._candidates.values() for group in pair for p in group]
+        #: The words the domain uses: typo tolerance never turns one into another.
+        self.known = vocabulary(phrases)
+        #: Keywords that are also choice values: entity extraction cuts them out of the text.
+        self._shadowed = entity_values(domain)
 
     def _strip(self, text: str) -> str:
         # Examples lose their entity values too, so "book robot 2" still matches "book it".
@@ -101,15 +112,20 @@ class OfflineRecognizer:
         if found is None:
             found = self.extractor.extract(text, date(2000, 1, 1))
         stripped = normalize(_remove_spans(text, found))
+        whole = normalize(text)
+        known = self.known
         ranked = []
         for (kind, name), (examples, keywords) in self._candidates.items():
             if kinds is not None and kind not in kinds:
                 continue
-            score = best_similarity(stripped, examples) if stripped else 0.0
-            hits = keyword_hits(stripped, keywords)
+            score = best_similarity(stripped, examples, known) if stripped else 0.0
+            plain = [k for k in keywords if normalize(k) not in self._shadowed]
+            hits = keyword_hits(stripped, plain, known)
             if hits:
                 base = 0.85 if kind == "control" else 0.8
                 score = max(score, min(0.97, base + 0.05 * (hits - 1) + 0.1 * score))
+            elif keyword_hits(whole, [k for k in keywords if k not in plain], known):
+                score = max(score, _SHADOWED + 0.1 * score)
             ranked.append((score, kind, name))
         return sorted(ranked, key=lambda r: -r[0])
 
@@ -124,7 +140,7 @@ class OfflineRecognizer:
         correction = is_correction(text)
         found = self.extractor.extract(text, context.today)
         entities = [
-            Entity(entity=f.entity, value=f.value, text=f.text, correction=correction)
+            Entity(entity=f.entity, value=f.value, text=f.text, role=f.role, correction=correction)
             for f in found
         ]
         ranked = self.scores(text, found=found)
@@ -147,6 +163,7 @@ class OfflineRecognizer:
                         )
                     ]
             if entities:
+                entities = _answering(entities, context.expects, slot_entity)
                 return Understanding(INFORM, entities, max(score, threshold))
         if score >= threshold:
             return self._intent(kind, name, score, entities)
@@ -236,12 +253,16 @@ class LLMRecognizer:
             if command.command == "cancel":
                 intent = "cancel"
             elif command.slot in domain.slots and not _masked(command.value):
-                entity = domain.slots[command.slot].entity
-                value = parse(entity, command.value, context.today)
+                slot = domain.slots[command.slot]
+                if slot.entity is not None:
+                    value = parse(slot.entity, command.value, context.today)
+                else:  # a from_intent slot takes one of its values
+                    known = command.value in slot.from_intent.values()
+                    value = command.value if known else None
                 if value is not None:
                     entities.append(
                         Entity(
-                            entity=entity,
+                            entity=slot.entity or "",
                             value=value,
                             slot=command.slot,
                             correction=command.command == "correct_slot",
@@ -265,7 +286,13 @@ class LLMRecognizer:
         )
         faq = "\n".join(f"- {n}: {f.questions.get(lang, [''])[0]}" for n, f in domain.faq.items())
         slots = "\n".join(
-            f"- {n}: {domain.entities[s.entity].kind}" for n, s in domain.slots.items()
+            f"- {n}: "
+            + (
+                domain.entities[s.entity].kind
+                if s.entity is not None
+                else "one of " + ", ".join(json.dumps(v) for v in s.from_intent.values())
+            )
+            for n, s in domain.slots.items()
         )
         # The same masking as logs: known personal values become ***.
         secrets = [str(v) for k, v in context.slots.items() if k in self.private and v]
@@ -287,6 +314,39 @@ class LLMRecognizer:
         )
         user = f"{expects}Conversation so far:\n{history or '(none)'}\n\nMessage: {text}"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def from_intent(
+    domain: Domain, slot: str, text: str, understood: Understanding
+) -> Understanding | None:
+    """The value of ``slot`` (the slot just asked for) its ``from_intent`` gives this reply: a
+    bare yes or no (``affirm``/``deny``) or an intent it lists; ``None`` when it gives none.
+
+    Only a bare yes or no counts ("no meat please" is a text answer, not a no), and a strong
+    intent it does not list (a question, cancel, another task) is left to handle as usual.
+    """
+    mapping = domain.slots[slot].from_intent
+    if not mapping:
+        return None
+    said = understood.match or understood.intent_type
+    answer = bare_yes_no(text)
+    key = {"yes": AFFIRM, "no": DENY}.get(answer or "")
+    if key not in mapping:
+        key = said if said in mapping else None
+    if key is None:
+        return None
+    value = Entity(entity=domain.slots[slot].entity or "", value=mapping[key], text=text, slot=slot)
+    others = [e for e in understood.entities if e.slot != slot]
+    return Understanding(INFORM, [value, *others], 1.0, understood.source, match=key)
+
+
+def _answering(entities: list[Entity], slot: str, entity: str | None) -> list[Entity]:
+    """The one value of the asked slot's entity said without a role answers that slot
+    ("Berlin" after "From where?"), not the first free slot of the entity."""
+    plain = [e for e in entities if e.entity == entity and e.role is None and e.slot is None]
+    if len(plain) != 1:
+        return entities
+    return [e.model_copy(update={"slot": slot}) if e is plain[0] else e for e in entities]
 
 
 def _masked(value: object) -> bool:

@@ -21,7 +21,7 @@ from ._models import Domain
 from .state import GoalState, JsonScalar, ResponsePlan
 from .validation import slot_label
 
-__all__ = ["Renderer"]
+__all__ = ["Renderer", "goal_name"]
 
 _FIELDS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -53,7 +53,7 @@ class Renderer:
 
     def display(self, slot: str, value: JsonScalar, lang: str) -> str:
         """A slot value as the user should read it (a choice value by its label)."""
-        entity = self.domain.entities.get(self.domain.slots[slot].entity)
+        entity = self.domain.entities.get(self.domain.slots[slot].entity or "")
         if entity is not None and entity.kind == "choice" and isinstance(value, str):
             synonyms = entity.values.get(value, {}).get(lang) or []
             return synonyms[0] if synonyms else value
@@ -83,7 +83,7 @@ class Renderer:
         }
         spec = self.domain.goals.get(goal.goal or "")
         if spec is not None:
-            values["goal"] = self.domain.text(spec.title, lang, goal.goal or "")
+            values["goal"] = self.domain.text(spec.title, lang, goal_name(goal.goal or ""))
             values["summary"] = self.summary(spec.slots, slots, lang)
             values["total"] = len(spec.steps)
             if goal.current_step is not None and spec.steps:
@@ -108,7 +108,11 @@ class Renderer:
         if question:
             values.setdefault("question", question)
         parts = [self._corrections(plan, slots)]
-        parts.append(self.template(plan.id, plan.lang).format_map(_Values(values)))
+        template = self.template(plan.id, plan.lang)
+        text = template.format_map(_Values(values))
+        if template.startswith("{goal}"):
+            text = text[:1].upper() + text[1:]  # a goal named after its id opens a sentence
+        parts.append(text)
         if plan.resume and question:
             parts.append(self.template("resume_goal", plan.lang).format_map(_Values(values)))
         joiner = "" if plan.lang == "ja" else " "
@@ -172,6 +176,11 @@ class Renderer:
     def _reveal(self, text: str, slots: Mapping[str, JsonScalar], lang: str) -> str:
         pii = self._pii(slots, lang)
         return _FIELDS.sub(lambda m: pii.get(m.group(1), m.group(0)), text)
+
+
+def goal_name(goal: str) -> str:
+    """A goal without a ``title`` as users read it: ``book_flight`` -> ``book flight``."""
+    return goal.replace("_", " ").strip()
 
 
 def placeholders(template: str) -> list[str]:

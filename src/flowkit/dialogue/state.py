@@ -62,13 +62,16 @@ class Entity(_Frozen):
     """A value IR found: which entity, its normalised value, and the words it came from.
 
     ``slot`` is set when the recogniser knows the slot it fills (an LLM command, or the reply
-    to a question); ``correction`` when the user corrects an earlier value ("no, 3 pm").
+    to a question); ``role`` when a cue word gave the value a role ("from Berlin": origin),
+    which picks between slots of one entity; ``correction`` when the user corrects an earlier
+    value ("no, 3 pm").
     """
 
     entity: str
     value: JsonScalar
     text: str = ""
     slot: str | None = None
+    role: str | None = None
     correction: bool = False
 
 

@@ -28,7 +28,8 @@ def check_value(
             return "min", {"min": _plain(rules.min)}
         if rules.max is not None and value > rules.max:
             return "max", {"max": _plain(rules.max)}
-    kind = domain.entities[domain.slots[slot].entity].kind
+    entity = domain.entities.get(domain.slots[slot].entity or "")
+    kind = entity.kind if entity is not None else None  # None: a from_intent value
     text = str(value)
     if kind in ("text", "regex"):
         if rules.min_length is not None and len(text) < rules.min_length:

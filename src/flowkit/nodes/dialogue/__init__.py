@@ -55,7 +55,10 @@ MATRIX: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
 
 #: Reads beyond §4.1, each with its reason. Writes never go beyond the matrix.
 EXTRA_READS: Final[dict[str, dict[str, str]]] = {
-    "SG": {"turn_id": "numbers the turn: the next id follows the last one"},
+    "SG": {
+        "turn_id": "numbers the turn: the next id follows the last one",
+        "messages": "a message without a language (3/14, 15:00) keeps the user's last one",
+    },
     "IR": {"slots": "personal values to mask in the LLM's prompt"},
     "SST": {"goal_state": "which goal's slots to track, and whether it started this turn"},
     "SFP": {

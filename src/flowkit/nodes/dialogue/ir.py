@@ -10,6 +10,9 @@ the goal is confirmed again with them), also after "what would you like to chang
 anything else understood as nothing is ``unclear`` (the question is asked again). Questions
 and small talk are answered as usual; their reply repeats the confirmation question and
 carries its marker (``expects == CONFIRM``), so the next message is still read as yes or no.
+
+The reply to a question for a slot with ``from_intent`` is checked against it: a bare yes or
+no (``affirm``/``deny``) or an intent it lists fills the slot with the value it maps to.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from ...definition._node import Context, Node, node
 from ...dialogue._models import AFFIRM, DENY, INFORM, UNCLEAR
 from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
-from ...dialogue.nlu import TurnContext, Understanding
+from ...dialogue.nlu import TurnContext, Understanding, from_intent
 from ...dialogue.services import Services
 from ...dialogue.state import DialogueState
 
@@ -44,6 +47,9 @@ def make_ir(services: Services) -> Node:
             understood = _confirmation(services, state.user_text, context, ctx, yes_or_no)
         else:
             understood = services.recognizer.understand(state.user_text, context, ctx.llm)
+            if context.expects in services.domain.slots:
+                mapped = from_intent(services.domain, context.expects, state.user_text, understood)
+                understood = mapped or understood
         ctx.log.debug(
             "dialogue_ir",
             intent_type=understood.intent_type,

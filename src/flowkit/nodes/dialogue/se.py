@@ -31,9 +31,11 @@ def make_se(services: Services) -> Node:
         filled = [
             name
             for name, value in slots.items()
-            if name in domain.slots and (domain.slots[name].entity, value) in said
+            if name in domain.slots and (domain.slots[name].entity or "", value) in said
         ]
-        corrected = [name for name in filled if said[(domain.slots[name].entity, slots[name])]]
+        corrected = [
+            name for name in filled if said[(domain.slots[name].entity or "", slots[name])]
+        ]
         rejected: dict[str, dict[str, Any]] = {}
         for name, value in list(slots.items()):
             if name not in domain.slots:

@@ -1,8 +1,9 @@
 """Slot State Tracker (SST): puts this turn's entities into the active goal's slots.
 
-An entity fills the slot it names (an LLM command, the reply to a question), else the first
-unfilled slot of the goal that takes that entity, else it replaces that slot's value (the
-user changed their mind). ``missing_slots`` is what the goal still needs, in its order: its
+An entity fills the slot it names (an LLM command, the reply to a question), else the slot
+of its role ("from Berlin" fills the slot with ``role: origin``), else the first unfilled
+slot of the goal that takes that entity, else it replaces that slot's value (the user changed
+their mind). ``missing_slots`` is what the goal still needs, in its order: its
 required slots only, so an optional slot (``required: false``) is kept when the user gives it
 but never asked for.
 """
@@ -34,6 +35,10 @@ def make_sst(services: Services) -> Node:
         assigned: set[str] = set()
         for entity in state.entities:
             takers = [s for s in wanted if domain.slots[s].entity == entity.entity]
+            if entity.role is not None:
+                # A role picks its slot; a role no slot takes leaves the rest to choose from.
+                roled = [s for s in takers if domain.slots[s].role == entity.role]
+                takers = roled or [s for s in takers if domain.slots[s].role is None] or takers
             if entity.slot in wanted:
                 target: str | None = entity.slot
             else:
