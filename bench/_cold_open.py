@@ -1,11 +1,12 @@
 """Cold open (issue 25, acceptance 2): what opening a thread costs as its history grows.
 
-Threads of 20, 2,000 and 100,000 steps (``--quick``: 10,000) are built on a ``JsonFileStore``
-(``fsync=False``: the bytes are the same, only building is faster) and, when a server is
-reachable, on PostgreSQL (``$FLOWKIT_PG_URL``, a scratch database). Two flows: ``counter``,
-whose state does not grow (one node counting to ``stop_at``, then gate ``more``, passed every
-1,000 steps while building), and ``messages`` (``bench/_flows.loop_flow``: ~100 bytes of chat
-appended per step, so the state grows with history). Then:
+Threads of 20, 2,000 and 100,000 steps (``--quick``: 5,000, one round) are built on a
+``JsonFileStore`` (``fsync=False``: the bytes are the same, only building is faster) and,
+when a server is reachable, on PostgreSQL (``$FLOWKIT_PG_URL``, a scratch database). Two
+flows: ``counter``, whose state does not grow (one node counting to ``stop_at``, then gate
+``more``, passed every 1,000 steps while building), and ``messages``
+(``bench/_flows.loop_flow``: ~100 bytes of chat appended per step, so the state grows with
+history). Then:
 
 - ``get_state_ms``: a fresh store object and a fresh ``Runner`` read the thread, in this
   process (medians of interleaved rounds); the acceptance ratio is 2,000 over 20 steps
@@ -315,9 +316,11 @@ def _median_child(argv: list[str], key: str, reps: int) -> float:
 def measure(quick: bool, *, folder: Path | None = None) -> dict[str, float]:
     """Every figure, as ``{"json.counter.cold_ms.100000": ..., ...}`` (see the module doc)."""
     quiet_logging()
-    big = 10_000 if quick else 100_000
+    # Quick is a smoke run (every figure reported, none meaningful): a big size still above
+    # 2,000 and one round, one process each, since its processes take most of its time.
+    big = 5_000 if quick else 100_000
     sizes = {"counter": [20, 2000, big], "messages": [20, 2000] + ([] if quick else [big])}
-    rounds, reps = (3, 2) if quick else (9, 5)
+    rounds, reps = (1, 1) if quick else (9, 5)
     figures: dict[str, float] = {}
     with scratch_dir(folder or Path.cwd()) as scratch:
         root = scratch / "json"
@@ -340,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         ready(args[1], args[2])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10,000 steps at most, few rounds")
+    parser.add_argument("--quick", action="store_true", help="5,000 steps at most, one round")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--dir", type=Path, default=Path.cwd(), help="where scratch stores go")
     parsed = parser.parse_args(args)

@@ -76,6 +76,12 @@ def test_brackets_inside_json_strings_do_not_count() -> None:
     assert json_depth(text, strings=False) > 100
 
 
+def test_a_depth_limit_check_stops_at_the_first_bracket_past_the_limit() -> None:
+    assert json_depth("[" * 1000 + "]" * 1000) == 1000
+    assert json_depth("[" * 1000, stop_above=100) == 101
+    assert json_depth("[[]]" + "{" * 5, stop_above=5) == 5  # not past it: the true depth
+
+
 def test_json_larger_than_the_limit_is_refused() -> None:
     with pytest.raises(InputTooLargeError, match="over the limit of 10"):
         parse_json("[1, 2, 3, 4, 5]", what="x", max_bytes=10)

@@ -4,6 +4,9 @@ python map_worker.py ROOT THREAD CALLS_LOG [BUDGET]
     start-or-resume the 50-item map, print "ready" just before it runs (the parent kills it at
     will); with BUDGET, answer that many LLM calls and hang in the next ones, so however slowly
     the parent gets to its kill, the child cannot finish the map
+python map_worker.py
+    the same, its arguments read as one JSON list on stdin once the parent sends them (so it
+    can start the process ahead, imports and all, while another runs)
 
 Every LLM request a child makes is appended to CALLS_LOG ("<pid> <item>" per line) before it
 is answered, so the parent can tell which items were asked again after a kill, and how far a
@@ -12,6 +15,7 @@ child has got.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -93,4 +97,4 @@ def main(root: str, thread_id: str, calls_log: str, budget: str | None = None) -
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*(sys.argv[1:5] or json.loads(sys.stdin.readline())))

@@ -49,9 +49,12 @@ def kill_delay(
 
 
 def spawn(worker: ModuleType, root: Path, thread_id: str, log: Path) -> subprocess.Popen[str]:
+    """A worker that imports at once but touches the store only once ``wait_until_ready``
+    lets it go (so the next one can start while the one before runs)."""
     with log.open("a") as stderr:
         return subprocess.Popen(
             [sys.executable, worker.__file__, "count", str(root), thread_id],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
@@ -59,7 +62,9 @@ def spawn(worker: ModuleType, root: Path, thread_id: str, log: Path) -> subproce
 
 
 def wait_until_ready(child: subprocess.Popen[str], log: Path) -> None:
-    assert child.stdout is not None
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write("go\n")
+    child.stdin.close()
     line = child.stdout.readline()
     assert line == "ready\n", f"worker did not start: {line!r}\n{log.read_text()}"
 
@@ -91,30 +96,37 @@ def test_sigkill_at_random_moments_never_loses_or_corrupts_the_thread(
 
     rng = random.Random(SEED)
     progress: list[int] = []
-    for kill in range(KILLS):
-        done = progress[-1] if progress else 0
-        delay = kill_delay(rng, worker, done, KILLS - kill - 1, step_s)
-        with spawn(worker, root, "t", log) as child:
-            wait_until_ready(child, log)
-            time.sleep(delay)
-            child.send_signal(signal.SIGKILL)
-            assert child.wait() == -signal.SIGKILL, f"child ended on its own\n{log.read_text()}"
+    upcoming = spawn(worker, root, "t", log)
+    try:
+        for kill in range(KILLS):
+            done = progress[-1] if progress else 0
+            delay = kill_delay(rng, worker, done, KILLS - kill - 1, step_s)
+            child, upcoming = upcoming, spawn(worker, root, "t", log)
+            with child:
+                wait_until_ready(child, log)
+                time.sleep(delay)
+                child.send_signal(signal.SIGKILL)
+                assert child.wait() == -signal.SIGKILL, f"ended on its own\n{log.read_text()}"
 
-        state = read_thread(worker, root, "t")
-        if state is None:  # killed before the thread was created
-            assert not progress
-            continue
-        # Every step is one record, so the state is exactly the flow after `version` steps.
-        assert state.status == "pending" and state.node == "loop"
-        assert state.state.count == state.version
-        assert state.state.items == list(range(1, state.version + 1))
-        assert not progress or state.version >= progress[-1], "a committed step was lost"
-        progress.append(state.version)
+            state = read_thread(worker, root, "t")
+            if state is None:  # killed before the thread was created
+                assert not progress
+                continue
+            # Every step is one record, so the state is exactly the flow after `version` steps.
+            assert state.status == "pending" and state.node == "loop"
+            assert state.state.count == state.version
+            assert state.state.items == list(range(1, state.version + 1))
+            assert not progress or state.version >= progress[-1], "a committed step was lost"
+            progress.append(state.version)
 
-    assert len(progress) >= KILLS - 3 and progress[-1] < worker.STEPS
-    with spawn(worker, root, "t", log) as last:
-        wait_until_ready(last, log)
-        assert last.wait() == 0, log.read_text()
+        assert len(progress) >= KILLS - 3 and progress[-1] < worker.STEPS
+        with upcoming as last:
+            wait_until_ready(last, log)
+            assert last.wait() == 0, log.read_text()
+    finally:
+        if upcoming.poll() is None:  # a check above failed: never leave it waiting
+            upcoming.kill()
+            upcoming.wait()
 
     final = read_thread(worker, root, "t")
     assert (final.status, final.node) == (expected.status, expected.node)

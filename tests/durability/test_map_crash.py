@@ -11,12 +11,14 @@ exactly one LLM call per item.
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -50,44 +52,80 @@ def worker() -> ModuleType:
     return module
 
 
-def run_child(
+class Children:
+    """Children run one at a time, each started (imports and all) while the one before it
+    runs; it is sent its arguments when its turn comes."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self._next = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        with self.log.open("a") as stderr:
+            return subprocess.Popen(
+                [sys.executable, str(WORKER)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+
+    def close(self) -> None:
+        """Stop the one started ahead, never sent its arguments."""
+        self._next.kill()
+        self._next.wait(timeout=60)
+        for stream in (self._next.stdin, self._next.stdout):
+            if stream is not None:
+                stream.close()
+
+    def run(
+        self,
+        root: Path,
+        calls: Path,
+        kill_after: float | None,
+        budget: int | None = None,
+        *,
+        spent: bool = False,
+    ) -> None:
+        """Run a child; kill it ``kill_after`` seconds after "ready" (or, ``spent``, after it
+        has asked for more than its ``budget`` of calls), or let it finish (``kill_after``
+        None)."""
+        extra = [] if budget is None else [str(budget)]
+        child, self._next = self._next, self._spawn()
+        with child:
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(json.dumps([str(root), "t", str(calls), *extra]) + "\n")
+            child.stdin.close()
+            assert child.stdout.readline() == "ready\n", self.log.read_text()
+            _finish(child, root, calls, self.log, kill_after, budget, spent)
+
+
+def _finish(
+    child: subprocess.Popen[str],
     root: Path,
     calls: Path,
     log: Path,
     kill_after: float | None,
-    budget: int | None = None,
-    *,
-    spent: bool = False,
+    budget: int | None,
+    spent: bool,
 ) -> None:
-    """Run a child; kill it ``kill_after`` seconds after "ready" (or, ``spent``, after it has
-    asked for more than its ``budget`` of calls), or let it finish (``kill_after`` None)."""
-    extra = [] if budget is None else [str(budget)]
-    with log.open("a") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, str(WORKER), str(root), "t", str(calls), *extra],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-    with child:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "ready\n", log.read_text()
-        if kill_after is None:
-            assert child.wait() == 0, log.read_text()
-            return
-        if spent:
-            assert budget is not None
-            saved = _saved_items(root)
-            _wait_for_asks(calls, child, budget + 1, log)
-            # Finished calls are saved in groups (docs/parallel.md): while the last call hangs,
-            # the group of those before it is saved within the group window. Wait for it, so
-            # every few kills the map makes progress however loaded the machine is.
-            _wait_for_saved(root, saved, child, log)
-        try:
-            child.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
-            child.send_signal(signal.SIGKILL)
-        assert child.wait() == -signal.SIGKILL, f"child finished before its kill\n{log.read_text()}"
+    """Let the child finish, or kill it as ``Children.run`` says."""
+    if kill_after is None:
+        assert child.wait() == 0, log.read_text()
+        return
+    if spent:
+        assert budget is not None
+        saved = _saved_items(root)
+        _wait_for_asks(calls, child, budget + 1, log)
+        # Finished calls are saved in groups (docs/parallel.md): while the last call hangs,
+        # the group of those before it is saved within the group window. Wait for it, so
+        # every few kills the map makes progress however loaded the machine is.
+        _wait_for_saved(root, saved, child, log)
+    try:
+        child.wait(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGKILL)
+    assert child.wait() == -signal.SIGKILL, f"child finished before its kill\n{log.read_text()}"
 
 
 def _wait_for_asks(calls: Path, child: subprocess.Popen[str], count: int, log: Path) -> None:
@@ -131,9 +169,17 @@ def asked(calls: Path) -> list[str]:
     return [line.split()[1] for line in _lines(calls)]
 
 
-def test_sigkilled_map_resumes_only_unfinished_items(worker: ModuleType, tmp_path: Path) -> None:
-    log = tmp_path / "children.log"
-    run_child(tmp_path / "baseline", tmp_path / "baseline-calls", log, None)
+@pytest.fixture
+def children(tmp_path: Path) -> Iterator[Children]:
+    started = Children(tmp_path / "children.log")
+    yield started
+    started.close()
+
+
+def test_sigkilled_map_resumes_only_unfinished_items(
+    worker: ModuleType, children: Children, tmp_path: Path
+) -> None:
+    children.run(tmp_path / "baseline", tmp_path / "baseline-calls", None)
     expected, _ = finished_items(worker, tmp_path / "baseline")
     assert expected.status == "done" and len(expected.state.answers) == worker.ITEMS
 
@@ -148,7 +194,7 @@ def test_sigkilled_map_resumes_only_unfinished_items(worker: ModuleType, tmp_pat
         before = len(asked(calls))
         # About one call per worker after "ready", or a call's time after the budget is spent.
         delay = rng.uniform(0.0, worker.CALL_S if spent else 2.5 * worker.CALL_S)
-        run_child(root, calls, log, delay, budget, spent=spent)
+        children.run(root, calls, delay, budget, spent=spent)
         kills += 1
         state, items = finished_items(worker, root)
         if state is None:
@@ -164,7 +210,7 @@ def test_sigkilled_map_resumes_only_unfinished_items(worker: ModuleType, tmp_pat
 
     assert kills >= KILLS and 0 < len(checkpointed) < worker.ITEMS
     before = len(asked(calls))
-    run_child(root, calls, log, None)
+    children.run(root, calls, None)
     final, items = finished_items(worker, root)
     assert final.state == expected.state and (final.status, final.node) == ("done", "__end__")
     assert sorted(items) == list(range(worker.ITEMS))

@@ -1,7 +1,9 @@
 """Child process for the durability tests; also imported by them for the flows it runs.
 
-python worker.py count ROOT THREAD   start-or-resume the 500-step counter, print "ready"
-                                     just before it runs (the parent kills it at will)
+python worker.py count ROOT THREAD   once a line comes on stdin (so the parent can start it
+                                     ahead, while another runs), start-or-resume the 500-step
+                                     counter, print "ready" just before it runs (the parent
+                                     kills it at will)
 python worker.py race ROOT THREAD NAME
                                      answer the parent over stdin/stdout, one line each:
                                      "read" -> "<version>"; "go ROUND VERSION" ->
@@ -91,6 +93,7 @@ def store_at(root: str) -> JsonFileStore:
 
 
 def count(root: str, thread_id: str) -> int:
+    sys.stdin.readline()  # the parent's go: imports are done, now the thread is ours
     with store_at(root) as store:
         runner: Runner[Loop] = Runner(COUNTER, store=store)
         print("ready", flush=True)

@@ -3,6 +3,9 @@
 python _crash_child.py jsonfile ROOT THREAD
 python _crash_child.py postgres URL SCHEMA THREAD
 
+It imports everything, then waits for a line on stdin before it opens its store (so the
+parent can start the next child while the one before runs, and the import is off the clock).
+
 Starts (or picks up) the thread and drives it to its end: steps, a patch and an answer at
 every gate. Prints ``ready`` once its store is open and ``v N`` after each commit it saw
 return, so the parent knows which versions were acknowledged before it kills the child.
@@ -22,6 +25,7 @@ from pydantic import BaseModel
 
 from flowkit import END, Event, Flow, Gate, Route, RouteTable, Runner, StateChanged, append, when
 from flowkit.errors import ConflictError, ThreadExistsError
+from flowkit.stores import JsonFileStore
 
 STEPS = 60
 #: Each step sleeps this long, so a kill lands anywhere in a run of about a third of a second.
@@ -98,15 +102,17 @@ def _announce(event: Event) -> None:
 def main(argv: list[str]) -> int:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
     kind, *args = argv
+    if kind == "postgres":  # imported before the go, driver included, as the JSON store is
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+
+        from flowkit.stores.postgres import PostgresStore
+    sys.stdin.readline()  # the parent's go: only now may this child touch the thread
     store: Any
     if kind == "jsonfile":
-        from flowkit.stores import JsonFileStore
-
         root, thread_id = args
         store = JsonFileStore(root, min_snapshot_bytes=1024, snapshot_ratio=1.0)
     else:
-        from flowkit.stores.postgres import PostgresStore
-
         url, schema, thread_id = args
         store = PostgresStore(
             url, schema=schema, pool_size=2, lease_s=0.5, min_snapshot_bytes=1024,

@@ -306,9 +306,13 @@ for _api in ("openai", "ollama"):
     for _how in ("complete", "stream"):
         for _mode in ("sync", "async"):
             for _name, _fault in FAULTS.items():
+                # A reply slower than the timeout is one whatever the timeout: a short one
+                # (two attempts of 0.2 s against a 2 s reply) keeps the case short.
+                _options = {"timeout": 0.2} if "slower than the timeout" in _name else {}
                 # The async calls share their core with the sync ones: slow, to keep the
                 # default run short.
-                add(f"llm/{_api}/{_how}/{_mode}/{_name}", _llm_case(_api, _how, _mode, _fault),
+                add(f"llm/{_api}/{_how}/{_mode}/{_name}",
+                    _llm_case(_api, _how, _mode, _fault, **_options),
                     known=KNOWN.get(_name), slow=_mode == "async")  # fmt: skip
             for _name, _fault in SLOW_FAULTS.items():
                 # Retry-After needs the default backoff, whose cap is what is under test.

@@ -280,7 +280,7 @@ FILE_DAMAGES: dict[str, tuple[Damage, str | None]] = {
 
 for _name, (_damage, _known) in FILE_DAMAGES.items():
     add(f"corruption/jsonfile/{_name}", _file_case(_damage), known=_known)
-# Reading a line of brackets costs about half a second a megabyte (its depth is scanned).
+# Its size is the point: a depth check must stop at the first bracket past the limit.
 add(
     "corruption/jsonfile/a 30 MB line of braces appended, no newline",
     _file_case(edit_lines(lambda ls: [*ls, b"{" * (30 * MB)])),

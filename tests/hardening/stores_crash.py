@@ -41,13 +41,14 @@ def baseline() -> list[tuple[dict[str, Any], str, str]]:
 
 
 class Child:
-    """One child process; ``acked`` is the newest version it printed as committed."""
+    """One child process; ``acked`` is the newest version it printed as committed. It imports
+    at once but opens its store only at ``go()``, so it can be started while another runs."""
 
     def __init__(self, argv: list[str], log: Path) -> None:
         with log.open("ab") as err:
             self.process = subprocess.Popen(
-                [sys.executable, str(CHILD), *argv], stdout=subprocess.PIPE, stderr=err,
-                text=True,
+                [sys.executable, str(CHILD), *argv], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=err, text=True,
             )  # fmt: skip
         self.acked = -1
         self.ready = threading.Event()
@@ -62,6 +63,11 @@ class Child:
             elif line.startswith("v "):
                 self.acked = max(self.acked, int(line.split()[1]))
 
+    def go(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("go\n")
+        self.process.stdin.close()
+
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.finish()
@@ -69,8 +75,9 @@ class Child:
     def finish(self) -> int:
         code = self.process.wait(120)
         self._reader.join(60)
-        assert self.process.stdout is not None
+        assert self.process.stdout is not None and self.process.stdin is not None
         self.process.stdout.close()
+        self.process.stdin.close()
         return code
 
 
@@ -88,17 +95,24 @@ def _crash_case(kind: str, seed: int, kills: int) -> Callable[[Path], str]:
         log = tmp / "children.log"
         rng = random.Random(seed)
         seen = -1
-        for _ in range(kills):
-            process = Child(argv, log)
-            assert process.ready.wait(60), log.read_text()
-            time.sleep(rng.uniform(0.0, 0.4))
-            process.kill()
-            version = _check(open_store, thread_id, expected)
-            expect(version >= process.acked, f"loaded {version}, but {process.acked} committed")
-            expect(version >= seen, f"loaded {version} after {seen}: a commit was lost")
-            seen = version
-        last = Child(argv, log)
-        assert last.finish() == 0, log.read_text()
+        # Each child is started (and imports) while the one before it runs and is checked.
+        upcoming = Child(argv, log)
+        try:
+            for _ in range(kills):
+                process, upcoming = upcoming, Child(argv, log)
+                process.go()
+                assert process.ready.wait(60), log.read_text()
+                time.sleep(rng.uniform(0.0, 0.4))
+                process.kill()
+                version = _check(open_store, thread_id, expected)
+                expect(version >= process.acked, f"loaded {version}, but {process.acked} committed")
+                expect(version >= seen, f"loaded {version} after {seen}: a commit was lost")
+                seen = version
+            upcoming.go()
+            assert upcoming.finish() == 0, log.read_text()
+        finally:
+            if upcoming.process.poll() is None:  # a check above failed: never leave it waiting
+                upcoming.kill()
         expect(_check(open_store, thread_id, expected) == len(expected) - 1, "did not finish")
         with open_store() as store:
             history: list[Any] = Runner(child.CRASH, store=store).history(thread_id)

@@ -1,11 +1,13 @@
 """Child process for the card-charge crash test; also imported by it for the flow and service.
 
-python charge_worker.py ROOT THREAD KILL_AT
+python charge_worker.py ROOT [THREAD KILL_AT]
     start (or resume) the order THREAD in the store under ROOT, print "ready" just before it
     runs, and SIGKILL itself at KILL_AT: ``before_charge`` / ``after_charge`` (inside the charge
     node, around the service call, so after the charge and before the commit), ``after_commit``
     (in the next node, once the charge step is saved), or ``never`` (the parent may kill it at
-    any moment instead).
+    any moment instead). Without THREAD and KILL_AT, they come as one line on stdin: the
+    parent starts the process ahead, while another runs, and says what to do when its turn
+    comes.
 """
 
 from __future__ import annotations
@@ -126,4 +128,5 @@ def main(root: Path, thread_id: str, kill_at: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2], sys.argv[3])
+    thread_id, kill_at = sys.argv[2:] or sys.stdin.readline().split()
+    main(Path(sys.argv[1]), thread_id, kill_at)

@@ -36,24 +36,44 @@ MAX_DELAY_S = 0.03
 RANDOM_AT_THE_LATEST = ["after_charge"] + ["never"] * (len(PLAN) - 1)
 
 
-def run_child(
-    worker: ModuleType, root: Path, thread: str, kill_at: str, delay: float | None, log: Path
-) -> int:
-    with log.open("a") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, worker.__file__, str(root), thread, kill_at],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-    with child:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line == "ready\n", f"worker did not start: {line!r}\n{log.read_text()}"
-        if delay is not None:
-            time.sleep(delay)
-            child.send_signal(signal.SIGKILL)
-        return child.wait(timeout=120)
+class Children:
+    """Worker processes run one at a time, each started (imports and all) while the one
+    before it runs: it is told its thread and kill point only when its turn comes."""
+
+    def __init__(self, worker: ModuleType, root: Path, log: Path) -> None:
+        self.worker, self.root, self.log = worker, root, log
+        self._next = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        with self.log.open("a") as stderr:
+            return subprocess.Popen(
+                [sys.executable, self.worker.__file__, str(self.root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+
+    def run(self, thread: str, kill_at: str, delay: float | None) -> int:
+        child, self._next = self._next, self._spawn()
+        with child:
+            assert child.stdin is not None and child.stdout is not None
+            child.stdin.write(f"{thread} {kill_at}\n")
+            child.stdin.close()
+            line = child.stdout.readline()
+            assert line == "ready\n", f"worker did not start: {line!r}\n{self.log.read_text()}"
+            if delay is not None:
+                time.sleep(delay)
+                child.send_signal(signal.SIGKILL)
+            return child.wait(timeout=120)
+
+    def close(self) -> None:
+        """Stop the one started ahead, never told to run."""
+        self._next.kill()
+        self._next.wait(timeout=120)
+        for stream in (self._next.stdin, self._next.stdout):
+            if stream is not None:
+                stream.close()
 
 
 def state_of(worker: ModuleType, root: Path, thread: str) -> object | None:
@@ -71,21 +91,25 @@ def test_sigkilled_runs_charge_every_card_exactly_once(
     log = tmp_path / "children.log"
     root = tmp_path / "shop"
     kills: dict[str, int] = {}
-    for order in range(ORDERS):
-        thread = f"order-{order}"
-        for kill_at, latest in zip(PLAN, RANDOM_AT_THE_LATEST, strict=True):
-            current = state_of(charge_worker, root, thread)
-            if current is not None and current.done:  # type: ignore[attr-defined]
-                break
-            delay = rng.uniform(0.0, MAX_DELAY_S) if kill_at == "random" else None
-            point = latest if delay is not None else kill_at
-            code = run_child(charge_worker, root, thread, point, delay, log)
-            if code == -signal.SIGKILL:
-                kills[kill_at] = kills.get(kill_at, 0) + 1
-            else:
-                assert code == 0, log.read_text()
-        if not state_of(charge_worker, root, thread).done:  # type: ignore[union-attr]
-            assert run_child(charge_worker, root, thread, "never", None, log) == 0
+    children = Children(charge_worker, root, log)
+    try:
+        for order in range(ORDERS):
+            thread = f"order-{order}"
+            for kill_at, latest in zip(PLAN, RANDOM_AT_THE_LATEST, strict=True):
+                current = state_of(charge_worker, root, thread)
+                if current is not None and current.done:  # type: ignore[attr-defined]
+                    break
+                delay = rng.uniform(0.0, MAX_DELAY_S) if kill_at == "random" else None
+                point = latest if delay is not None else kill_at
+                code = children.run(thread, point, delay)
+                if code == -signal.SIGKILL:
+                    kills[kill_at] = kills.get(kill_at, 0) + 1
+                else:
+                    assert code == 0, log.read_text()
+            if not state_of(charge_worker, root, thread).done:  # type: ignore[union-attr]
+                assert children.run(thread, "never", None) == 0
+    finally:
+        children.close()
 
     assert sum(kills.values()) >= 20, kills
     assert kills.get("after_charge", 0) >= 2 * ORDERS, kills

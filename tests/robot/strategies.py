@@ -77,33 +77,43 @@ _MUTATION = st.one_of(
 )
 
 
+# Every strategy a draw uses is built once, here or cached: building one inside a composite
+# (and Hypothesis validating it) on every draw cost more than the tests themselves.
+_INPUT_NAMES = st.lists(_INPUT, max_size=3, unique=True)
+_REASONS = st.lists(st.sampled_from(["MANUALLY_DISABLED", "X1"]), max_size=2)
+_SOURCE = st.none() | _XML_TEXT
+
+
 @cache
-def _field_names(block_type: str) -> st.SearchStrategy[str]:
+def _fields(block_type: str) -> st.SearchStrategy[dict[str, str]]:
     spec = CATALOG.get(block_type)
     names = [f.name for f in spec.fields] if spec else []
     shorts = [f.short for f in spec.fields if f.short] if spec else []
     inputs = [i.name for i in spec.inputs if "{n}" not in i.name] if spec else []
-    return st.one_of(st.sampled_from([*names, *shorts, *inputs, "x", "extra"]), _NAME)
+    keys = st.one_of(st.sampled_from([*names, *shorts, *inputs, "x", "extra"]), _NAME)
+    return st.dictionaries(keys, _VALUE, max_size=3)
 
 
 def _level(nested: st.SearchStrategy[Step] | None) -> st.SearchStrategy[Step]:
+    nested_list = None if nested is None else st.lists(nested, max_size=2)
+
     @st.composite
     def build(draw: st.DrawFn) -> Step:
         block_type = draw(_TYPE)
         inputs: dict[str, Step | list[Step]] = {}
-        if nested is not None:
-            for name in draw(st.lists(_INPUT, max_size=3, unique=True)):
+        if nested is not None and nested_list is not None:
+            for name in draw(_INPUT_NAMES):
                 as_value = draw(st.booleans())
-                inputs[name] = draw(nested if as_value else st.lists(nested, max_size=2))
-        reasons = draw(st.lists(st.sampled_from(["MANUALLY_DISABLED", "X1"]), max_size=2))
+                inputs[name] = draw(nested if as_value else nested_list)
+        reasons = draw(_REASONS)
         return Step(
             type=block_type,
-            fields=draw(st.dictionaries(_field_names(block_type), _VALUE, max_size=3)),
+            fields=draw(_fields(block_type)),
             mutation=draw(_MUTATION),
             inputs=inputs,
             disabled=draw(st.booleans()) or bool(reasons),
             disabled_reasons=reasons,
-            source=draw(st.none() | _XML_TEXT),
+            source=draw(_SOURCE),
         )
 
     return build()
@@ -113,6 +123,9 @@ def _level(nested: st.SearchStrategy[Step] | None) -> st.SearchStrategy[Step]:
 STEPS = _level(_level(_level(None)))
 
 
+_CHAINS = st.lists(STEPS, min_size=1, max_size=3)
+
+
 def chains() -> st.SearchStrategy[list[Step]]:
     """A chain of one to three steps."""
-    return st.lists(STEPS, min_size=1, max_size=3)
+    return _CHAINS

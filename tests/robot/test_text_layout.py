@@ -223,6 +223,13 @@ _NUMBER = st.integers(min_value=-5000, max_value=5000)
 _ATTRIBUTE_NAME = st.sampled_from(
     ["collapsed", "deletable", "movable", "data-x", "no", "comment", "comment.h"]
 )
+# Built once (not on every draw, where building and validating them cost most of the test).
+_COMMENT = st.none() | st.dictionaries(st.sampled_from(["pinned", "h", "w"]), _ID)
+_MAYBE_ID = st.none() | _ID
+_MAYBE_NUMBER = st.none() | _NUMBER
+_MAYBE_BOOL = st.none() | st.booleans()
+_ATTRIBUTES = st.dictionaries(_ATTRIBUTE_NAME, _ID, max_size=2)
+_ABSENT = st.lists(st.sampled_from(["id", "x", "y", "data-blockNo"]), unique=True)
 
 
 @st.composite
@@ -234,20 +241,18 @@ def _bookkeeping(draw: st.DrawFn, step: Step) -> Step:
             inputs[name] = draw(_bookkeeping(item))
         else:
             inputs[name] = [draw(_bookkeeping(s)) for s in item]
-    comment = draw(st.none() | st.dictionaries(st.sampled_from(["pinned", "h", "w"]), _ID))
+    comment = draw(_COMMENT)
     return step.model_copy(
         update={
             "inputs": inputs,
-            "id": draw(st.none() | _ID),
-            "block_no": draw(st.none() | _NUMBER),
-            "x": draw(st.none() | _NUMBER),
-            "y": draw(st.none() | _NUMBER),
-            "editable": draw(st.none() | st.booleans()),
-            "attributes": draw(st.dictionaries(_ATTRIBUTE_NAME, _ID, max_size=2)),
+            "id": draw(_MAYBE_ID),
+            "block_no": draw(_MAYBE_NUMBER),
+            "x": draw(_MAYBE_NUMBER),
+            "y": draw(_MAYBE_NUMBER),
+            "editable": draw(_MAYBE_BOOL),
+            "attributes": draw(_ATTRIBUTES),
             "comment": comment,
-            "absent": draw(
-                st.lists(st.sampled_from(["id", "x", "y", "data-blockNo"]), unique=True)
-            ),
+            "absent": draw(_ABSENT),
             "source": step.source if comment is None or step.source is not None else "note",
         }
     )

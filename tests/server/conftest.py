@@ -63,9 +63,9 @@ def client(make_client: Callable[..., TestClient]) -> TestClient:
 CHROMIUM = os.environ.get("FLOWKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """Debian's headless Chromium under Playwright (the review page's tests)."""
+@pytest.fixture(scope="module")
+def _chromium() -> Iterator[Any]:
+    """One browser process per module: launching it costs about a second."""
     require(Path(CHROMIUM).is_file(), f"Chromium at {CHROMIUM} (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
@@ -75,3 +75,12 @@ def browser() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def browser(_chromium: Any) -> Iterator[Any]:
+    """Debian's headless Chromium under Playwright (the review page's tests). Each test's
+    pages live in contexts of their own (``new_page`` makes one), closed after it."""
+    yield _chromium
+    for context in _chromium.contexts:
+        context.close()

@@ -14,8 +14,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from socket import create_connection
 from typing import Any
 
 import httpx
@@ -55,11 +57,27 @@ class Served:
         self.base = f"http://127.0.0.1:{found[1]}"
 
     def stop(self, *signals: signal.Signals) -> tuple[int, str]:
-        """Send ``signals`` one after the other; the exit code and stderr."""
-        for sig in signals:
+        """Send ``signals`` one after the other, each once the one before was heard; the exit
+        code and stderr."""
+        for number, sig in enumerate(signals):
+            if number:
+                self._wait_until_it_stops_listening()
             self.process.send_signal(sig)
         _, err = self.process.communicate(timeout=60)
         return self.process.returncode, err
+
+    def _wait_until_it_stops_listening(self) -> None:
+        # Two signals sent at once reach the process as one (a pending signal is not queued
+        # twice): the second is sent once the first was handled, which closes the listener.
+        port = int(self.base.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 30
+        while self.process.poll() is None:
+            try:
+                create_connection(("127.0.0.1", port), timeout=5).close()
+            except ConnectionRefusedError:
+                return
+            assert time.monotonic() < deadline, "still listening 30 s after the signal"
+            time.sleep(0.02)
 
 
 @pytest.fixture

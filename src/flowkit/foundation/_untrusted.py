@@ -48,19 +48,24 @@ _JSON_TOKENS = re.compile(JSON_STRING + r"|[\[\]{}]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
-def json_depth(text: str, *, strings: bool = True) -> int:
+def json_depth(text: str, *, strings: bool = True, stop_above: int | None = None) -> int:
     """The deepest bracket nesting in ``text``, without parsing it.
 
     With ``strings`` (JSON), brackets inside double-quoted strings do not count; without
     (prose around JSON, where a stray quote would hide brackets) every bracket counts, an
-    over-estimate that is safe.
+    over-estimate that is safe. With ``stop_above``, the scan ends as soon as the depth
+    passes it (the depth returned is then ``stop_above + 1``): a limit check reads no further
+    than the first too-deep bracket, not megabytes of them.
     """
     depth = deepest = 0
     for match in (_JSON_TOKENS if strings else _BRACKETS).finditer(text):
         token = match.group()
         if token in "[{":
             depth += 1
-            deepest = max(deepest, depth)
+            if depth > deepest:
+                deepest = depth
+                if stop_above is not None and deepest > stop_above:
+                    break
         elif token in "]}":
             depth = max(0, depth - 1)
     return deepest
@@ -77,7 +82,7 @@ def check_json_depth(
     """Raise ``InputTooDeepError`` if ``text`` nests deeper than ``max_depth``."""
     if text.count("[") + text.count("{") <= max_depth:
         return  # cannot nest deeper than it has openers: the common case, no scan
-    if json_depth(text, strings=strings) > max_depth:
+    if json_depth(text, strings=strings, stop_above=max_depth) > max_depth:
         raise InputTooDeepError(
             f"the {what} is nested too deeply (over {max_depth} levels); no real {what} "
             "is, so it was refused unread. Check what produced it",

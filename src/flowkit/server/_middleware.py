@@ -144,7 +144,7 @@ class Guarded:
         if body and b"json" in (_header(scope, b"content-type") or "").encode():
             text = body.decode("utf-8", errors="replace")
             if text.count("[") + text.count("{") > self.max_depth and (
-                json_depth(text) > self.max_depth
+                json_depth(text, stop_above=self.max_depth) > self.max_depth
             ):
                 return Problem(
                     422,
