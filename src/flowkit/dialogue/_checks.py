@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from ..errors import DomainError, UnsafePatternError
 from ..foundation._safe_regex import compile_pattern
@@ -199,13 +200,23 @@ def _slot_entity_problems(domain: Domain, name: str, broken: Broken) -> list[str
             f"`{slot.role}`; add `roles: {{{slot.role}: {{en: [...]}}}}` to it or use "
             f"{' or '.join(BUILTIN_ROLES)}"
         )
-    rules = {k for k, v in slot.validation.model_dump().items() if v not in (None, False)}
+    rules = _rules(slot.validation.model_dump())
+    for rule in sorted(set(slot.validation.messages) - rules):
+        found.append(
+            f"{where}.validation.messages.{rule}: the slot has no `{rule}` rule; name one of "
+            f"its rules ({', '.join(sorted(rules)) or 'none'})"
+        )
     for rule in sorted(rules - _RULES_BY_KIND[entity.kind]):
         found.append(
             f"{where}.validation.{rule}: does not apply to a {entity.kind} entity; "
             f"use {', '.join(sorted(_RULES_BY_KIND[entity.kind])) or 'no rules'}"
         )
     return found
+
+
+def _rules(validation: Mapping[str, Any]) -> set[str]:
+    """The rules a slot's ``validation`` sets (its ``messages`` are not a rule)."""
+    return {k for k, v in validation.items() if k != "messages" and v not in (None, False)}
 
 
 def _from_intent_problems(domain: Domain, name: str, broken: Broken) -> list[str]:
@@ -300,11 +311,12 @@ def _response_problems(domain: Domain, broken: Broken) -> list[str]:
         if spec is not None:
             text.update(spec.text)
         found += _missing_languages(f"responses.{rid}", text, langs, "text")
+    # A rule every slot using it words itself needs no domain-wide text.
     used = {
         rule
         for slot in domain.slots.values()
-        for rule, value in slot.validation.model_dump().items()
-        if value not in (None, False)
+        for rule in _rules(slot.validation.model_dump())
+        if any(lang not in slot.validation.messages.get(rule, {}) for lang in langs)
     }
     for code, builtin in REASONS.items():
         if code not in used:

@@ -53,6 +53,15 @@ BUILTIN_RESPONSES: Final[dict[str, dict[str, str]]] = {
         "ja": "承知しました。まだ実行していません。どこを変更しますか？新しい内容を"
         "お伝えいただくか、「キャンセル」で{goal}を取り消せます。",
     },
+    # A goal paused by "stop" (forms.py): yes resumes it, no drops it.
+    "continue_goal": {
+        "en": "Do you want to continue with {goal}? (yes / no)",
+        "ja": "{goal}を続けますか？（はい／いいえ）",
+    },
+    "continue_repeat": {
+        "en": "Please answer yes or no: do you want to continue with {goal}?",
+        "ja": "「はい」か「いいえ」でお答えください。{goal}を続けますか？",
+    },
     "action_failed": {
         "en": "Sorry, {goal} failed ({error_type}). Please try again later.",
         "ja": "申し訳ありません、{goal}に失敗しました（{error_type}）。"

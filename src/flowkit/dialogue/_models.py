@@ -119,6 +119,14 @@ class ValidationSpec(_Spec):
     max_days_ahead: int | None = Field(None, ge=0)
     earliest: str | None = Field(None, pattern=r"^\d{2}:\d{2}$")
     latest: str | None = Field(None, pattern=r"^\d{2}:\d{2}$")
+    messages: dict[str, dict[str, str]] = Field(
+        {},
+        description=(
+            "rule -> language -> this slot's reason for refusing a value (e.g. `earliest: "
+            "{en: We open at {earliest}.}`); without one, the domain's `reason_<rule>` "
+            "response, else the built-in text"
+        ),
+    )
 
 
 class SlotSpec(_Spec):

@@ -25,6 +25,7 @@ from ._models import AFFIRM, DENY, INFORM, Domain
 from ._text import best_similarity, keyword_hits, normalize, vocabulary
 from .confirm import bare_yes_no
 from .entities import EntityExtractor, Found, entity_values, is_correction
+from .forms import looks_like_question, opens_with_correction
 from .privacy import MASK, mask_text
 from .state import ChatMessage, Entity, JsonScalar
 
@@ -35,6 +36,7 @@ __all__ = [
     "TurnContext",
     "Understanding",
     "from_intent",
+    "text_change",
 ]
 
 _STRONG = 0.8  # an intent this sure wins even while a question waits for a slot value
@@ -150,6 +152,11 @@ class OfflineRecognizer:
             if score >= max(threshold, _STRONG):
                 return self._intent(kind, name, score, entities)
             slot_entity = self._slot_entity(context.expects)
+            free = slot_entity is not None and self.domain.entities[slot_entity].kind == "text"
+            if free and (score >= threshold or looks_like_question(text)):
+                # A free-text answer is safe only when it answers: a question or another
+                # intent is handled as such (a digression), and the slot is asked again.
+                return self._digression(kind, name, score, entities)
             if not entities and slot_entity is not None:
                 value = self._context_value(slot_entity, text)
                 if value is not None:
@@ -168,6 +175,13 @@ class OfflineRecognizer:
         if score >= threshold:
             return self._intent(kind, name, score, entities)
         return Understanding("OOS", entities, score)
+
+    def _digression(
+        self, kind: str, name: str, score: float, entities: list[Entity]
+    ) -> Understanding:
+        if score >= self.domain.threshold:
+            return self._intent(kind, name, score, entities)
+        return Understanding("QUESTION", entities, score)
 
     def _slot_entity(self, slot: str) -> str | None:
         spec = self.domain.slots.get(slot)
@@ -338,6 +352,49 @@ def from_intent(
     value = Entity(entity=domain.slots[slot].entity or "", value=mapping[key], text=text, slot=slot)
     others = [e for e in understood.entities if e.slot != slot]
     return Understanding(INFORM, [value, *others], 1.0, understood.source, match=key)
+
+
+_NO_OPENER = re.compile(r"^(?:no|nope|nah|いいえ|いや)(?![a-z])[\s,.!、。]*", re.IGNORECASE)
+
+
+def text_change(
+    domain: Domain, offline: OfflineRecognizer, text: str, context: TurnContext, *, strict: bool
+) -> Entity | None:
+    """The new value of the goal's free-text slot (a name) that ``text`` gives while the user
+    confirms or corrects: "Wait, it's Jane Foo" -> Jane Foo.
+
+    Only when exactly one filled slot takes free text, and never for a question, a bare yes or
+    no, text with other values in it or text that is another intent. ``strict`` (at a
+    confirmation question) also needs a sign that a value follows: an opener that corrects
+    (wait, actually, やっぱり) or a phrase the entity strips (it's, my name is); after "what
+    would you like to change?" the text alone is the new value.
+    """
+    texts = [
+        name
+        for name in context.slots
+        if name in domain.slots
+        and domain.entities.get(domain.slots[name].entity or "") is not None
+        and domain.entities[domain.slots[name].entity or ""].kind == "text"
+    ]
+    if len(texts) != 1 or bare_yes_no(text) is not None:
+        return None
+    slot = texts[0]
+    entity = domain.slots[slot].entity or ""
+    rest = opens_with_correction(text)
+    opener = rest is not None
+    candidate = rest if rest is not None else _NO_OPENER.sub("", text.strip())
+    if not candidate or looks_like_question(candidate) or looks_like_question(text):
+        return None
+    if offline.extractor.extract(candidate, context.today):
+        return None
+    ranked = offline.scores(candidate)
+    if ranked and ranked[0][0] >= domain.threshold:
+        return None
+    value = offline.extractor.strip_text(entity, candidate)
+    stripped = normalize(value) != normalize(candidate.strip(" .,!?。、！？"))
+    if not value or (strict and not (opener or stripped)):
+        return None
+    return Entity(entity=entity, value=value, text=text.strip(), slot=slot, correction=True)
 
 
 def _answering(entities: list[Entity], slot: str, entity: str | None) -> list[Entity]:

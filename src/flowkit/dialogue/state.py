@@ -35,9 +35,10 @@ Mode = Literal["SLOT_FILLING", "STEP_BY_STEP"]
 NextAction = Literal["respond", "clarify", "execute_step", "fallback", "end"]
 GoalStatus = Literal["idle", "active", "completed", "cancelled", "failed"]
 #: ``confirm``: the user said yes to the goal's confirmation question (its action runs);
-#: ``deny``: a bare no (asked what to change); ``unclear``: neither (the question is repeated).
+#: ``deny``: a bare no (asked what to change); ``unclear``: neither (the question is repeated);
+#: ``stop``: the user interrupted the goal (asked whether to continue).
 Command = Literal[
-    "start", "continue", "next", "back", "repeat", "cancel", "confirm", "deny", "unclear"
+    "start", "continue", "next", "back", "repeat", "cancel", "confirm", "deny", "unclear", "stop"
 ]
 
 
@@ -92,6 +93,8 @@ class GoalState(_Frozen):
     ``refusal`` is set while the goal waits for the user to change what the action refused.
     ``confirm`` copies the goal's ``confirm:`` when it starts, so the route tables (which read
     only the state) can send a filled goal to its confirmation question instead of its action.
+    ``paused`` is set while the goal waits for the answer to "Do you want to continue?" after
+    the user said "stop": yes resumes it where it was, no drops it.
     """
 
     goal: str | None = None
@@ -104,6 +107,7 @@ class GoalState(_Frozen):
     history: list[str] = []
     refusal: Refusal | None = None
     confirm: bool = False
+    paused: bool = False
 
     @property
     def active(self) -> bool:

@@ -61,9 +61,11 @@ def slot_label(domain: Domain, slot: str, lang: str) -> str:
 
 
 def reason_text(domain: Domain, slot: str, code: str, params: dict[str, Any], lang: str) -> str:
-    """The reason for refusing a value of ``slot``, in ``lang`` (domain text wins)."""
+    """The reason for refusing a value of ``slot``, in ``lang``: the slot's own message for
+    the rule, else the domain's ``reason_<code>`` response, else the built-in text."""
+    own = domain.slots[slot].validation.messages.get(code, {}).get(lang)
     spec = domain.responses.get(f"reason_{code}")
-    template = (spec.text.get(lang) if spec else None) or REASONS.get(code, {}).get(lang, "")
+    template = own or (spec.text.get(lang) if spec else None) or REASONS.get(code, {}).get(lang, "")
     try:
         return template.format(label=slot_label(domain, slot, lang), **params)
     except (KeyError, IndexError, ValueError):

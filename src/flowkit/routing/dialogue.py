@@ -25,6 +25,10 @@ slots are filled: GP asks the user to confirm (SE -> GP). The answer comes back 
 yes (``command: confirm``) -> GE, which runs the action; a bare no (``deny``) or a reply
 that is neither (``unclear``) -> GP, which asks what to change or asks again; new values go
 the usual way (SST -> SE) and are confirmed again.
+
+A "stop" during a goal (``command: stop``) -> GP, which asks "Do you want to continue?"; the
+goal is ``paused`` until the answer: yes continues it the usual way (SST -> SE -> SFP asks the
+same slot again), no cancels it (GP says so), anything else (``unclear``) -> GP asks again.
 """
 
 from __future__ import annotations
@@ -140,7 +144,7 @@ route_after_rn_template = RouteTable(
 
 #: An active goal continues in its mode; no active goal (cancelled, nothing to do) -> GP.
 #: The answer to a confirmation question comes first: yes runs the action (GE), a bare no or
-#: an unclear answer is GP's to reply to.
+#: an unclear answer is GP's to reply to, and so is a stop (GP asks whether to continue).
 route_after_gst = RouteTable(
     "route_after_gst",
     [
@@ -150,7 +154,7 @@ route_after_gst = RouteTable(
         ),
         Route(
             field("goal_state.status").eq("active")
-            & field("goal_state.command").is_in(("deny", "unclear")),
+            & field("goal_state.command").is_in(("deny", "unclear", "stop")),
             GP,
         ),
         Route(

@@ -6,6 +6,9 @@ For a goal with ``confirm: true`` GP also asks for the confirmation (``confirm_g
 goal and its filled slots, then "shall I go ahead?"), asks again when the answer was neither
 yes nor no (``confirm_repeat``), and after a bare no asks what to change
 (``confirm_declined``; the goal stays open with its values, "cancel" drops it).
+
+A goal paused by "stop" is asked about first: "Do you want to continue?" (``continue_goal``,
+again as ``continue_repeat`` when the answer was neither yes nor no).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Literal
 
 from ...definition._node import Node, node
 from ...dialogue.confirm import CONFIRM
+from ...dialogue.forms import CONTINUE
 from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, GoalState, NextAction, ResponsePlan
 
@@ -40,6 +44,9 @@ def make_gp(services: Services) -> Node:
             response, outcome = "action_failed", "failure"
             error_type = state.error.type if state.error else "Error"
             params["error_type"] = error_type
+        elif goal.active and goal.paused:
+            response = "continue_goal" if goal.command == "stop" else "continue_repeat"
+            action, ask = "clarify", CONTINUE
         elif goal.active and goal.confirm and goal.command == "deny":
             response, action = "confirm_declined", "clarify"
         elif goal.active and goal.confirm and goal.command == "unclear":

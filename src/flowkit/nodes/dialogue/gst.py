@@ -5,6 +5,10 @@ the active goal; ``next`` / ``back`` / ``repeat`` become commands for a step-by-
 the answers to a confirmation question become ``confirm`` (yes: the action runs), ``deny``
 (a bare no: the user is asked what to change) and ``unclear`` (asked again); anything else
 (``inform``) continues. ``dialogue_mode`` follows the active goal.
+
+A ``stop`` during a goal pauses it (``paused``; GP asks "Do you want to continue?"). While it
+is paused, a yes resumes it where it was (the same question is asked again, values said with
+the yes are taken), a no drops it (``cancelled``), anything else asks again.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from ...definition._node import Node, node
 from ...dialogue._models import AFFIRM, DENY, UNCLEAR
+from ...dialogue.forms import STOP
 from ...dialogue.services import Services
 from ...dialogue.state import Command, DialogueState, GoalState
 
@@ -59,6 +64,8 @@ def make_gst(services: Services) -> Node:
                 }
             )
             return {"goal_state": ended, "dialogue_mode": None}
+        if goal.paused or intent == STOP:
+            return {"goal_state": _paused(goal, intent), "dialogue_mode": spec.mode}
         order: Command | str = "continue"
         if intent in _STEP_COMMANDS and spec.mode == "STEP_BY_STEP":
             order = intent
@@ -68,3 +75,31 @@ def make_gst(services: Services) -> Node:
         return {"goal_state": updated, "dialogue_mode": spec.mode}
 
     return goal_state_tracker
+
+
+def _paused(goal: GoalState, intent: str) -> GoalState:
+    """The goal after ``intent`` while it is paused (or being paused by a stop)."""
+    if intent == AFFIRM:  # "yes, continue": back where it was, values said with it taken
+        return goal.model_copy(
+            update={
+                "command": "continue",
+                "paused": False,
+                "fresh": False,
+                "history": [*goal.history, "resumed"],
+            }
+        )
+    if intent == DENY:
+        return goal.model_copy(
+            update={
+                "status": "cancelled",
+                "command": "cancel",
+                "paused": False,
+                "fresh": False,
+                "history": [*goal.history, "cancelled"],
+            }
+        )
+    command: Command = "stop" if intent == STOP else "unclear"
+    history = [*goal.history, "paused"] if not goal.paused else goal.history
+    return goal.model_copy(
+        update={"command": command, "paused": True, "fresh": False, "history": history}
+    )

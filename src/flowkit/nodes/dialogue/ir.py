@@ -13,18 +13,27 @@ carries its marker (``expects == CONFIRM``), so the next message is still read a
 
 The reply to a question for a slot with ``from_intent`` is checked against it: a bare yes or
 no (``affirm``/``deny``) or an intent it lists fills the slot with the value it maps to.
+
+What a yes means depends on the question asked: a yes/no slot question fills the slot, a
+confirmation confirms, "Do you want to continue?" (``expects == CONTINUE``, after a bare
+"stop" during a form, reported as ``stop``) resumes the paused goal. A correction at a
+confirmation ("Wait, it's Jane Foo") changes a free-text slot rather than being read as a no,
+and after a no the new value said alone is taken. A value for a slot not yet filled is never
+a correction, even after a "no".
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue._models import AFFIRM, DENY, INFORM, UNCLEAR
 from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
-from ...dialogue.nlu import TurnContext, Understanding, from_intent
+from ...dialogue.forms import CONTINUE, STOP, is_stop
+from ...dialogue.nlu import TurnContext, Understanding, from_intent, text_change
 from ...dialogue.services import Services
-from ...dialogue.state import DialogueState
+from ...dialogue.state import DialogueState, Entity, JsonScalar
 
 __all__ = ["make_ir"]
 
@@ -34,22 +43,35 @@ def make_ir(services: Services) -> Node:
     def intent_recognition(state: DialogueState, ctx: Context) -> dict[str, Any]:
         asked = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
         expects = asked.expects if asked is not None else None
+        response = asked.response_id if asked is not None else None
+        text = state.user_text
         context = TurnContext(
-            expects=None if expects == CONFIRM else expects,
+            expects=None if expects in (CONFIRM, CONTINUE) else expects,
             lang=state.lang(),
             today=services.today(ctx),
             history=tuple(state.messages[-7:-1]),
             slots=dict(state.slots),
         )
-        if asked is not None and (expects == CONFIRM or asked.response_id in CHANGE_RESPONSES):
-            # A confirmation question, also one repeated after a question in between.
-            yes_or_no = expects == CONFIRM or asked.response_id in CONFIRM_RESPONSES
-            understood = _confirmation(services, state.user_text, context, ctx, yes_or_no)
+        in_form = expects is not None or response in (*CHANGE_RESPONSES, "present_step")
+        if expects == CONTINUE:
+            understood = _yes_or_no(services, text, context, ctx)
+        elif in_form and is_stop(text):
+            understood = Understanding(STOP, [], 1.0)
+        elif expects == CONFIRM or response in CHANGE_RESPONSES:
+            # A confirmation question, also one repeated after a question in between, or the
+            # question what to change after a no.
+            declined = expects != CONFIRM and response not in CONFIRM_RESPONSES
+            understood = _confirmation(services, text, context, ctx, declined=declined)
         else:
-            understood = services.recognizer.understand(state.user_text, context, ctx.llm)
+            understood = services.recognizer.understand(text, context, ctx.llm)
             if context.expects in services.domain.slots:
-                mapped = from_intent(services.domain, context.expects, state.user_text, understood)
+                mapped = from_intent(services.domain, context.expects, text, understood)
                 understood = mapped or understood
+        # A slot whose value was just refused was said: the new value is a change.
+        said: dict[str, JsonScalar] = dict(state.slots)
+        if response == "slot_invalid" and expects is not None:
+            said[expects] = None
+        understood = _first_fills(services, understood, said)
         ctx.log.debug(
             "dialogue_ir",
             intent_type=understood.intent_type,
@@ -62,25 +84,70 @@ def make_ir(services: Services) -> Node:
     return intent_recognition
 
 
+def _yes_or_no(services: Services, text: str, context: TurnContext, ctx: Context) -> Understanding:
+    """The reply to "Do you want to continue?": yes (with any values said along), no, or
+    what the recogniser makes of it (a question, cancel, another task; else ``unclear``)."""
+    answer = yes_no(text)
+    if answer == "yes":
+        return Understanding(AFFIRM, services.offline.understand(text, context).entities, 1.0)
+    if answer == "no":
+        return Understanding(DENY, [], 1.0)
+    understood = services.recognizer.understand(text, context, ctx.llm)
+    if understood.intent_type in ("OOS", INFORM):
+        return Understanding(UNCLEAR, [], understood.confidence, understood.source)
+    return understood
+
+
 def _confirmation(
-    services: Services, text: str, context: TurnContext, ctx: Context, yes_or_no: bool
+    services: Services, text: str, context: TurnContext, ctx: Context, *, declined: bool
 ) -> Understanding:
     """The reply to a confirmation question: yes, no, a change of values, or unclear.
 
-    After "what would you like to change?" (``yes_or_no`` false) a yes or a no answers
-    nothing that was asked: like any reply without values it is ``unclear``, and the user is
-    asked to confirm again.
+    After "what would you like to change?" (``declined``) a yes still confirms and a no asks
+    again what to change. A change of a free-text slot (a name) has no entity to find it by:
+    "Wait, it's Jane Foo" (a correction, not a no) or, after a no, the new value said alone.
     """
-    answer = yes_no(text) if yes_or_no else None
+    answer = yes_no(text)
     if answer is not None:
         # Offline only: a yes or a no never needs the model; values said with it ("no, 3 pm")
         # are a change, confirmed again.
         found = services.offline.understand(text, context)
         if found.entities:
             return Understanding(INFORM, found.entities, 1.0)
+        changed = text_change(services.domain, services.offline, text, context, strict=True)
+        if answer == "no" and changed is not None:
+            return Understanding(INFORM, [changed], 1.0)
         return Understanding(AFFIRM if answer == "yes" else DENY, [], 1.0)
     understood = services.recognizer.understand(text, context, ctx.llm)
     if understood.intent_type in ("OOS", INFORM):
-        kind = INFORM if understood.entities else UNCLEAR
-        return Understanding(kind, understood.entities, understood.confidence, understood.source)
+        if understood.entities:
+            return Understanding(
+                INFORM, understood.entities, understood.confidence, understood.source
+            )
+        changed = text_change(services.domain, services.offline, text, context, strict=not declined)
+        if changed is not None:
+            return Understanding(INFORM, [changed], 1.0, understood.source)
+        return Understanding(UNCLEAR, [], understood.confidence, understood.source)
     return understood
+
+
+def _first_fills(
+    services: Services, understood: Understanding, slots: dict[str, JsonScalar]
+) -> Understanding:
+    """A value for a slot not filled yet (nor just refused) is a first answer, never a
+    correction, even when it opens with "no" ("no thanks" to "any preferences?" is not
+    "Changed preferences to ...")."""
+    domain = services.domain
+
+    def filled(entity: Entity) -> bool:
+        if entity.slot is not None:
+            return entity.slot in slots
+        return any(s.entity == entity.entity and n in slots for n, s in domain.slots.items())
+
+    entities = [
+        e if not e.correction or filled(e) else e.model_copy(update={"correction": False})
+        for e in understood.entities
+    ]
+    if entities == understood.entities:
+        return understood
+    return replace(understood, entities=entities)

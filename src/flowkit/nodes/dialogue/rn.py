@@ -11,6 +11,7 @@ from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue.confirm import CONFIRM
+from ...dialogue.forms import CONTINUE
 from ...dialogue.services import Services
 from ...dialogue.state import ChatMessage, DialogueState, ResponsePlan
 
@@ -18,6 +19,8 @@ __all__ = ["make_rn"]
 
 _READS = ["response_plan", "clarifying_question", "goal_state", "slots"]
 _WRITES = ["final_answer", "messages"]
+#: The question a digression comes back to, by what it asked for.
+_AGAIN = {CONFIRM: "confirm_goal", CONTINUE: "continue_goal"}
 
 
 def make_rn(services: Services, *, llm: bool) -> Node:
@@ -27,9 +30,10 @@ def make_rn(services: Services, *, llm: bool) -> Node:
         plan = state.response_plan
         assert plan is not None, "RP guarantees a plan"
         question = state.clarifying_question if (plan.by == "SFP" or plan.resume) else None
-        if plan.resume and plan.slot == CONFIRM:
-            # Back from a digression to a confirmation question: ask it again, as GP did.
-            again = ResponsePlan(id="confirm_goal", by="GP", lang=plan.lang, slot=CONFIRM)
+        if plan.resume and plan.slot in _AGAIN:
+            # Back from a digression to a confirmation (or "continue?") question: ask it
+            # again, as GP did.
+            again = ResponsePlan(id=_AGAIN[plan.slot], by="GP", lang=plan.lang, slot=plan.slot)
             question = renderer.render(again, state.goal_state, state.slots, None)
         args = (plan, state.goal_state, state.slots, question)
         text = renderer.generate(ctx.llm, *args) if llm else renderer.render(*args)
