@@ -5,6 +5,7 @@
 - ``runs``: ``start``, ``resume``, ``fork``, ``update-state``, ``delete`` (your own flows)
 - ``runtime``: ``stats``, ``recover``
 - ``scale``: ``store init``, ``store copy``, ``worker`` (PostgreSQL, the ``postgres`` extra)
+- ``serve``: ``serve``; ``auth``: ``auth hash`` (token hashes for ``serve --auth``)
 - ``demo``: ``demo``; the workflows add ``sas`` (``flowkit.sas.cli``), ``chat`` and
   ``dialogue`` (``flowkit.dialogue.cli``), ``roundtable`` (``flowkit.roundtable.cli``),
   ``quality`` (``flowkit.quality.cli``)

@@ -2,9 +2,10 @@
 a PostgreSQL database.
 
 Needs the ``server`` extra. Changes need the bearer token in ``$FLOWKIT_SERVER_TOKEN`` (never
-on the command line, where other users of the machine could read it); ``--read-only`` serves
-without one. From PostgreSQL, the steps other processes (``flowkit worker``) commit reach the
-event streams as they commit: an ``EventFeed`` tells the server's hub which thread changed.
+on the command line, where other users of the machine could read it), or people's own tokens
+(``--auth FILE``, ``--jwt``); ``--read-only`` serves without one. From PostgreSQL, the steps
+other processes (``flowkit worker``) commit reach the event streams as they commit: an
+``EventFeed`` tells the server's hub which thread changed.
 See docs/server.md and docs/scale-out.md.
 """
 
@@ -67,6 +68,23 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="serve without $FLOWKIT_SERVER_TOKEN: nothing can be changed",
     )  # fmt: skip
     serve.add_argument(
+        "--auth", metavar="FILE",
+        help="a TOML users file: names, token hashes (`flowkit auth hash`) and roles",
+    )  # fmt: skip
+    serve.add_argument(
+        "--jwt", action="store_true",
+        help="accept bearer JWTs of an identity provider (needs the jwt extra)",
+    )  # fmt: skip
+    serve.add_argument("--jwt-issuer", metavar="ISS", help="the JWTs' issuer (`iss`)")
+    serve.add_argument("--jwt-audience", metavar="AUD", help="this server's audience (`aud`)")
+    serve.add_argument(
+        "--jwt-jwks", metavar="FILE_OR_URL", help="the provider's public keys (a JWKS)"
+    )
+    serve.add_argument(
+        "--jwt-roles-claim", default="roles", metavar="CLAIM",
+        help="the claim listing a user's roles, a dotted path for nested ones (roles)",
+    )  # fmt: skip
+    serve.add_argument(
         "--max-connections", type=_whole, default=1000, metavar="N",
         help="open connections at most; more are answered 503 (1000, less if `ulimit -n` is low)",
     )  # fmt: skip
@@ -127,11 +145,13 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     except ImportError as exc:
         raise CommandError(f"`flowkit serve` needs the server extra: {_EXTRA}", code=1) from exc
     token = os.environ.get(TOKEN_ENV) or None
-    if token is None and not args.read_only:
+    authenticate = _identities(args)
+    if token is None and authenticate is None and not args.read_only:
         raise CommandError(
             f"Set {TOKEN_ENV} to the bearer token clients must send to change threads (e.g. "
             "`export FLOWKIT_SERVER_TOKEN=$(python -c 'import secrets; "
-            "print(secrets.token_urlsafe(32))')`), or pass --read-only.",
+            "print(secrets.token_urlsafe(32))')`), give users (--auth FILE, --jwt), or pass "
+            "--read-only.",
             code=2,
         )
     if token is not None and len(token) < 16:
@@ -146,6 +166,7 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         llm=llm,
         token=None if args.read_only else token,
         open_reads=args.open_reads,
+        authenticate=None if args.read_only else authenticate,
         cors_origins=args.cors_origin,
         timer_poll_s=None if args.no_timers else args.timer_poll,
     )
@@ -178,6 +199,41 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
             hurry.set()
     _let_runs_finish(hurry, _GRACE_S)
     return 0
+
+
+def _identities(args: argparse.Namespace) -> Callable[[str], Any] | None:
+    """The ``authenticate`` hook of ``--auth`` and ``--jwt`` (both: a JWT-looking token is
+    checked as a JWT, any other against the users file), or ``None``."""
+    jwt_options = (args.jwt_issuer, args.jwt_audience, args.jwt_jwks)
+    if not args.jwt and any(jwt_options):
+        raise CommandError("--jwt-issuer, --jwt-audience and --jwt-jwks go with --jwt.", 2)
+    hooks: list[Callable[[str], Any]] = []
+    if args.jwt:
+        from ..server import JwtVerifier
+
+        hooks.append(
+            JwtVerifier(
+                jwks=args.jwt_jwks or "",
+                issuer=args.jwt_issuer or "",
+                audience=args.jwt_audience or "",
+                roles_claim=args.jwt_roles_claim,
+            )
+        )
+    if args.auth:
+        from ..server import load_users
+
+        hooks.append(load_users(args.auth))
+    if len(hooks) < 2:
+        return hooks[0] if hooks else None
+
+    def either(token: str) -> Any:
+        for hook in hooks:
+            found = hook(token)
+            if found is not None:
+                return found
+        return None
+
+    return either
 
 
 @contextmanager

@@ -139,6 +139,7 @@ class QualityChecker:
                 "session_id": context.session_id,
                 "episode_number": episode,
                 "manuscript_hash": digest,
+                "started_by": self.principal.user_id,
             },
         )
         return CheckOutcome(context.session_id, False, result)
@@ -174,7 +175,8 @@ class QualityChecker:
             current = self.runner.get_state(sid)
         except ThreadNotFoundError:  # the process died between begin and start
             start = {"session_id": sid, "episode_number": session.episode_number,
-                     "manuscript_hash": session.manuscript_hash or digest}  # fmt: skip
+                     "manuscript_hash": session.manuscript_hash or digest,
+                     "started_by": session.initiator}  # fmt: skip
             return CheckOutcome(sid, True, self.runner.start(sid, start), partial, changed)
         if current.status in ("failed", "pending"):
             current = self.runner.resume(sid)

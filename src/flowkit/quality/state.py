@@ -94,6 +94,9 @@ class QualityState(BaseModel):
 
     session_id: str = ""
     episode_number: int = 0
+    #: Who started the session (its initiator): ``flowkit serve`` shows the thread to them and
+    #: to admins only, and fills this in itself for a thread started over HTTP.
+    started_by: str = ""
     #: The manuscript being checked now, and the one before this round's fixes.
     manuscript_hash: str = ""
     previous_hash: str = ""

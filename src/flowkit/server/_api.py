@@ -31,6 +31,7 @@ from ..stores import _list_threads as stored
 from ..stores._ids import check_thread_id
 from ..stores._listing import ThreadSummary
 from ..stores._record_pages import record_page
+from ._audit import answered
 from ._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
 from ._journal import checkpoint_data
 from ._models import (
@@ -39,6 +40,7 @@ from ._models import (
     FlowInfo,
     ForkRequest,
     History,
+    Me,
     ResumeRequest,
     StartRequest,
     ThreadList,
@@ -47,6 +49,7 @@ from ._models import (
 )
 from ._problems import Problem
 from ._redact import redact_with_pauses
+from ._roles import ROLES, is_admin, roles_of, stamp_starter
 from ._security import Access, _allow_all
 from ._served import gate_spec, gates_json, pause_spec
 
@@ -121,6 +124,26 @@ def list_flows(request: Request, principal: Principal) -> list[dict[str, Any]]:
         }
         for flow in server.served.flows.values()
     ]
+
+
+@router.get("/me", response_model=Me, tags=["flows"])
+def who_am_i(request: Request, principal: Principal) -> dict[str, Any]:
+    """The principal the request's token proves (``null``: anonymous), its roles and the
+    actions they allow, so a page can offer only what its user may do."""
+    server = server_of(request)
+    if principal is None:
+        reads = ["read"] if server.guard.open_reads else []
+        return {"principal": None, "roles": [], "admin": False, "actions": reads}
+    roles = roles_of(principal)
+    allowed = (
+        set(ROLES["admin"]) if roles is None else set().union(*(ROLES.get(r, ()) for r in roles))
+    )
+    return {
+        "principal": str(principal),
+        "roles": None if roles is None else sorted(roles),
+        "admin": is_admin(principal),
+        "actions": sorted(allowed),
+    }
 
 
 @router.get("/threads", response_model=ThreadList, tags=["threads"])
@@ -270,12 +293,13 @@ def start_thread(request: Request, flow: FlowName, body: StartRequest, principal
     runner = server.served.runner(flow)
     thread_id = body.thread_id or _new_id(flow)
     check_thread_id(thread_id)
-    server.guard.check(Access(principal, "start", thread_id, flow, body.input))
+    value = stamp_starter(runner.flow, body.input, principal)
+    server.guard.check(Access(principal, "start", thread_id, flow, value))
     if body.wait:
-        result = runner.start(thread_id, body.input)
+        result = runner.start(thread_id, value)
         server.served.remember(thread_id, flow)
         return state_response(server, runner, result, principal, 201)
-    _start_in_background(server, runner, thread_id, body.input)
+    _start_in_background(server, runner, thread_id, value)
     return JSONResponse({"thread_id": thread_id, "flow": flow, "running": True}, 202)
 
 
@@ -366,13 +390,22 @@ def resume_thread(
     field errors)."""
     server = server_of(request)
     if body.wait:
-        runner = thread_runner(server, principal, "resume", thread_id)
+        pause = body.gate
+        if server.guard.checks_threads:  # the state is read for the check: name the pause
+            runner, current = open_thread(server, principal, "resume", thread_id)
+            pause = _answered_pause(body, current)
+        else:
+            runner = thread_runner(server, principal, "resume", thread_id)
         result = runner.resume(
             thread_id, body.input, gate=body.gate, expected_version=body.expected_version
         )
+        answered(principal, "resume", thread_id, flow=runner.flow.name, pause=pause,
+                 version=result.version)  # fmt: skip
         return state_response(server, runner, result, principal)
     runner, current = open_thread(server, principal, "resume", thread_id)
     _prevalidate(runner, current, body)
+    answered(principal, "resume", thread_id, flow=runner.flow.name,
+             pause=_answered_pause(body, current))  # fmt: skip
     _submit(
         server,
         thread_id,
@@ -399,6 +432,7 @@ def fork_thread(
     new = body.new_thread_id or _fork_id(server, thread_id)
     result = runner.fork(thread_id, new, at=body.at)
     server.served.remember(new, runner.flow.name)
+    answered(principal, "fork", thread_id, flow=runner.flow.name, version=body.at)
     return state_response(server, runner, result, principal, 201)
 
 
@@ -421,6 +455,7 @@ def update_thread_state(
         actor=principal or "anonymous",
         expected_version=body.expected_version,
     )
+    answered(principal, "update", thread_id, flow=runner.flow.name, version=result.version)
     return state_response(server, runner, result, principal)
 
 
@@ -437,6 +472,7 @@ def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -
     runner = thread_runner(server, principal, "delete", thread_id)
     runner.delete(thread_id)  # ConflictError (409) while a run of it goes on
     server.served.forget(thread_id)
+    answered(principal, "delete", thread_id, flow=runner.flow.name)
     return Response(status_code=204)
 
 
@@ -463,6 +499,11 @@ def _fork_id(server: Server, thread_id: str) -> str:
     while f"{base}-fork-{number}" in existing:
         number += 1
     return f"{base}-fork-{number}"
+
+
+def _answered_pause(body: ResumeRequest, current: RunResult[Any]) -> str | None:
+    """The pause an answer is for, for the audit line: the one named, else the one open."""
+    return body.gate or (current.gates[0] if len(current.gates) == 1 else None)
 
 
 def _prevalidate(runner: Runner[Any], current: RunResult[Any], body: ResumeRequest) -> None:

@@ -31,11 +31,13 @@ from ._models import ProblemBody
 from ._pages import router as page_router
 from ._problems import PROBLEM_JSON, Problem, field_errors, problem_of
 from ._redact import Redact, default_redact
+from ._roles import PRIVATE_FLOWS
 from ._security import Authenticate, Authorize, Guard
 from ._served import RunnerFactory, Served
 from ._streams import router as stream_router
 from ._tap import Creations, Fanout
 from ._timers import TimerLoop
+from .langgraph import mount as mount_langgraph
 
 if TYPE_CHECKING:
     from ..stores._protocol import Store
@@ -66,6 +68,7 @@ def create_app(
     title: str = "flowkit",
     hub_options: dict[str, Any] | None = None,
     timer_poll_s: float | None = 2.0,
+    private_flows: Iterable[str] = PRIVATE_FLOWS,
 ) -> FastAPI:
     """An ASGI app serving ``flows`` (Flows or registered workflow names) over ``store``.
 
@@ -78,7 +81,8 @@ def create_app(
     call the API from a browser (none by default). ``timer_poll_s``: how often the served
     flows' due timers (deadlines, wake-ups) are fired while the app runs (``None``: never,
     for a deployment where workers do it); a server that cannot change threads (no token)
-    fires none.
+    fires none. ``private_flows``: flows whose threads only their starter and admins may
+    read or change, also with open reads (default: the quality workflow's sessions).
     """
     for name, value in (
         ("max_body_bytes", max_body_bytes),
@@ -101,11 +105,16 @@ def create_app(
     if token is _UNSET:
         token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(
-        token=token, open_reads=open_reads, authenticate=authenticate, authorize=authorize
+        token=token,
+        open_reads=open_reads,
+        authenticate=authenticate,
+        authorize=authorize,
+        private_flows=private_flows,
     )
     hub = Hub(store, **(hub_options or {}))
     creations = Creations()
     served = Served(flows, store, Fanout(hub, creations), llm=llm, runner_factory=runner_factory)
+    guard.serving(served.flows)
     for runner in served.runners.values():
         runner.subscribe(hub.on_event)
     executor = ThreadPoolExecutor(max_background_runs, thread_name_prefix="flowkit-run")
@@ -147,6 +156,7 @@ def create_app(
     app.include_router(api_router)
     app.include_router(stream_router)
     app.include_router(page_router)
+    mount_langgraph(app)  # the LangGraph client API, under /langgraph
 
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
@@ -155,7 +165,7 @@ def create_app(
             CORSMiddleware,
             allow_origins=list(cors_origins),
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            allow_headers=["Authorization", "X-Api-Key", "Content-Type", "Last-Event-ID"],
         )
     app.add_middleware(Guarded, max_body_bytes=max_body_bytes, max_depth=max_depth)
     return app

@@ -29,6 +29,7 @@ __all__ = [
     "Server",
     "ThreadId",
     "open_thread",
+    "principal_for",
     "principal_of",
     "server_of",
     "thread_runner",
@@ -60,16 +61,24 @@ ThreadId = Annotated[
 
 
 async def principal_of(request: Request) -> str | None:
-    """The request's principal (``None``: anonymous); a wrong token is a 401.
+    """The request's principal (``None``: anonymous); a wrong token is a 401. The token
+    comes as ``Authorization: Bearer <token>`` or as ``X-Api-Key: <token>``.
 
     Found on the event loop (a hop to a worker thread cost more than the check itself),
     unless an ``authenticate`` hook may be asked: it may block, so it runs on a worker thread.
     """
-    guard = server_of(request).guard
     header = request.headers.get("authorization")
-    if guard.asks_hook:
-        return await run_in_threadpool(guard.principal, header)
-    return guard.principal(header)
+    if header is None and (key := request.headers.get("x-api-key")) is not None:
+        header = f"Bearer {key}"  # LangGraph clients send their token so
+    return await principal_for(server_of(request), header)
+
+
+async def principal_for(server: Server, header: str | None) -> str | None:
+    """The principal of an ``Authorization`` header's value, as ``principal_of`` finds it (on
+    a worker thread when the ``authenticate`` hook may be asked)."""
+    if server.guard.asks_hook:
+        return await run_in_threadpool(server.guard.principal, header)
+    return server.guard.principal(header)
 
 
 Principal = Annotated[str | None, Depends(principal_of)]

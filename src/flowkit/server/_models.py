@@ -17,6 +17,7 @@ __all__ = [
     "ForkRequest",
     "GateInfo",
     "History",
+    "Me",
     "PauseInfo",
     "ProblemBody",
     "ResumeRequest",
@@ -229,3 +230,15 @@ class ProblemBody(BaseModel):
     status: int
     code: str
     detail: str
+
+
+class Me(BaseModel):
+    """Who the request's token proves, and what that principal may do (``GET /me``)."""
+
+    principal: str | None
+    #: Its roles (the server token's: ``admin``); ``None``: a plain name from an
+    #: ``authenticate`` hook, which no role limits.
+    roles: list[str] | None
+    admin: bool
+    #: The actions its roles allow (``read`` for a ``starter``: the threads it started).
+    actions: list[str]

@@ -3,7 +3,8 @@ build step), a thread's view, its diagram as SVG, and the files it offers for do
 
 The page is one HTML file, one script and one style sheet, served with a strict Content
 Security Policy (nothing inline, nothing from elsewhere); its script renders every value as
-text, never as markup.
+text, never as markup. The chat page (``/chat/{id}``, ``/chat?flow=NAME`` to start a new
+conversation) is built the same way from its own three files.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ router = APIRouter()
 _STATIC = {
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "chat.js": "text/javascript; charset=utf-8",
+    "chat.css": "text/css; charset=utf-8",
 }
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; "
@@ -41,14 +44,30 @@ def _asset(name: str) -> bytes:
     return resources.files("flowkit.server").joinpath("static", name).read_bytes()
 
 
-@router.get("/", include_in_schema=False)
-def review_page() -> Response:
-    """The review page: threads waiting for a person, and each thread's page."""
+def _page(name: str) -> Response:
     return Response(
-        _asset("index.html"),
+        _asset(name),
         media_type="text/html; charset=utf-8",
         headers={"Content-Security-Policy": _CSP, "Cache-Control": "no-cache"},
     )
+
+
+@router.get("/", include_in_schema=False)
+def review_page() -> Response:
+    """The review page: threads waiting for a person, and each thread's page."""
+    return _page("index.html")
+
+
+@router.get("/chat", include_in_schema=False)
+def new_chat_page() -> Response:
+    """The chat page starting a conversation of the flow its ``?flow=`` names."""
+    return _page("chat.html")
+
+
+@router.get("/chat/{thread_id}", include_in_schema=False)
+def chat_page(thread_id: ThreadId) -> Response:
+    """The chat page of one conversation (its script reads the thread with the token)."""
+    return _page("chat.html")
 
 
 @router.get("/favicon.ico", include_in_schema=False)

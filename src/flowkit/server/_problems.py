@@ -74,6 +74,7 @@ _TITLES = {
     415: "Unsupported media type",
     422: "Unprocessable content",
     500: "Internal server error",
+    501: "Not implemented",
     502: "Bad gateway",
     503: "Service unavailable",
 }

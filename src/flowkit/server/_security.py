@@ -3,20 +3,24 @@
 A request's principal comes from its ``Authorization: Bearer`` token: the server's token
 (``FLOWKIT_SERVER_TOKEN``) stands for the principal ``admin``; an ``authenticate`` hook can map
 other tokens to other principals. Without a principal, a request may only read, and only where
-reads were opened explicitly (``open_reads=True``). Every thread operation then asks the
-``authorize`` hook with an :class:`Access`; ``False`` is a 403. Tokens are compared in constant
-time and never logged or echoed.
+reads were opened explicitly (``open_reads=True``). A principal may hold roles (an
+:class:`~flowkit.server._roles.Identity` from a users file or a JWT): each role allows some
+actions (``_roles.ROLES``), and threads of private flows (the quality workflow's) are their
+starter's and the admins' alone. Every thread operation then asks the ``authorize`` hook with
+an :class:`Access`; ``False`` is a 403. Tokens are compared in constant time and never logged
+or echoed.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..errors import ServerConfigError
 from ._problems import Problem
+from ._roles import PRIVATE_FLOWS, Identity, is_admin, role_allows, roles_of, started_by
 
 __all__ = [
     "ADMIN",
@@ -30,10 +34,12 @@ __all__ = [
 
 #: The principal the server's own token stands for.
 ADMIN = "admin"
+_TOKEN_ADMIN = Identity(ADMIN, {"admin"})
 
 Action = Literal["read", "start", "resume", "fork", "update", "delete"]
 
-#: Maps a bearer token to a principal name, or ``None`` for an unknown token.
+#: Maps a bearer token to a principal name (a plain ``str``, or an ``Identity`` with roles),
+#: or ``None`` for an unknown token.
 Authenticate = Callable[[str], "str | None"]
 
 
@@ -42,7 +48,8 @@ class Access:
     """One request to act on one thread, as the ``authorize`` hook sees it.
 
     ``principal`` is ``None`` for an anonymous reader (only with open reads). ``state`` is the
-    thread's state in its JSON form (for ``start``: the start input, or ``None``).
+    thread's state in its JSON form (for ``start``: the start input, or ``None``). ``roles``:
+    the principal's roles (from a users file or a JWT; empty for a plain name or anonymous).
     """
 
     principal: str | None
@@ -50,6 +57,7 @@ class Access:
     thread_id: str
     flow: str
     state: Mapping[str, Any] | None = field(default=None, repr=False)
+    roles: frozenset[str] = frozenset()
 
 
 #: Returns whether ``access`` is allowed; ``False`` answers 403.
@@ -81,6 +89,7 @@ class Guard:
         open_reads: bool,
         authenticate: Authenticate | None,
         authorize: Authorize | None,
+        private_flows: Iterable[str] = PRIVATE_FLOWS,
     ) -> None:
         if token is not None and len(token) < 16:
             raise ServerConfigError(
@@ -90,7 +99,31 @@ class Guard:
         self._token = token.encode() if token is not None else None
         self.open_reads = open_reads
         self._authenticate = authenticate
-        self.authorize: Authorize = authorize or _allow_all
+        self._hook: Authorize = authorize or _allow_all
+        self.authorize: Authorize = self._hook
+        self._private = frozenset(private_flows)
+
+    def serving(self, flows: Iterable[str]) -> None:
+        """Set the rules for the flows the server runs: roles and private flows are decided
+        per thread wherever someone but the admin can get in (other principals, open reads).
+        Otherwise ``authorize`` stays the hook given (nothing is read for nothing)."""
+        self._private = self._private & frozenset(flows)
+        if self._authenticate is not None or (self._private and self.open_reads):
+            self.authorize = self._decide
+
+    def _decide(self, access: Access) -> bool:
+        """The built-in rules (roles, private flows), then the ``authorize`` hook."""
+        principal = access.principal
+        roles = roles_of(principal)
+        if roles is not None and not access.roles:
+            access = replace(access, roles=roles)
+        if access.action != "start":
+            own = principal is not None and started_by(access.state) == principal
+            if access.flow in self._private and not (own or is_admin(principal)):
+                return False
+            if roles is not None and not role_allows(roles, access.action, own=own):
+                return False
+        return self._hook(access)
 
     @property
     def checks_threads(self) -> bool:
@@ -119,16 +152,26 @@ class Guard:
         if token is None:
             raise _unauthorized("The Authorization header is not `Bearer <token>`.")
         if self._token is not None and hmac.compare_digest(token.encode(), self._token):
-            return ADMIN
+            return _TOKEN_ADMIN
         if self._authenticate is not None:
             who = self._authenticate(token)
             if who:
-                return who
+                return who if isinstance(who, Identity) else Identity(who)
         raise _unauthorized("The bearer token is not valid for this server.")
 
     def require(self, principal: str | None, action: Action) -> None:
-        """401 unless ``principal`` may attempt ``action`` at all (before any thread is read)."""
+        """401 unless ``principal`` may attempt ``action`` at all (before any thread is read);
+        403 when none of its roles allows ``action``."""
         if principal is not None:
+            roles = roles_of(principal)
+            if roles is not None and not role_allows(roles, action, own=True):
+                held = ", ".join(sorted(roles)) or "none"
+                raise Problem(
+                    403,
+                    "forbidden",
+                    f"Your roles ({held}) do not allow `{action}`; ask an admin for a role "
+                    "that does.",
+                )
             return
         if action == "read" and self.open_reads:
             return

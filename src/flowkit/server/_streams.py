@@ -14,7 +14,10 @@ statuses coalesce per character), to principals ``{"type": "pause", "id", "paylo
 each pause a run of this server stops at (the payload redacted as the thread's state is), and
 takes text a person types as the answer to the one pause the thread waits at. Browsers
 cannot send headers on a WebSocket: a client without an ``Authorization`` header sends
-``{"type": "auth", "token": "..."}`` first.
+``{"type": "auth", "token": "..."}`` first (with ``--open-reads`` too when it connects with
+``?auth=message``: else it reads anonymously). Opt-in, beyond the origin's shapes:
+``?tokens=true`` adds ``{"type": "token", "node", "text", "done"}`` for each chunk an LLM
+streams inside a node (principals only; chunks a slow client has not read yet are joined).
 
 When the server stops (``Hub.close_streams``) an event stream ends and a WebSocket closes with
 1001 (going away), so neither holds the server up.
@@ -34,9 +37,9 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import FlowkitError
 from ..foundation._untrusted import parse_json
-from ..records._events import Emitted, Event, Waiting
+from ..records._events import Emitted, Event, TokenStreamed, Waiting
 from ..runtime._queue import Priority, classify_event
-from ._context import Server, ThreadId, open_thread, server_of
+from ._context import Server, ThreadId, open_thread, principal_for, server_of
 from ._hub import SHUTTING_DOWN, Subscription
 from ._journal import ShowPauses, frame, parse_event_id
 from ._problems import Problem, problem_of
@@ -100,7 +103,7 @@ async def thread_events(
     """The thread's events as server-sent events; reconnect with ``Last-Event-ID`` to get
     what was missed from the journal."""
     server = server_of(request)
-    principal = server.guard.principal(request.headers.get("authorization"))
+    principal = await principal_for(server, request.headers.get("authorization"))
     header = request.headers.get("last-event-id")
     after = parse_event_id(header if header is not None else last_event_id)
     runner, result = await run_in_threadpool(open_thread, server, principal, "read", thread_id)
@@ -170,6 +173,7 @@ async def _watch_disconnect(request: Request, sub: Subscription) -> None:
 _AUTH_TIMEOUT_S = 10.0
 _MAX_TEXT = 20_000
 _GOING_AWAY = 1001
+_YES = ("1", "true", "yes")
 
 
 def roundtable_shape(value: Any) -> dict[str, str] | None:
@@ -201,17 +205,31 @@ def _ws_classify(event: Event) -> tuple[Priority, str] | None:
     return "progress", f"status:{shape['character']}"
 
 
+def _ws_classify_tokens(event: Event) -> tuple[Priority, str] | None:
+    """``_ws_classify``, and streamed chunks (joined per node while unread: ``merge_progress``)."""
+    if isinstance(event, TokenStreamed):
+        return "progress", f"token:{event.node}"
+    return _ws_classify(event)
+
+
+def _option(websocket: WebSocket, name: str) -> str:
+    """A query parameter of the socket's URL, lower case (blank when absent)."""
+    return websocket.query_params.get(name, "").strip().lower()
+
+
 @router.websocket("/threads/{thread_id}/ws")
 async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
     server = server_of(websocket)
     try:
-        principal = server.guard.principal(websocket.headers.get("authorization"))
+        principal = await principal_for(server, websocket.headers.get("authorization"))
     except Problem:
         await websocket.close(code=4401)
         return
     await websocket.accept()
     try:
-        if principal is None and not server.guard.open_reads:
+        if principal is None and (
+            not server.guard.open_reads or _option(websocket, "auth") == "message"
+        ):
             principal = await _authenticate(server, websocket)
         runner, _ = await run_in_threadpool(open_thread, server, principal, "read", thread_id)
         sub = await server.hub.subscribe(
@@ -219,7 +237,7 @@ async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
             runner.flow.change_classes,
             after=None,
             private=principal is not None,
-            classify=_ws_classify,
+            classify=_ws_classify_tokens if _option(websocket, "tokens") in _YES else _ws_classify,
         )
     except (Problem, FlowkitError) as exc:
         await _refuse(websocket, exc)
@@ -261,7 +279,7 @@ async def _authenticate(server: Server, websocket: WebSocket) -> str:
     token = message.get("token") if isinstance(message, dict) else None
     if not isinstance(message, dict) or message.get("type") != "auth" or not isinstance(token, str):
         raise Problem(401, "unauthorized", 'Send {"type": "auth", "token": "..."} first.')
-    principal = server.guard.principal(f"Bearer {token}")
+    principal = await principal_for(server, f"Bearer {token}")
     assert principal is not None
     return principal
 
@@ -283,6 +301,10 @@ async def _send_events(
         event = envelope.event
         if isinstance(event, Waiting):
             await websocket.send_json(_pause_message(server, flow, event, principal))
+            continue
+        if isinstance(event, TokenStreamed):
+            token = {"type": "token", "node": event.node, "text": event.text, "done": event.done}
+            await websocket.send_json(token)
             continue
         assert isinstance(event, Emitted)
         shape = roundtable_shape(event.value)

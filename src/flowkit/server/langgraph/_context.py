@@ -1,0 +1,48 @@
+"""What the LangGraph routes share: the registry kept on the app, and finding a thread that
+may exist only in the registry (created empty) or only in the store (started elsewhere)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ThreadNotFoundError
+from ...runner._result import RunResult
+from ...runner._runner import Runner
+from ...stores._ids import check_thread_id
+from ...stores._record_pages import record_page
+from .._context import Server, open_thread
+from .._security import Action
+from ._registry import Registry, ThreadInfo
+
+__all__ = ["Opened", "find_thread", "registry_of", "times_of"]
+
+#: A thread a flow ran on: its runner and where it stands.
+Opened = tuple[Runner[Any], RunResult[Any]]
+
+
+def registry_of(request: Any) -> Registry:
+    found: Registry = request.app.state.flowkit_langgraph
+    return found
+
+
+def find_thread(
+    server: Server, registry: Registry, principal: str | None, action: Action, thread_id: str
+) -> tuple[ThreadInfo | None, Opened | None]:
+    """The thread as the registry knows it, and its runner and state once a flow ran on it;
+    a thread neither knows is a 404 (``ThreadNotFoundError``)."""
+    check_thread_id(thread_id)
+    info = registry.thread(thread_id)
+    try:
+        return info, open_thread(server, principal, action, thread_id)
+    except ThreadNotFoundError:
+        if info is None:
+            raise
+        return info, None
+
+
+def times_of(server: Server, thread_id: str) -> tuple[float, float]:
+    """When the thread's journal began and when it last changed."""
+    store = server.served.store
+    first = record_page(store, thread_id, limit=1, offset=0).records
+    last = record_page(store, thread_id, limit=1).records
+    return (first[0].ts if first else 0.0), (last[-1].ts if last else 0.0)

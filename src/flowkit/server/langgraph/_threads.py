@@ -1,0 +1,357 @@
+"""Threads: create (empty), get, search, patch metadata, delete, copy; their state, history
+and state updates. A thread a flow ran on is flowkit's thread; one created empty waits in
+the registry for its first run."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request, Response
+
+from ...errors import ThreadNotFoundError
+from .._api import _listed
+from .._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
+from .._problems import Problem
+from ._context import Opened, find_thread, registry_of, times_of
+from ._documents import StateUpdatedDoc, ThreadDoc, ThreadStateDoc, answer
+from ._models import (
+    HistoryRequest,
+    StateCheckpointRequest,
+    ThreadCreate,
+    ThreadPatch,
+    ThreadSearch,
+    UpdateStateBody,
+    unsupported,
+)
+from ._registry import Registry
+from ._shapes import checkpoint_ref, history_state_json, state_json, thread_json
+
+__all__ = ["router", "shared_router"]
+
+router = APIRouter(tags=["langgraph"])
+#: The routes flowkit's own API serves too (``GET`` and ``DELETE /threads/{id}``): at the root,
+#: flowkit's come first (``_root``).
+shared_router = APIRouter(tags=["langgraph"])
+
+_STATE = answer(ThreadStateDoc, "The checkpoint")
+_TIME_TRAVEL = (
+    "flowkit keeps a thread's history append-only: read any checkpoint, patch the latest, "
+    "or copy the thread (threads.copy, or flowkit's POST /threads/{id}/fork with `at`) to "
+    "go on from an earlier one."
+)
+
+
+def _thread(
+    server: Server,
+    registry: Registry,
+    principal: str | None,
+    thread_id: str,
+    found: tuple[Any, Opened | None],
+) -> dict[str, Any]:
+    info, opened = found
+    times = times_of(server, thread_id) if opened is not None else None
+    return thread_json(server, registry, thread_id, info, opened, principal, times)
+
+
+@router.post("/threads", response_model=None, responses=answer(ThreadDoc, "The thread"))
+def create_thread(request: Request, body: ThreadCreate, principal: Principal) -> dict[str, Any]:
+    """An empty thread (a run on it starts its flow), with metadata; ``if_exists``
+    ``do_nothing`` answers an existing one as it is, else an existing id is a 409."""
+    server, registry = server_of(request), registry_of(request)
+    server.guard.require(principal, "start")
+    if body.supersteps:
+        raise unsupported("creating a thread from supersteps", "Start a run on it instead.")
+    if body.graph_id is not None:
+        server.served.runner(body.graph_id)  # 404 for a flow the server does not run
+    thread_id = body.thread_id or str(uuid.uuid4())
+    try:
+        found = find_thread(server, registry, principal, "read", thread_id)
+    except ThreadNotFoundError:
+        info = registry.add_thread(thread_id, body.metadata or {}, body.graph_id)
+        return thread_json(server, registry, thread_id, info, None, principal)
+    if body.if_exists == "do_nothing":
+        return _thread(server, registry, principal, thread_id, found)
+    raise Problem(
+        409,
+        "thread_exists",
+        f"Thread `{thread_id}` exists; pass if_exists='do_nothing' to get it as it is.",
+        extra={"thread_id": thread_id},
+    )
+
+
+@shared_router.get(
+    "/threads/{thread_id}", response_model=None, responses=answer(ThreadDoc, "The thread")
+)
+def get_thread(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
+    server, registry = server_of(request), registry_of(request)
+    found = find_thread(server, registry, principal, "read", thread_id)
+    return _thread(server, registry, principal, thread_id, found)
+
+
+@router.patch(
+    "/threads/{thread_id}", response_model=None, responses=answer(ThreadDoc, "The thread")
+)
+def patch_thread(
+    request: Request, thread_id: ThreadId, body: ThreadPatch, principal: Principal
+) -> dict[str, Any]:
+    """Merge ``metadata`` into the thread's (kept by the server, beside the journal)."""
+    server, registry = server_of(request), registry_of(request)
+    info, opened = find_thread(server, registry, principal, "update", thread_id)
+    if info is None:
+        flow = opened[0].flow.name if opened is not None else None
+        info = registry.add_thread(thread_id, {}, flow)
+    info.metadata.update(body.metadata or {})
+    registry.touch(thread_id)
+    return _thread(server, registry, principal, thread_id, (info, opened))
+
+
+@shared_router.delete("/threads/{thread_id}", status_code=204, response_class=Response)
+def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -> Response:
+    server, registry = server_of(request), registry_of(request)
+    _, opened = find_thread(server, registry, principal, "delete", thread_id)
+    if opened is not None:
+        opened[0].delete(thread_id)  # ConflictError (409) while a run of it goes on
+        server.served.forget(thread_id)
+    registry.drop_thread(thread_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/threads/search",
+    response_model=None,
+    responses=answer(list[ThreadDoc], "The threads that match"),
+)
+def search_threads(
+    request: Request, body: ThreadSearch, principal: Principal
+) -> list[dict[str, Any]]:
+    """Threads most recently updated first: those created empty, then the store's (from its
+    thread index, a page at a time); ``metadata`` matches what was set through this API."""
+    server, registry = server_of(request), registry_of(request)
+    server.guard.require(principal, "read")
+    wanted = body.offset + body.limit
+    rows: list[dict[str, Any]] = []
+    scanned = 0
+    for thread_id in _candidates(server, registry, principal, body):
+        scanned += 1
+        if scanned > _SCAN:
+            break
+        try:
+            found = find_thread(server, registry, principal, "read", thread_id)
+        except (ThreadNotFoundError, Problem):
+            continue
+        thread = _thread(server, registry, principal, thread_id, found)
+        if not _matches(thread, body):
+            continue
+        rows.append(thread)
+        if len(rows) >= wanted:
+            break
+    return rows[body.offset : wanted]
+
+
+#: How many threads a search looks at, at most (filters on metadata and values read each).
+_SCAN = 10_000
+#: The store's statuses a LangGraph status can be (``busy`` and ``idle``: any).
+_STORED = {"interrupted": "waiting", "error": "failed"}
+
+
+def _candidates(
+    server: Server, registry: Registry, principal: str | None, body: ThreadSearch
+) -> Iterator[str]:
+    """The threads a search may answer, most recently updated first: the ids asked for; else
+    those created empty, then the store's a page at a time from its thread index."""
+    if body.ids is not None:
+        yield from dict.fromkeys(body.ids)
+        return
+    if body.status in (None, "idle", "busy"):
+        empty = sorted(registry.threads(), key=lambda info: -info.updated_at)
+        yield from (info.thread_id for info in empty if not _in_store(server, info.thread_id))
+    filters = {"status": _STORED.get(body.status or "")}
+    cursor = None
+    while True:
+        page, cursor = _listed(server, principal, filters, 200, 0, cursor)
+        yield from (row["thread_id"] for row in page)
+        if cursor is None:
+            return
+
+
+@router.post("/threads/count")
+def count_threads(request: Request, body: ThreadSearch, principal: Principal) -> int:
+    return len(search_threads(request, body.model_copy(update={"limit": 1000}), principal))
+
+
+@router.post(
+    "/threads/{thread_id}/copy",
+    response_model=None,
+    responses=answer(ThreadDoc, "The new thread"),
+)
+def copy_thread(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
+    """A new thread standing where this one stands (flowkit's fork at the latest checkpoint)."""
+    server, registry = server_of(request), registry_of(request)
+    runner = thread_runner(server, principal, "fork", thread_id)
+    new = str(uuid.uuid4())
+    runner.fork(thread_id, new)
+    server.served.remember(new, runner.flow.name)
+    source = registry.thread(thread_id)
+    registry.add_thread(new, dict(source.metadata) if source else {}, runner.flow.name)
+    return _thread(server, registry, principal, new, find_thread(
+        server, registry, principal, "read", new
+    ))  # fmt: skip
+
+
+# -- state ------------------------------------------------------------------------------------
+
+
+def _empty_state(thread_id: str) -> dict[str, Any]:
+    return {
+        "values": {},
+        "next": [],
+        "checkpoint": checkpoint_ref(thread_id, -1) | {"checkpoint_id": None},
+        "metadata": {},
+        "created_at": None,
+        "parent_checkpoint": None,
+        "tasks": [],
+        "interrupts": [],
+    }
+
+
+def _state_at(
+    request: Request, thread_id: str, principal: str | None, checkpoint_id: str | None
+) -> dict[str, Any]:
+    server, registry = server_of(request), registry_of(request)
+    _, opened = find_thread(server, registry, principal, "read", thread_id)
+    if opened is None:
+        if checkpoint_id is not None:
+            raise Problem(404, "checkpoint_not_found", f"Thread `{thread_id}` has no checkpoints.")
+        return _empty_state(thread_id)
+    runner, result = opened
+    version = _version(checkpoint_id)
+    if version is None or version == result.version:
+        return state_json(server, runner, result, principal)
+    if version > result.version:
+        raise Problem(
+            404,
+            "checkpoint_not_found",
+            f"Thread `{thread_id}` has no checkpoint {version}; its latest is {result.version}.",
+        )
+    page = runner.history(thread_id, limit=1, before=version + 1)
+    if not page or page[-1].version != version:
+        raise Problem(404, "checkpoint_not_found", f"Thread `{thread_id}` has no checkpoint "
+                      f"{version} (compacted away, or never there).")  # fmt: skip
+    return history_state_json(server, runner, page[-1], principal)
+
+
+def _version(checkpoint_id: str | None) -> int | None:
+    if checkpoint_id is None or checkpoint_id == "":
+        return None
+    if not checkpoint_id.isdigit():
+        raise Problem(
+            422,
+            "invalid_request",
+            f"`{checkpoint_id:.40}` is not a checkpoint id of this server: they are versions "
+            "(`checkpoint.checkpoint_id` of a state or history entry).",
+        )
+    return int(checkpoint_id)
+
+
+@router.get("/threads/{thread_id}/state", response_model=None, responses=_STATE)
+def get_state(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
+    return _state_at(request, thread_id, principal, None)
+
+
+@router.get("/threads/{thread_id}/state/{checkpoint_id}", response_model=None, responses=_STATE)
+def get_state_at(
+    request: Request,
+    thread_id: ThreadId,
+    checkpoint_id: Annotated[str, Path(max_length=40)],
+    principal: Principal,
+) -> dict[str, Any]:
+    return _state_at(request, thread_id, principal, checkpoint_id)
+
+
+@router.post("/threads/{thread_id}/state/checkpoint", response_model=None, responses=_STATE)
+def get_state_of_checkpoint(
+    request: Request, thread_id: ThreadId, body: StateCheckpointRequest, principal: Principal
+) -> dict[str, Any]:
+    wanted = body.checkpoint.get("checkpoint_id")
+    return _state_at(request, thread_id, principal, str(wanted) if wanted is not None else None)
+
+
+@router.post(
+    "/threads/{thread_id}/state",
+    response_model=None,
+    responses=answer(StateUpdatedDoc, "The new checkpoint"),
+)
+def update_state(
+    request: Request, thread_id: ThreadId, body: UpdateStateBody, principal: Principal
+) -> dict[str, Any]:
+    """Patch the latest state through the flow's reducers: an audited checkpoint of its own
+    (kind ``patch``), naming the principal."""
+    server = server_of(request)
+    if body.as_node is not None:
+        raise unsupported(
+            "update_state(as_node=...)",
+            "A patch keeps the thread where it stands; flowkit's PATCH /threads/{id}/state "
+            "takes `goto` to move it.",
+        )
+    if not isinstance(body.values, dict | None):
+        raise unsupported("a list of updates in update_state", "Send one mapping of values.")
+    runner, current = open_thread(server, principal, "update", thread_id)
+    wanted = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
+    version = _version(str(wanted) if wanted is not None else None)
+    if version is not None and version != current.version:
+        raise unsupported("updating an earlier checkpoint", _TIME_TRAVEL)
+    result = runner.update_state(
+        thread_id,
+        body.values or {},
+        reason="update_state (LangGraph API)",
+        actor=principal or "anonymous",
+        expected_version=version,
+    )
+    registry_of(request).touch(thread_id)
+    return {"checkpoint": checkpoint_ref(thread_id, result.version)}
+
+
+@router.post(
+    "/threads/{thread_id}/history",
+    response_model=None,
+    responses=answer(list[ThreadStateDoc], "Checkpoints, newest first"),
+)
+def get_history(
+    request: Request, thread_id: ThreadId, body: HistoryRequest, principal: Principal
+) -> list[dict[str, Any]]:
+    """Checkpoints newest first, ``limit`` of them, before the ``before`` checkpoint."""
+    server, registry = server_of(request), registry_of(request)
+    if body.metadata:
+        raise unsupported("filtering history by metadata")
+    _, opened = find_thread(server, registry, principal, "read", thread_id)
+    if opened is None:
+        return []
+    runner, _ = opened
+    before = body.before
+    if isinstance(before, dict):
+        before = before.get("checkpoint_id")
+    version = _version(str(before) if before is not None else None)
+    if version is not None and version <= 0:
+        return []
+    page = runner.history(thread_id, limit=body.limit, before=version)
+    return [history_state_json(server, runner, point, principal) for point in reversed(page)]
+
+
+def _in_store(server: Server, thread_id: str) -> bool:
+    try:
+        server.served.flow_name(thread_id)
+    except ThreadNotFoundError:
+        return False
+    return True
+
+
+def _matches(thread: dict[str, Any], body: ThreadSearch) -> bool:
+    if body.status is not None and thread["status"] != body.status:
+        return False
+    for key, value in (body.metadata or {}).items():
+        if thread["metadata"].get(key) != value:
+            return False
+    values = thread["values"] or {}
+    return all(values.get(key) == value for key, value in (body.values or {}).items())
