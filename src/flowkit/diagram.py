@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 from .definition._flow import Flow
 from .definition._parallel import Map, Parallel
@@ -80,7 +81,9 @@ def edges(flow: Flow) -> Iterator[Edge]:
             yield Edge(source, route, "")
     for name, gate in flow.gates.items():  # where a deadline that passes sends the thread
         if gate.deadline is not None and gate.on_timeout is not None:
-            yield Edge(name, gate.on_timeout, f"timeout {duration_text(gate.deadline)}")
+            when = gate.deadline
+            label = f"timeout {duration_text(when)}" if isinstance(when, timedelta) else "wake-up"
+            yield Edge(name, gate.on_timeout, label)
 
 
 def _mermaid_text(text: str) -> str:

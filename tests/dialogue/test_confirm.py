@@ -270,7 +270,9 @@ def test_the_shipped_fault_report_confirms_and_passes_its_optional_priority() ->
         ),
         (
             {"intents__affirm": {"keywords": {"en": ["yes"], "ja": ["はい"]}}},
-            "intents.affirm: `affirm` is reserved for IR's own intent types; rename it",
+            "intents.affirm: `affirm` is reserved for task intents: IR reports `affirm` for a "
+            'yes to a confirmation or a "continue?" question, and the goal would take it for '
+            "that; rename it, or make it `kind: small_talk` (an answer outside a form)",
         ),
     ],
 )

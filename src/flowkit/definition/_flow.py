@@ -8,6 +8,7 @@ a ``transitions`` machine. Running it is the ``Runner``'s job.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias
 
@@ -214,7 +215,12 @@ class Flow:
             },
         }
         deadlines = {
-            name: {"seconds": g.deadline.total_seconds(), "on_timeout": g.on_timeout}
+            name: {
+                "seconds": (
+                    g.deadline.total_seconds() if isinstance(g.deadline, timedelta) else None
+                ),
+                "on_timeout": g.on_timeout,
+            }
             for name, g in self.gates.items()
             if g.deadline is not None
         }

@@ -10,7 +10,7 @@ import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -42,7 +42,9 @@ class Gate:
     payload: Callable[[Any], Any] | None = None
     #: How long the gate waits for its answer (a ``timedelta``, or seconds) before its timer
     #: fires and the thread moves to ``on_timeout`` (see docs/timers.md); ``None``: forever.
-    deadline: timedelta | None = None
+    #: Or a function ``state -> datetime | timedelta | None`` asked as the thread arrives: a
+    #: wake-up the state decides (a reminder), ``None`` for none this time.
+    deadline: timedelta | Callable[[Any], datetime | timedelta | None] | None = None
     #: The state the thread moves to when the deadline passes unanswered.
     on_timeout: str | None = None
 
@@ -54,7 +56,7 @@ class Gate:
         writes: Iterable[str] | None = None,
         description: str = "",
         payload: Callable[[Any], Any] | None = None,
-        deadline: timedelta | float | None = None,
+        deadline: timedelta | float | Callable[[Any], datetime | timedelta | None] | None = None,
         on_timeout: str | None = None,
     ) -> None:
         if not (isinstance(input, type) and issubclass(input, BaseModel)):
@@ -68,15 +70,18 @@ class Gate:
         object.__setattr__(self, "writes", frozenset(writes) if writes is not None else None)
         object.__setattr__(self, "description", description)
         object.__setattr__(self, "payload", payload)
-        if deadline is not None and not isinstance(deadline, timedelta):
+        if deadline is not None and not isinstance(deadline, timedelta) and not callable(deadline):
             if isinstance(deadline, bool) or not isinstance(deadline, int | float):
-                raise TypeError("Gate deadline= is a timedelta, or a number of seconds")
+                raise TypeError(
+                    "Gate deadline= is a timedelta, a number of seconds, or a function "
+                    "state -> datetime | timedelta | None"
+                )
             if not math.isfinite(deadline) or abs(deadline) > MAX_DEADLINE.total_seconds():
                 raise ValueError(
                     f"Gate deadline= must be a positive time of at most {MAX_DEADLINE.days} days"
                 )
             deadline = timedelta(seconds=deadline)
-        if deadline is not None and not timedelta(0) < deadline <= MAX_DEADLINE:
+        if isinstance(deadline, timedelta) and not timedelta(0) < deadline <= MAX_DEADLINE:
             raise ValueError(
                 f"Gate deadline= must be a positive time of at most {MAX_DEADLINE.days} days"
             )

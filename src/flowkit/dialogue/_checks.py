@@ -27,10 +27,14 @@ from ._models import (
 )
 from ._text import normalize
 from .entities import BUILTIN_ROLES, entity_values
+from .forms import STOP
 
 __all__ = ["domain_problems", "domain_warnings", "response_ids"]
 
 _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: An intent's name: an identifier, or a group and an identifier (Rasa's retrieval intents,
+#: `chitchat/ask_name`).
+_INTENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:/[A-Za-z][A-Za-z0-9_]*)?$")
 _RULES_BY_KIND = {
     "number": {"min", "max"},
     "amount": {"min", "max"},
@@ -47,6 +51,18 @@ def response_ids(domain: Domain) -> set[str]:
 
 
 Broken = Mapping[str, Collection[str]]
+
+#: Responses said only when the domain asks "anything else?" after a task.
+_ASKED_ONLY = ("anything_else", "nothing_else")
+#: Intent names a task intent cannot have, and why: IR reports them as the intent type of a
+#: turn, which is what GST reads. Other kinds (small_talk) may use them.
+_TASK_RESERVED = {
+    AFFIRM: 'IR reports `affirm` for a yes to a confirmation or a "continue?" question',
+    DENY: 'IR reports `deny` for a no to a confirmation or a "continue?" question',
+    UNCLEAR: "IR reports `unclear` for an answer to a yes/no question that is neither",
+    STOP: 'IR reports `stop` for a bare "stop" that pauses a form',
+    INFORM: "IR reports `inform` for a message that only gives slot values",
+}
 
 
 def domain_problems(domain: Domain, *, broken: Broken | None = None) -> list[str]:
@@ -102,13 +118,24 @@ def _language_problems(domain: Domain) -> list[str]:
 def _intent_problems(domain: Domain, broken: Broken) -> list[str]:
     found: list[str] = []
     langs = domain.languages
-    reserved = {*NON_TASK_INTENTS, INFORM, AFFIRM, DENY, UNCLEAR}
     for name, intent in domain.intents.items():
         where = f"intents.{name}"
-        if name in reserved:
-            found.append(f"{where}: `{name}` is reserved for IR's own intent types; rename it")
-        if not _IDENT.match(name):
-            found.append(f"{where}: intent names are identifiers (letters, digits, _)")
+        if name in NON_TASK_INTENTS:
+            found.append(
+                f"{where}: `{name}` is reserved: it is one of IR's intent types "
+                f"({', '.join(NON_TASK_INTENTS)}) that routing reads; rename it"
+            )
+        elif name in _TASK_RESERVED and intent.kind == "task":
+            found.append(
+                f"{where}: `{name}` is reserved for task intents: {_TASK_RESERVED[name]}, and "
+                "the goal would take it for that; rename it, or make it `kind: small_talk` "
+                "(an answer outside a form)"
+            )
+        if not _INTENT.match(name):
+            found.append(
+                f"{where}: intent names are identifiers (letters, digits, _), or a group and "
+                "one (`chitchat/ask_name`)"
+            )
         if intent.kind == "control" and name not in CONTROL_INTENTS:
             found.append(
                 f"{where}: control intents are {', '.join(CONTROL_INTENTS)}; make `{name}` a "
@@ -130,7 +157,8 @@ def _intent_problems(domain: Domain, broken: Broken) -> list[str]:
         phrases = {
             lang: [*intent.examples.get(lang, []), *intent.keywords.get(lang, [])] for lang in langs
         }
-        found += _missing_languages(where, phrases, langs, "examples or keywords")
+        if not intent.external:
+            found += _missing_languages(where, phrases, langs, "examples or keywords")
     for name, faq in domain.faq.items():
         where = f"faq.{name}"
         if not _IDENT.match(name):
@@ -253,8 +281,11 @@ def _goal_problems(domain: Domain, broken: Broken) -> list[str]:
             )
         owners.setdefault(goal.intent, name)
         if goal.mode == "SLOT_FILLING":
-            if not goal.slots:
-                found.append(f"{where}: a SLOT_FILLING goal needs `slots:`")
+            if not goal.slots and goal.action is None:
+                found.append(
+                    f"{where}: a SLOT_FILLING goal needs `slots:`, or an `action:` to run at "
+                    "once (an action-only goal)"
+                )
             if goal.steps:
                 found.append(f"{where}: `steps` only apply to STEP_BY_STEP goals")
         else:
@@ -303,11 +334,20 @@ def _response_problems(domain: Domain, broken: Broken) -> list[str]:
                 f"intents.{name}.response: response `{intent.response}` is not "
                 "defined under responses"
             )
+    found += _then_problems(domain, broken)
+    for name, response in domain.responses.items():
+        for index, variant in enumerate(response.when):
+            for slot in variant.slots:
+                if slot not in domain.slots and not _gone(broken, "slots", slot):
+                    found.append(
+                        f"responses.{name}.when.{index}.slots: slot `{slot}` is not defined "
+                        "under slots"
+                    )
     for rid in sorted(response_ids(domain)):
-        if _gone(broken, "responses", rid):
+        if _gone(broken, "responses", rid) or (rid in _ASKED_ONLY and not domain.anything_else):
             continue
         spec = domain.responses.get(rid)
-        text = dict(BUILTIN_RESPONSES.get(rid, {}))
+        text: dict[str, str | list[str]] = dict(BUILTIN_RESPONSES.get(rid, {}))
         if spec is not None:
             text.update(spec.text)
         found += _missing_languages(f"responses.{rid}", text, langs, "text")
@@ -329,6 +369,31 @@ def _response_problems(domain: Domain, broken: Broken) -> list[str]:
                     f"responses.reason_{code}: no text in `{lang}`; define it (the "
                     "message for a slot value that breaks this rule)"
                 )
+    return found
+
+
+def _then_problems(domain: Domain, broken: Broken) -> list[str]:
+    """``then`` names responses that exist, and never leads back to where it started."""
+    found: list[str] = []
+    known = response_ids(domain)
+    for name, spec in domain.responses.items():
+        for rid in spec.then:
+            if rid not in known and not _gone(broken, "responses", rid):
+                found.append(
+                    f"responses.{name}.then: response `{rid}` is not defined under responses"
+                )
+        seen, todo = set(), list(spec.then)
+        while todo:
+            rid = todo.pop()
+            if rid == name:
+                found.append(
+                    f"responses.{name}.then: leads back to `{name}` (a loop); remove one of "
+                    "the responses that follow each other"
+                )
+                break
+            if rid not in seen and rid in domain.responses:
+                seen.add(rid)
+                todo += domain.responses[rid].then
     return found
 
 

@@ -38,6 +38,15 @@ BUILTIN_RESPONSES: Final[dict[str, dict[str, str]]] = {
         "ja": "何をしましょうか。",
     },
     "goal_done": {"en": "{goal}: done.", "ja": "{goal}が完了しました。"},
+    # After a finished task, as its own message, when the domain sets `anything_else: true`.
+    "anything_else": {
+        "en": "Is there anything else I can help you with?",
+        "ja": "ほかにご用件はありますか？",
+    },
+    "nothing_else": {
+        "en": "All right. Just ask if you need anything.",
+        "ja": "承知しました。また何かあればお声がけください。",
+    },
     # A goal with `confirm: true` asks before its action runs (GP); {summary} lists its slots.
     "confirm_goal": {
         "en": "Shall I go ahead with {goal} ({summary})? (yes / no)",

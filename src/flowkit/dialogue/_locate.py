@@ -16,7 +16,9 @@ _EXAMPLES = Path(__file__).with_name("examples")
 def example_names() -> list[str]:
     """Names of the example domains shipped with flowkit (``robot_cell``)."""
     return sorted(
-        p.stem for p in _EXAMPLES.glob("*.yaml") if not p.name.endswith(".conversations.yaml")
+        p.stem
+        for p in _EXAMPLES.glob("*.yaml")
+        if "." not in p.stem  # not NAME.conversations.yaml, NAME.eval.yaml
     )
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "SlotSpec",
     "Style",
     "ValidationSpec",
+    "WhenSpec",
     "domain_json_schema",
     "parse_timezone",
 ]
@@ -70,6 +71,13 @@ class IntentSpec(_Spec):
     keywords: dict[str, list[str]] = Field({}, description="language -> words that signal it")
     response: str | None = Field(None, description="small_talk: the response id to answer with")
     ends_conversation: bool = Field(False, description="small_talk: finish the conversation")
+    external: bool = Field(
+        False,
+        description=(
+            "an event's intent: triggered from outside or scheduled by an action (a reminder), "
+            "never recognised in typed text, so it needs no examples"
+        ),
+    )
 
 
 class FaqSpec(_Spec):
@@ -194,21 +202,56 @@ class ActionSpec(_Spec):
     description: str = ""
 
 
-class ResponseSpec(_Spec):
-    """A response template per language; ``style: llm`` lets an LLM phrase it (optional)."""
+#: A response text per language: one template, or variations of which one is said per reply.
+Texts = dict[str, str | list[str]]
+_RESPONSE_KEYS = ("style", "when", "then")
 
-    text: dict[str, str]
+
+class WhenSpec(_Spec):
+    """A variant of a response said when the slots have these values (``when:``)."""
+
+    slots: dict[str, str | bool | int | float | list[str | bool | int | float] | None] = Field(
+        description=(
+            "slot -> the value it must have (a list: any of them; null: the slot is not "
+            "filled); every slot listed must match"
+        )
+    )
+    text: Texts = Field(description="language -> template, or a list of variations")
+
+
+class ResponseSpec(_Spec):
+    """A response template per language; ``style: llm`` lets an LLM phrase it (optional).
+
+    A list of texts is a set of variations (one is chosen per reply); ``when`` gives variants
+    for slot values (the first that matches is said instead); ``then`` names responses sent
+    after this one in the same turn, each as a message of its own.
+    """
+
+    text: Texts
     style: Style | None = None
+    when: list[WhenSpec] = Field(
+        [], description="variants by slot value; the first whose `slots` all match is said"
+    )
+    then: list[str] = Field(
+        [], description="response ids sent after this one in the same turn, one message each"
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, data: Any) -> Any:
-        # `greet: {en: Hi, ja: こんにちは}` is the common case; `text:` only when adding style.
+        # `greet: {en: Hi, ja: こんにちは}` is the common case; `text:` only when adding more.
         if isinstance(data, Mapping) and "text" not in data:
-            style = data.get("style")
-            text = {k: v for k, v in data.items() if k != "style"}
-            return {"text": text, "style": style} if style is not None else {"text": text}
+            more = {k: data[k] for k in _RESPONSE_KEYS if k in data}
+            text = {k: v for k, v in data.items() if k not in _RESPONSE_KEYS}
+            return {"text": text, **more}
         return data
+
+    def first(self, lang: str) -> str | None:
+        """The text in ``lang`` (its first variation), for messages that take no variations."""
+        said = self.text.get(lang)
+        if isinstance(said, list):
+            return said[0] if said else None
+        return said or None
 
 
 class Domain(_Spec):
@@ -232,6 +275,13 @@ class Domain(_Spec):
     style: Style = Field("template", description="default response generation")
     persona: dict[str, str] = Field({}, description="language -> system prompt for LLM replies")
     result_inline_bytes: int = Field(1024, ge=0, description="larger results go by reference")
+    anything_else: bool = Field(
+        False,
+        description=(
+            "after a task completes, also ask whether there is anything else (the "
+            "`anything_else` response, its own message)"
+        ),
+    )
     intents: dict[str, IntentSpec]
     faq: dict[str, FaqSpec] = {}
     entities: dict[str, EntitySpec] = {}

@@ -17,10 +17,11 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel, ConfigDict, model_validator
 
 from ..errors import DomainError
 from ..foundation._atomic import write_atomically
@@ -36,6 +37,7 @@ __all__ = [
     "FileArtifacts",
     "Handler",
     "MemoryArtifacts",
+    "Schedule",
     "record_slots",
     "resolve_handlers",
 ]
@@ -68,12 +70,36 @@ class ActionRefused(Exception):  # noqa: N818 - a refusal, not an error: the tur
         super().__init__(f"refused: {response}" + (f" (ask for {slot})" if slot else ""))
 
 
+class Schedule(BaseModel):
+    """An event an action schedules for later (a reminder): ``intent`` comes to the
+    conversation as if the user had said it, with ``entities``, ``after`` seconds (or a
+    ``timedelta``) from now or ``at`` an aware time. ``name`` lets a later action cancel it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    intent: str
+    entities: dict[str, JsonScalar] = {}
+    after: timedelta | None = None
+    at: AwareDatetime | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _one_time(self) -> Schedule:
+        if (self.after is None) == (self.at is None):
+            raise ValueError("give a Schedule either after= (a delay) or at= (a time)")
+        return self
+
+
 class ActionResult(BaseModel):
     """``summary``: a few scalars the reply may quote (a booking number); ``data``: anything
-    JSON-serialisable, kept inline when small, by reference when large."""
+    JSON-serialisable, kept inline when small, by reference when large. ``schedule``: events
+    to deliver later (reminders); ``cancel``: names of scheduled events to drop, ``"all"``
+    for every pending one."""
 
     summary: dict[str, JsonScalar] = {}
     data: Any = None
+    schedule: list[Schedule] = []
+    cancel: list[str] | Literal["all"] = []
 
 
 Handler = Callable[[ActionCall], ActionResult | Mapping[str, Any] | None]

@@ -138,6 +138,32 @@ class Dialogue:
         self.open(thread_id)
         return Reply.of(self.runner.resume(thread_id, {"text": text}, gate=SG))
 
+    def trigger(
+        self, thread_id: str, intent: str, entities: Mapping[str, JsonScalar] | None = None
+    ) -> Reply:
+        """An external event: ``intent`` (one of the domain's) with ``entities`` comes into the
+        conversation as the user's turn (shown as ``/intent``), and is handled like one.
+
+        Raises:
+            DomainError: the domain has no such intent.
+            NotWaitingError: the conversation has ended.
+        """
+        if intent not in self.domain.intents:
+            raise DomainError(
+                [
+                    f"domain `{self.domain.name}` has no intent `{intent}`; trigger one of "
+                    "its intents"
+                ]
+            )
+        self.open(thread_id)
+        event = {"intent": intent, "entities": dict(entities or {})}
+        return Reply.of(self.runner.resume(thread_id, event, gate=SG))
+
+    def fire_due(self) -> list[Reply]:
+        """Deliver the reminders that are due (by the runner's clock), in every conversation on
+        this store: one ``Reply`` per reminder delivered (``Runner.fire_due``)."""
+        return [Reply.of(f.result) for f in self.runner.fire_due() if f.result is not None]
+
     def state(self, thread_id: str) -> DialogueState:
         return self.runner.get_state(thread_id).state
 

@@ -3,8 +3,9 @@
 ``chat`` is a REPL on a JSON-file store (the shared ``--store``): it reads lines from the
 terminal or from piped stdin, and ``--thread`` continues a conversation in a later process.
 ``dialogue test`` runs conversation tests and exits 1 when one fails (``--json``, ``--junit
-FILE``); ``dialogue check`` lists every problem of a domain file. Errors go to stderr; heavy
-imports happen inside the commands.
+FILE``); ``dialogue check`` lists every problem of a domain file; ``dialogue eval`` measures the
+recogniser on the domain's held-back examples (a report: exit 0 unless nothing can be loaded).
+Errors go to stderr; heavy imports happen inside the commands.
 """
 
 from __future__ import annotations
@@ -62,6 +63,24 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         "--junit", metavar="FILE", help="also write a JUnit XML report (for CI) to FILE"
     )
     test.set_defaults(run=_cmd_test)
+    evaluate = sub.add_parser(
+        "eval",
+        parents=[common],
+        help="measure intent accuracy and entity F1 on held-back examples (a report: exit 0)",
+    )
+    evaluate.add_argument("domain", metavar="DOMAIN", help=_DOMAIN_HELP)
+    evaluate.add_argument(
+        "examples",
+        metavar="FILE",
+        nargs="?",
+        help="held-back examples (default: NAME.eval.yaml beside the domain, or the shipped one)",
+    )
+    evaluate.add_argument(
+        "--llm", metavar="SPEC", help="understand with this LLM (default: offline)"
+    )
+    evaluate.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    evaluate.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
+    evaluate.set_defaults(run=_cmd_eval)
     check = sub.add_parser("check", parents=[common], help="validate a domain; list problems")
     check.add_argument("domain", metavar="DOMAIN", help=_DOMAIN_HELP)
     check.add_argument("--json", action="store_true", help="print JSON instead of a list")
@@ -101,7 +120,7 @@ def _domain(source: str) -> Any:
 
 
 def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
-    from ..errors import InvalidResumeInputError
+    from ..errors import DomainError, InvalidResumeInputError
     from .app import Dialogue
 
     domain = _domain(args.domain)  # before the store: a broken domain creates nothing
@@ -119,27 +138,44 @@ def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
     resumed = state.state.turn_id > 0
     print(
         f"{'continuing' if resumed else 'new'} conversation {thread} with {bot.domain.name} "
-        f"(/quit to leave, /state to inspect; continue later with: "
+        f"(/quit to leave, /state to inspect, /event INTENT [name=value ...] for an "
+        f"external event; continue later with: "
         f"{_chat_command(args, thread)})",
         file=sys.stderr,
     )
     if resumed and state.state.last_ai_message:
         out.write(f"bot> {state.state.last_ai_message}\n")
     from ..nodes.dialogue.start_gate import MAX_CHARS
+    from .delivery import Deliverer, parse_event
 
-    for text in typed_lines(out, max_chars=MAX_CHARS):
-        if text == "/state":
-            out.write(_describe(bot, thread))
-            continue
-        try:
-            reply = bot.send(thread, text)
-        except InvalidResumeInputError as exc:
-            print(f"flowkit: error: {exc.errors[0]['msg'] if exc.errors else exc}", file=sys.stderr)
-            continue
-        out.write(f"bot> {reply.text}\n")
+    def say(text: str) -> None:
+        out.write(f"bot> {text}\n")
         out.flush()
-        if reply.done:
-            break
+
+    # Reminders an action scheduled are said when due, between the person's turns.
+    with Deliverer(bot, thread, say) as deliverer:
+        for text in typed_lines(out, max_chars=MAX_CHARS):
+            if text == "/state":
+                out.write(_describe(bot, thread))
+                continue
+            try:
+                event = parse_event(text)
+                with deliverer.lock:
+                    if event is None:
+                        reply = bot.send(thread, text)
+                    else:  # /event INTENT name=value ...: an external event
+                        reply = bot.trigger(thread, event[0], event[1])
+                    say(reply.text)
+            except (InvalidResumeInputError, DomainError, ValueError) as exc:
+                problem: Any = exc
+                if isinstance(exc, InvalidResumeInputError) and exc.errors:
+                    problem = exc.errors[0]["msg"]
+                elif isinstance(exc, DomainError) and exc.problems:
+                    problem = exc.problems[0]
+                print(f"flowkit: error: {problem}", file=sys.stderr)
+                continue
+            if reply.done:
+                break
     return 0
 
 
@@ -207,6 +243,54 @@ def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
     else:
         out.write(format_results(results))
     return 0 if all(r.passed for r in results) else 1
+
+
+def _check_report_path(path: str | None) -> None:
+    if path is None:
+        return
+    folder = Path(path).parent
+    if not folder.is_dir() or Path(path).is_dir():
+        raise CommandError(
+            f"cannot write the JUnit report to `{path}`: "
+            + ("it is a folder" if Path(path).is_dir() else "its folder does not exist")
+            + "; pass a file path in an existing folder",
+            code=2,
+        )
+
+
+def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    from ..errors import DomainError
+    from .eval import evaluate, format_eval, heldout_path, load_eval, write_eval_junit
+
+    _check_report_path(args.junit)
+    domain = _domain(args.domain)
+    source = args.examples or heldout_path(args.domain)
+    if source is None:
+        raise CommandError(
+            f"`{args.domain}` has no held-back examples (NAME.eval.yaml beside it); write some "
+            "and pass the file after the domain",
+            code=2,
+        )
+    try:
+        if not Path(source).is_file():
+            raise DomainError([f"`{source}` is not a file; pass a held-back example file"])
+        report = evaluate(domain, load_eval(source), llm=_llm(args.llm))
+    except DomainError as exc:
+        raise CommandError("; ".join(exc.problems), code=2) from exc
+    if args.junit is not None:
+        try:
+            write_eval_junit(args.junit, report)
+        except OSError as exc:
+            raise CommandError(
+                f"cannot write the JUnit report to `{args.junit}`: "
+                f"{exc.strerror or type(exc).__name__}",
+                code=2,
+            ) from exc
+    if args.json:
+        out.write(json.dumps(report.to_data(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(format_eval(report))
+    return 0
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:

@@ -10,18 +10,26 @@ A file lists ``conversations``, each with ``turns`` of ``user:`` plus any of ``i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from datetime import time as clock_time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import DomainError, FlowkitError
 from ..foundation._progress import OnProgress
 from ..routing.dialogue import SG
+from ..runner._result import RunResult
 from ..runner._runner import Runner
 from ._models import Domain, parse_timezone
 from .actions import Handler
@@ -49,15 +57,23 @@ def _plain(value: Any) -> Any:
 
 
 class Turn(BaseModel):
-    """One user message and what must hold after the assistant answered it."""
+    """One user message and what must hold after the assistant answered it. Instead of a
+    ``user`` message: ``event`` (an external event's intent, with ``entities``), or ``wait``
+    (seconds the clock moves on; the reminders then due are delivered, and the checks apply
+    to the last of them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    user: str
+    user: str | None = None
+    event: str | None = None
+    entities: dict[str, Any] = {}
+    wait: float | None = Field(None, gt=0, le=366 * 86400)
     intent: str | None = None
     slots: dict[str, Any] | None = None
     missing: list[str] | None = None
-    response: str | None = None
+    response: str | list[str] | None = Field(
+        None, description="the reply's response id; a list: the ids of the turn's replies"
+    )
     mode: str | None = Field(None, description="SLOT_FILLING, STEP_BY_STEP or none")
     next_action: str | None = None
     step: int | None = Field(None, ge=1, description="goal_state.current_step + 1")
@@ -72,6 +88,22 @@ class Turn(BaseModel):
     @classmethod
     def _listed(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_input(self) -> Turn:
+        given = [self.user is not None, self.event is not None, self.wait is not None]
+        if sum(given) != 1:
+            raise ValueError("a turn has one of user: (a message), event: (an intent) or wait:")
+        if self.entities and self.event is None:
+            raise ValueError("entities: come with event:")
+        return self
+
+    @property
+    def shown(self) -> str:
+        """The turn's input as a report shows it."""
+        if self.user is not None:
+            return self.user
+        return f"/{self.event}" if self.event is not None else f"(wait {self.wait:g} s)"
 
 
 class Conversation(BaseModel):
@@ -202,19 +234,44 @@ def run_conversations(
         flow = build_flow(domain, actions=actions, ledger=MemoryLedger())
         today = conversation.today or tests.today
         moment = datetime.combine(today, clock_time(9, 0), tzinfo=tz) if today else None
-        runner: Runner[DialogueState] = Runner(flow, llm=llm, clock=_fixed(moment))
-        results.append(_run_one(domain, runner, f"c{index}", conversation))
+        clock = _Clock(moment)
+        runner: Runner[DialogueState] = Runner(flow, llm=llm, clock=clock)
+        results.append(_run_one(domain, runner, f"c{index}", conversation, clock))
     if on_progress is not None:
         on_progress(len(results), len(results), "done")
     return results
 
 
-def _fixed(moment: datetime | None) -> Callable[[], datetime] | None:
-    return None if moment is None else (lambda: moment)
+class _Clock:
+    """The conversation's clock: fixed at ``today`` 09:00 (or the wall clock), moved on by
+    ``wait:`` turns."""
+
+    def __init__(self, moment: datetime | None) -> None:
+        self.moment = moment
+        self.shift = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return (self.moment or datetime.now(UTC)) + self.shift
+
+
+def _turn(runner: Runner[Any], thread: str, turn: Turn, clock: _Clock) -> RunResult[Any]:
+    if turn.user is not None:
+        return runner.resume(thread, {"text": turn.user}, gate=SG)
+    if turn.event is not None:
+        return runner.resume(thread, {"intent": turn.event, "entities": turn.entities}, gate=SG)
+    clock.shift += timedelta(seconds=turn.wait or 0)
+    fired = [f.result for f in runner.fire_due() if f.thread_id == thread and f.result]
+    if not fired:
+        raise _NothingCameError(f"nothing came after waiting {turn.wait:g} s (no reminder was due)")
+    return fired[-1]
+
+
+class _NothingCameError(Exception):
+    pass
 
 
 def _run_one(
-    domain: Domain, runner: Runner[Any], thread: str, test: Conversation
+    domain: Domain, runner: Runner[Any], thread: str, test: Conversation, clock: _Clock
 ) -> ConversationResult:
     failures: list[tuple[int, str]] = []
     started = time.perf_counter()
@@ -224,12 +281,25 @@ def _run_one(
     secrets = {str(v) for t in test.turns for k, v in (t.slots or {}).items() if k in pii and v}
     for number, turn in enumerate(test.turns, 1):
         try:
-            result = runner.resume(thread, {"text": turn.user}, gate=SG)
+            before = len(result.state.messages) if result is not None else 0
+            result = _turn(runner, thread, turn, clock)
+        except _NothingCameError as exc:
+            failures.append((number, str(exc)))
+            continue
         except FlowkitError as exc:
             failures.append((number, f"{type(exc).__name__}: {exc}"))
             break
         secrets |= {str(v) for k, v in result.state.slots.items() if k in pii and v}
-        failures += [(number, problem) for problem in _check(domain, turn, result.state)]
+        # Each reply's response and those its message carries after it (``then``), once.
+        said = list(
+            dict.fromkeys(
+                rid
+                for m in result.state.messages[before:]
+                if m.role == "assistant" and m.response_id
+                for rid in _with_following(domain, m.response_id)
+            )
+        )
+        failures += [(number, problem) for problem in _check(domain, turn, result.state, said)]
     if result is not None and test.ends is not None and result.done != test.ends:
         failures.append(
             (
@@ -243,12 +313,14 @@ def _run_one(
     edges = frozenset((c.node, c.next) for c in history if c.node is not None)
     langs = frozenset(m.lang for m in history[-1].state.messages if m.role == "user")
     masked = [(n, _mask(text, secrets)) for n, text in failures]
-    inputs = tuple(_mask(t.user, secrets) for t in test.turns)
+    inputs = tuple(_mask(t.shown, secrets) for t in test.turns)
     seconds = time.perf_counter() - started
     return ConversationResult(test.name, masked, len(test.turns), langs, edges, inputs, seconds)
 
 
-def _check(domain: Domain, turn: Turn, state: DialogueState) -> list[str]:
+def _check(domain: Domain, turn: Turn, state: DialogueState, said: list[str]) -> list[str]:
+    """What differs from ``turn``'s expectations; ``said``: the response ids of the replies
+    the turn added (a list of expected responses is checked against them)."""
     found = []
     plan = state.response_plan
 
@@ -256,8 +328,11 @@ def _check(domain: Domain, turn: Turn, state: DialogueState) -> list[str]:
         if expected is not None and expected != actual:
             found.append(f"expected {what} {expected!r}, got {actual!r}")
 
-    expect("intent", turn.intent, state.intent_type)
-    expect("response", turn.response, plan.id if plan else None)
+    expect("intent", turn.intent, _intent_name(domain, turn.intent, state))
+    if isinstance(turn.response, list):
+        expect("responses", turn.response, said)
+    else:
+        expect("response", turn.response, plan.id if plan else None)
     expect("next_action", turn.next_action, state.next_action)
     if turn.mode is not None:
         expect("mode", None if turn.mode.lower() == "none" else turn.mode, state.dialogue_mode)
@@ -275,6 +350,35 @@ def _check(domain: Domain, turn: Turn, state: DialogueState) -> list[str]:
         if text not in (state.final_answer or ""):
             found.append(f"expected the reply to contain {text!r}; it was {state.final_answer!r}")
     return found
+
+
+def _with_following(domain: Domain, response_id: str) -> list[str]:
+    """``response_id`` and the responses its message carries after it (``then``, in order)."""
+    found = [response_id]
+    todo = [response_id]
+    while todo and len(found) < 20:
+        spec = domain.responses.get(todo.pop(0))
+        for rid in spec.then if spec is not None else []:
+            if rid not in found:
+                found.append(rid)
+                todo.append(rid)
+    return found
+
+
+def _intent_name(domain: Domain, expected: str | None, state: DialogueState) -> str | None:
+    """The turn's intent as a test names it: a small-talk intent by its own name when the
+    reply is that intent's response (IR reports small talk as ``SMALL_TALK``)."""
+    spec = domain.intents.get(expected or "")
+    plan = state.response_plan
+    if (
+        state.intent_type == "SMALL_TALK"
+        and spec is not None
+        and spec.kind == "small_talk"
+        and plan is not None
+        and plan.id == spec.response
+    ):
+        return expected
+    return state.intent_type
 
 
 def _mask(text: str, secrets: set[str]) -> str:

@@ -36,6 +36,7 @@ from ._models import (
     SlotSpec,
     Style,
     ValidationSpec,
+    WhenSpec,
     domain_json_schema,
 )
 from ._report import parse_file, problems_of
@@ -58,6 +59,7 @@ __all__ = [
     "SlotSpec",
     "Style",
     "ValidationSpec",
+    "WhenSpec",
     "domain_json_schema",
     "example_names",
     "example_path",

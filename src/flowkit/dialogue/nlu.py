@@ -4,7 +4,8 @@ one interface, ``understand(text, context, llm) -> Understanding``.
 The offline recogniser scores intents and FAQ questions by fuzzy similarity to their examples
 and by keywords, finds entities, and falls back to ``OOS`` under the domain's threshold. The
 LLM recogniser asks for intent, entities and commands (set or correct a slot, cancel) as
-structured output and hands over to the offline recogniser on any ``LLMError``.
+structured output, with few-shot examples drawn from the domain (``fewshot``), and hands over
+to the offline recogniser on any ``LLMError``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ._models import AFFIRM, DENY, INFORM, Domain
 from ._text import best_similarity, keyword_hits, normalize, vocabulary
 from .confirm import bare_yes_no
 from .entities import EntityExtractor, Found, entity_values, is_correction
+from .fewshot import few_shot, few_shot_text
 from .forms import looks_like_question, opens_with_correction
 from .privacy import MASK, mask_text
 from .state import ChatMessage, Entity, JsonScalar
@@ -84,6 +86,8 @@ class OfflineRecognizer:
         # (kind, name) -> (examples, keywords); every language's phrases count for any input.
         self._candidates: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
         for name, intent in domain.intents.items():
+            if intent.external:  # an event's intent is never typed
+                continue
             examples = [self._strip(e) for lang in langs for e in intent.examples.get(lang, [])]
             keywords = [k for lang in langs for k in intent.keywords.get(lang, [])]
             self._candidates[(intent.kind, name)] = (examples, keywords)
@@ -323,6 +327,9 @@ class LLMRecognizer:
             "Use OOS for anything else, and `inform` when the message only gives slot values. "
             f"Dates are YYYY-MM-DD (today is {context.today.isoformat()}); times are HH:MM."
         )
+        shots = few_shot(domain, self.offline.extractor, lang, context.today)
+        if shots:
+            system += f"\nExamples of messages and their answers:\n{few_shot_text(shots)}"
         expects = (
             f"The assistant just asked for slot `{context.expects}`.\n" if context.expects else ""
         )

@@ -42,6 +42,7 @@ def make_services(
     actions: Mapping[str, Handler] | None = None,
     artifacts: Artifacts | None = None,
     ledger: Ledger | None = None,
+    response_seed: int | None = None,
 ) -> Services:
     offline = OfflineRecognizer(domain)
     recognizer: Recognizer = offline
@@ -51,7 +52,7 @@ def make_services(
         domain=domain,
         recognizer=recognizer,
         offline=offline,
-        renderer=Renderer(domain),
+        renderer=Renderer(domain, seed=response_seed),
         handlers=resolve_handlers(domain, actions),
         artifacts=artifacts or MemoryArtifacts(),
         tz=parse_timezone(domain.timezone),

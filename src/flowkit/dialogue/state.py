@@ -20,6 +20,7 @@ __all__ = [
     "ChatMessage",
     "DialogueState",
     "Entity",
+    "Event",
     "GoalState",
     "JsonScalar",
     "NextAction",
@@ -46,9 +47,21 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Event(_Frozen):
+    """An intent that comes from outside the user's typing: an external event (injected
+    through ``Dialogue.trigger``, the API) or a reminder an action scheduled. ``id`` names a
+    scheduled one; ``entities`` are entity (or slot) name -> value, as given."""
+
+    intent: str
+    entities: dict[str, JsonScalar] = {}
+    id: str | None = None
+
+
 class ChatMessage(_Frozen):
     """One utterance. Assistant messages remember the plan they came from and the slot they
-    asked for (``expects``), which is how IR knows what a bare "3 pm" answers."""
+    asked for (``expects``), which is how IR knows what a bare "3 pm" answers. ``event``: on
+    a user message, the external event it carried (instead of text); on an assistant
+    message, the scheduled event (a reminder) it answered, which is then delivered."""
 
     role: Literal["user", "assistant"]
     content: str
@@ -57,6 +70,7 @@ class ChatMessage(_Frozen):
     response_id: str | None = None
     expects: str | None = None
     ts: float | None = None
+    event: Event | None = None
 
 
 class Entity(_Frozen):
@@ -135,10 +149,11 @@ class ResponsePlan(_Frozen):
 
 class TraceEntry(_Frozen):
     """A light execution record (§2.4 ``exec_trace``): slot checks, actions, steps. Holds slot
-    names and codes, never slot values."""
+    names and codes, never slot values; a ``schedule`` entry (an action scheduled an event or
+    cancelled some, see ``flowkit.dialogue.events``) holds the event as the handler gave it."""
 
     node: str
-    kind: Literal["slots", "action", "step"]
+    kind: Literal["slots", "action", "step", "schedule"]
     detail: dict[str, Any] = {}
 
 

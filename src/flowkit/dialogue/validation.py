@@ -65,7 +65,7 @@ def reason_text(domain: Domain, slot: str, code: str, params: dict[str, Any], la
     the rule, else the domain's ``reason_<code>`` response, else the built-in text."""
     own = domain.slots[slot].validation.messages.get(code, {}).get(lang)
     spec = domain.responses.get(f"reason_{code}")
-    template = own or (spec.text.get(lang) if spec else None) or REASONS.get(code, {}).get(lang, "")
+    template = own or (spec.first(lang) if spec else None) or REASONS.get(code, {}).get(lang, "")
     try:
         return template.format(label=slot_label(domain, slot, lang), **params)
     except (KeyError, IndexError, ValueError):

@@ -54,17 +54,24 @@ def build_flow(
     actions: Mapping[str, Handler] | None = None,
     artifacts: Artifacts | None = None,
     ledger: Ledger | None = None,
+    response_seed: int | None = None,
 ) -> Flow:
     """The dialogue flow for ``domain`` (a ``Domain``, its data, a file or an example name).
 
     ``understanding``: ``auto`` uses the runner's LLM for IR when it has one, else the offline
     recogniser; ``offline`` never calls an LLM. ``actions`` overrides handlers by action name;
     ``artifacts`` keeps large action results and ``ledger`` what actions have taken, shared by
-    every conversation of this flow (both default to memory).
+    every conversation of this flow (both default to memory). ``response_seed`` makes the
+    choice among a response's variations repeatable (tests); without it, it is random.
     """
     domain = load_domain(domain)
     services = make_services(
-        domain, understanding=understanding, actions=actions, artifacts=artifacts, ledger=ledger
+        domain,
+        understanding=understanding,
+        actions=actions,
+        artifacts=artifacts,
+        ledger=ledger,
+        response_seed=response_seed,
     )
     return Flow(
         name="dialogue",

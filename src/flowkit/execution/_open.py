@@ -14,7 +14,7 @@ journaled with the record that made them; the rest follow from the position.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -152,7 +152,37 @@ def arrive(
     pauses = None if entry is None else {target: entry}
     if gate.deadline is None:
         return pauses, None
-    return pauses, due_after(runner, gate.deadline)
+    if isinstance(gate.deadline, timedelta):
+        return pauses, due_after(runner, gate.deadline)
+    return pauses, _wake_up(runner, thread_id, target, gate, state)
+
+
+def _wake_up(
+    runner: RunPort, thread_id: str, name: str, gate: Gate, state: BaseModel
+) -> float | None:
+    """When a gate whose ``deadline=`` is a function of the state wakes this thread: the
+    function's answer (an aware ``datetime``, a ``timedelta`` from now, ``None``: no timer)."""
+    assert gate.deadline is not None and not isinstance(gate.deadline, timedelta)
+    try:
+        when = gate.deadline(state)
+    except Exception as exc:
+        raise RunError(
+            f"Thread `{thread_id}`: the deadline= function of gate `{name}` raised "
+            f"{type(exc).__name__}; nothing was saved and the thread is unchanged. Make it "
+            "work for every state that reaches the gate, then try again.",
+            thread_id=thread_id,
+        ) from exc
+    if when is None:
+        return None
+    if isinstance(when, timedelta):
+        return due_after(runner, when)
+    if not isinstance(when, datetime) or when.tzinfo is None:
+        raise RunError(
+            f"Thread `{thread_id}`: the deadline= function of gate `{name}` returned "
+            f"{type(when).__name__}; return an aware datetime, a timedelta or None.",
+            thread_id=thread_id,
+        )
+    return int(when.timestamp() * 1000) / 1000
 
 
 def due_after(runner: RunPort, wait: timedelta) -> float:

@@ -59,7 +59,15 @@ EXTRA_READS: Final[dict[str, dict[str, str]]] = {
         "turn_id": "numbers the turn: the next id follows the last one",
         "messages": "a message without a language (3/14, 15:00) keeps the user's last one",
     },
-    "IR": {"slots": "personal values to mask in the LLM's prompt"},
+    "IR": {
+        "slots": "personal values to mask in the LLM's prompt",
+        "exec_trace": "a due reminder an action scheduled is the turn's intent (events.py)",
+    },
+    "NP": {"exec_trace": "a due reminder's small-talk intent is the one to answer"},
+    "RN": {
+        "messages": "an external event or reminder this turn answers (events.py)",
+        "exec_trace": "the reminder this reply delivers, marked on the message",
+    },
     "SST": {"goal_state": "which goal's slots to track, and whether it started this turn"},
     "SFP": {
         "messages": "the language of the user's turn, to ask in it",

@@ -4,8 +4,10 @@ when its slots are filled or its last step is done.
 The action's call is recorded in ``tool_calls`` (personal slot values masked) and
 ``exec_trace`` (the ``action_history``); its result goes to ``tool_result``, or, when larger
 than the domain's ``result_inline_bytes``, to the artifact store with only ``tool_result_ref``
-kept in the state. A failing handler becomes ``error`` and a failed goal, not a crash; a
-handler's ``ActionRefused`` keeps the goal active with the refusal for GP to explain.
+kept in the state. Events the action schedules (reminders, see ``flowkit.dialogue.events``)
+go to ``exec_trace`` as ``schedule`` entries. A failing handler becomes ``error`` and a
+failed goal, not a crash; a handler's ``ActionRefused`` keeps the goal active with the
+refusal for GP to explain.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue.actions import ActionCall, ActionRefused, as_result
+from ...dialogue.events import schedule_entries
 from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, GoalState, Refusal, ToolCall, TraceEntry
 from ...foundation._logging import mask_text
@@ -92,6 +95,7 @@ def _finish(
     started = time.perf_counter()
     error: NodeError | None = None
     refusal: Refusal | None = None
+    scheduled: list[TraceEntry] = []
     try:
         result = as_result(
             services.handlers[spec.action](
@@ -104,6 +108,7 @@ def _finish(
                 )
             )
         )
+        scheduled = schedule_entries(domain, result, ctx.clock())
     except ActionRefused as exc:
         result = None
         if exc.slot is not None and exc.slot not in spec.slots:
@@ -171,7 +176,7 @@ def _finish(
                 "refusal": refusal,
             }
         ),
-        exec_trace=[*trace, entry],
+        exec_trace=[*trace, entry, *scheduled],
         tool_calls=[call],
         tool_result=inline,
         tool_result_ref=ref,

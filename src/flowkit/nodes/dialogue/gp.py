@@ -66,7 +66,9 @@ def make_gp(services: Services) -> Node:
         elif goal.active and spec is not None and spec.mode == "STEP_BY_STEP":
             response, action = "present_step", "execute_step"
         else:
-            response = "nothing_to_cancel" if goal.command == "cancel" else "no_active_goal"
+            response = {"cancel": "nothing_to_cancel", "deny": "nothing_else"}.get(
+                goal.command or "", "no_active_goal"
+            )
         plan = ResponsePlan(
             id=response,
             by="GP",

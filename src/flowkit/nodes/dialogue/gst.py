@@ -51,7 +51,8 @@ def make_gst(services: Services) -> Node:
             return {"goal_state": started, "dialogue_mode": spec.mode}
         if not goal.active:
             # Nothing runs: GP says there is nothing to cancel, or asks what to do.
-            command = "cancel" if intent == "cancel" else "continue"
+            # (A no with nothing running answers "anything else?": GP closes politely.)
+            command = {"cancel": "cancel", DENY: "deny"}.get(intent, "continue")
             return {"goal_state": GoalState(command=command), "dialogue_mode": None}
         spec = domain.goals[goal.goal or ""]
         if intent == "cancel":

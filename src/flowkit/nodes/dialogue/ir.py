@@ -20,6 +20,9 @@ confirmation confirms, "Do you want to continue?" (``expects == CONTINUE``, afte
 confirmation ("Wait, it's Jane Foo") changes a free-text slot rather than being read as a no,
 and after a no the new value said alone is taken. A value for a slot not yet filled is never
 a correction, even after a "no".
+
+An external event or a due reminder (``flowkit.dialogue.events``) is not recognised: its
+intent and entities are the turn's.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from typing import Any
 from ...definition._node import Context, Node, node
 from ...dialogue._models import AFFIRM, DENY, INFORM, UNCLEAR
 from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
+from ...dialogue.events import current_event, event_understanding
 from ...dialogue.forms import CONTINUE, STOP, is_stop
 from ...dialogue.nlu import TurnContext, Understanding, from_intent, text_change
+from ...dialogue.responses import asked_anything_else
 from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, Entity, JsonScalar
 
@@ -39,8 +44,15 @@ __all__ = ["make_ir"]
 
 
 def make_ir(services: Services) -> Node:
-    @node(reads=["user_text", "messages", "slots"], writes=["intent_type", "entities"])
+    @node(
+        reads=["user_text", "messages", "slots", "exec_trace"], writes=["intent_type", "entities"]
+    )
     def intent_recognition(state: DialogueState, ctx: Context) -> dict[str, Any]:
+        event = current_event(state)
+        if event is not None:  # an external event or a reminder: understood as it comes
+            done = event_understanding(services.domain, event)
+            ctx.log.debug("dialogue_ir", intent_type=done.intent_type, source="event")
+            return {"intent_type": done.intent_type, "entities": done.entities}
         asked = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
         expects = asked.expects if asked is not None else None
         response = asked.response_id if asked is not None else None
@@ -62,6 +74,9 @@ def make_ir(services: Services) -> Node:
             # question what to change after a no.
             declined = expects != CONFIRM and response not in CONFIRM_RESPONSES
             understood = _confirmation(services, text, context, ctx, declined=declined)
+        elif asked_anything_else(services.domain, response) and yes_no(text) is not None:
+            # "Anything else?" after a finished task: a bare yes asks what, a no closes.
+            understood = Understanding(AFFIRM if yes_no(text) == "yes" else DENY, [], 1.0)
         else:
             understood = services.recognizer.understand(text, context, ctx.llm)
             if context.expects in services.domain.slots:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...definition._node import Node, node
+from ...dialogue.events import current_event
 from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, NextAction, ResponsePlan
 
@@ -19,7 +20,7 @@ __all__ = ["make_np"]
 def make_np(services: Services) -> Node:
     domain, offline, renderer = services.domain, services.offline, services.renderer
 
-    @node(reads=["intent_type", "messages"], writes=["next_action", "response_plan"])
+    @node(reads=["intent_type", "messages", "exec_trace"], writes=["next_action", "response_plan"])
     def non_task_policy(state: DialogueState) -> dict[str, Any]:
         text, lang = state.last_user_message, state.lang()
         asked = next((m for m in reversed(state.messages) if m.role == "assistant"), None)
@@ -32,7 +33,8 @@ def make_np(services: Services) -> Node:
             if faq:
                 params["answer"] = domain.text(domain.faq[faq].answer, lang)
         elif state.intent_type == "SMALL_TALK":
-            name, _ = offline.best(text, ("small_talk",))
+            event = current_event(state)
+            name = event.intent if event else offline.best(text, ("small_talk",))[0]
             spec = domain.intents[name] if name else None
             response = spec.response if spec and spec.response else "fallback"
             if spec is not None and spec.ends_conversation:

@@ -11,13 +11,14 @@ from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue.confirm import CONFIRM
+from ...dialogue.events import current_event
 from ...dialogue.forms import CONTINUE
 from ...dialogue.services import Services
 from ...dialogue.state import ChatMessage, DialogueState, ResponsePlan
 
 __all__ = ["make_rn"]
 
-_READS = ["response_plan", "clarifying_question", "goal_state", "slots"]
+_READS = ["response_plan", "clarifying_question", "goal_state", "slots", "messages", "exec_trace"]
 _WRITES = ["final_answer", "messages"]
 #: The question a digression comes back to, by what it asked for.
 _AGAIN = {CONFIRM: "confirm_goal", CONTINUE: "continue_goal"}
@@ -37,8 +38,15 @@ def make_rn(services: Services, *, llm: bool) -> Node:
             question = renderer.render(again, state.goal_state, state.slots, None)
         args = (plan, state.goal_state, state.slots, question)
         text = renderer.generate(ctx.llm, *args) if llm else renderer.render(*args)
+        event = current_event(state)
         reply = ChatMessage(
-            role="assistant", content=text, lang=plan.lang, response_id=plan.id, expects=plan.slot
+            role="assistant",
+            content=text,
+            lang=plan.lang,
+            response_id=plan.id,
+            expects=plan.slot,
+            # The answer to a reminder delivers it (events.py).
+            event=event if event is not None and event.id is not None else None,
         )
         return {"final_answer": text, "messages": [reply]}
 
