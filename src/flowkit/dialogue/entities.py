@@ -92,6 +92,32 @@ _DATE_EN = re.compile(
     r"|(?P<mon2>[a-z]{3})[a-z]*\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?)\b",
     re.I,
 )
+_ORDINAL_UNITS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+                  "ninth")  # fmt: skip
+_ORDINALS: dict[str, int] = {w: i + 1 for i, w in enumerate(_ORDINAL_UNITS)}
+_TEEN_ORDINALS = ("tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth",
+                  "sixteenth", "seventeenth", "eighteenth", "nineteenth")  # fmt: skip
+_ORDINALS.update({w: 10 + i for i, w in enumerate(_TEEN_ORDINALS)})
+_ORDINALS.update({"twentieth": 20, "thirtieth": 30})
+_ORDINALS.update({
+    f"{tens}{sep}{unit}": base + i + 1
+    for tens, base in (("twenty", 20), ("thirty", 30))
+    for sep in ("-", " ", "")
+    for i, unit in enumerate(_ORDINAL_UNITS)
+    if base + i + 1 <= 31
+})  # fmt: skip
+_ORDINAL = "|".join(sorted(map(re.escape, _ORDINALS), key=len, reverse=True))
+#: "the 14th of March", "March the fourteenth", "fourteenth of March", "March 1st".
+_DATE_EN_WORDS = re.compile(
+    r"\b(?:the\s+)?(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?|(?P<o1>" + _ORDINAL + r"))\s+of\s+"
+    r"(?P<mon1>[a-z]{3})[a-z]*\b"
+    r"|\b(?P<mon2>[a-z]{3})[a-z]*\s+(?:the\s+)?(?P<o2>" + _ORDINAL + r")\b",
+    re.I,
+)
+#: 三月十四日, 十二月一日: a month and day in kanji numerals.
+_DATE_JA_KANJI = re.compile(
+    r"(?P<m>[一二三四五六七八九十]{1,3})月(?P<d>[一二三四五六七八九十]{1,3})日"
+)
 _WEEKDAY = re.compile(
     r"\b(?P<next>next\s+)?(?P<en>" + "|".join(_WEEKDAYS_EN) + r")\b"
     r"|(?P<jnext>来週の?)?(?P<ja>[月火水木金土日])曜日?",
@@ -286,6 +312,16 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
         if month in _MONTHS_EN:
             day = int(m["d1"] or m["d2"])
             add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, day, None))
+    for m in _DATE_EN_WORDS.finditer(text):
+        month = (m["mon1"] or m["mon2"])[:3].lower()
+        ordinal = m["o1"] or m["o2"]
+        number = _ORDINALS[ordinal.lower()] if ordinal else int(m["d1"])
+        if month in _MONTHS_EN and not _within(found, m):
+            add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, number, None))
+    for m in _DATE_JA_KANJI.finditer(text):
+        month_number, day_number = kanji_number(m["m"]), kanji_number(m["d"])
+        if month_number and day_number and 1 <= month_number <= 12:
+            add(m, _upcoming(today, month_number, day_number, None))
     for m in _WEEKDAY.finditer(text):
         weekday = _WEEKDAYS_EN.index(m["en"].lower()) if m["en"] else _WEEKDAYS_JA.index(m["ja"])
         ahead = (weekday - today.weekday()) % 7 or 7
@@ -294,6 +330,11 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
             ahead = 7 - today.weekday() + weekday
         add(m, today + timedelta(days=ahead))
     return found
+
+
+def _within(found: list[Found], m: re.Match[str]) -> bool:
+    """Whether ``m`` overlaps a date found already (one date, read by two patterns)."""
+    return any(f.start < m.end() and m.start() < f.end for f in found)
 
 
 def _make_date(year: int, month: int, day: int) -> date | None:
