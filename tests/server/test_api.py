@@ -492,3 +492,13 @@ def test_delete_removes_the_thread_and_refuses_while_it_runs(
 def test_unknown_routes_and_methods_are_problems_too(client: TestClient) -> None:
     problem(client.get("/nothing", headers=AUTH), 404, "not_found")
     problem(client.put("/threads/doc", headers=AUTH), 405, "method_not_allowed")
+
+
+def test_a_wrong_method_is_answered_with_the_methods_the_path_takes(client: TestClient) -> None:
+    def allowed(response: Any) -> set[str]:
+        problem(response, 405, "method_not_allowed")
+        return {method.strip() for method in response.headers["Allow"].split(",")}
+
+    # /threads/{id}: flowkit's GET and DELETE, and the LangGraph client API's PATCH beside them
+    assert allowed(client.put("/threads/doc", headers=AUTH)) == {"GET", "PATCH", "DELETE"}
+    assert allowed(client.post("/flows", headers=AUTH)) == {"GET"}

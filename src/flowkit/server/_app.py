@@ -25,6 +25,7 @@ from ..errors import FlowkitError, ServerConfigError
 from ..foundation._logging import get_logger
 from ._api import router as api_router
 from ._context import Server
+from ._docs import mount_docs
 from ._hub import Hub
 from ._middleware import Guarded
 from ._models import ProblemBody
@@ -142,6 +143,8 @@ def create_app(
         version=__version__,
         description="Threads of flowkit flows: start, inspect, answer gates, follow events.",
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages load their scripts from a CDN; ours are local
+        redoc_url=None,
         responses={
             400: {"model": ProblemBody, "description": "The body cannot be read"},
             401: {"model": ProblemBody, "description": "No or a wrong bearer token"},
@@ -156,6 +159,7 @@ def create_app(
     app.include_router(api_router)
     app.include_router(stream_router)
     app.include_router(page_router)
+    mount_docs(app)  # /docs and /redoc, with their assets served from here
     mount_langgraph(app)  # the LangGraph client API, under /langgraph
 
     if cors_origins:
@@ -281,13 +285,22 @@ def _install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, on_http)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
 def _methods_of(request: Request) -> list[str]:
-    """Every method some route takes on the request's path."""
+    """Every method some route takes on the request's path.
+
+    Each method is tried through the routes' public ``matches``: FastAPI keeps included
+    routers as routes of their own (their routes are not on the app's list), so only asking
+    every route, as it would route the request, finds them all."""
     from starlette.routing import Match
 
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match is not Match.NONE:
-            methods |= getattr(route, "methods", None) or set()
-    return sorted(methods)
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
