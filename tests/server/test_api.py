@@ -502,3 +502,6 @@ def test_a_wrong_method_is_answered_with_the_methods_the_path_takes(client: Test
     # /threads/{id}: flowkit's GET and DELETE, and the LangGraph client API's PATCH beside them
     assert allowed(client.put("/threads/doc", headers=AUTH)) == {"GET", "PATCH", "DELETE"}
     assert allowed(client.post("/flows", headers=AUTH)) == {"GET"}
+    # a path two templates fit is the more specific one's: /threads/search is not a thread
+    assert allowed(client.put("/threads/search", headers=AUTH)) == {"POST"}
+    assert allowed(client.put("/chat/doc", headers=AUTH)) == {"GET"}  # a page (not documented)

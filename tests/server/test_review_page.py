@@ -8,7 +8,6 @@ list arrive live, approves twice, and downloads the validated program. Screensho
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,13 +147,13 @@ def test_nothing_a_thread_holds_is_rendered_as_markup(
 ) -> None:
     evil = "<img src=x onerror=window.__pwned=1><script>window.__pwned=2</script>"
     page = _open_review_thread(live, browser, "x-1", evil)
-    page.locator("details summary").click()  # the state, shown as text
+    page.locator("#state-details summary").click()  # the state, shown as text
     assert evil in page.locator("#state").inner_text()
     assert page.evaluate("window.__pwned") is None
     assert page.locator("main img[src='x']").count() == 0
-    # The generated form answers the gate.
-    page.check("#field-review-approved")
-    page.click("form.gate button[type=submit]")
+    # The generated form answers the gate: its required `approved` is two buttons.
+    assert page.locator("form.gate button.action").all_inner_texts() == ["Approve", "Reject"]
+    page.click("form.gate button.approve")
     page.locator("#status", has_text="done").wait_for(timeout=30_000)
     page.screenshot(path=str(artifacts / "generic-gate-done.png"), full_page=True)
 
@@ -166,13 +165,11 @@ def test_what_a_person_types_survives_the_redraw_when_the_stream_opens(
     # between); a drawing of the version already shown must not rebuild the form under the
     # person's hands (it did: the box came back unchecked and "approve" sent approved=false).
     page = _open_review_thread(live, browser, "typing", "t")
-    page.check("#field-review-approved")
     page.fill("#field-review-feedback", "half a sentence")
     page.locator("#live", has_text="live").wait_for()
     page.wait_for_timeout(1_000)  # the redraw is debounced by 150 ms; give it time to land
-    assert page.is_checked("#field-review-approved")
     assert page.input_value("#field-review-feedback") == "half a sentence"
-    page.click("form.gate button[type=submit]")
+    page.click("form.gate button.approve")
     page.locator("#status", has_text="done").wait_for(timeout=30_000)
 
 
@@ -226,16 +223,15 @@ def test_each_open_pause_shows_its_payload_as_text_beside_its_form(
     pause_live: ThreadServer, browser: Any, artifacts: Path
 ) -> None:
     page = _open_thread(pause_live, browser, "drafts", "draft-1")
-    shown = page.locator("form.gate[data-gate='review'] pre.payload")
-    payload = json.loads(shown.inner_text())
-    assert payload["draft"] == f"Release notes {EVIL} (written)"
-    assert payload["api_key"] == "***"  # masked as the state is
+    shown = page.locator("form.gate[data-gate='review'] .payload")
+    assert shown.locator("dd[data-key='draft']").inner_text() == f"Release notes {EVIL} (written)"
+    assert shown.locator("dd[data-key='api_key']").inner_text() == "***"  # masked as the state is
+    assert shown.locator("dd[data-key='options'] li").all_inner_texts() == ["approve", "reject"]
     assert page.evaluate("window.__pwned") is None
     assert page.locator("main img[src='x']").count() == 0
     assert page.locator("main script").count() == 0
     page.screenshot(path=str(artifacts / "pause-payload.png"), full_page=True)
-    page.check("[id='field-review-approved']")
-    page.click("form.gate[data-gate='review'] button[type=submit]")
+    page.click("form.gate[data-gate='review'] button.approve")
     page.locator("#status", has_text="done").wait_for(timeout=30_000)
 
 
@@ -249,15 +245,15 @@ def test_a_map_that_asks_shows_one_form_per_open_call_and_each_answers_its_own(
         "check[2]",
         "check[4]",
     ]
-    question = page.locator("form.gate[data-gate='check[2]'] pre.payload").inner_text()
-    assert json.loads(question) == {"item": 3, "question": "Is item 3 fine?"}
+    question = page.locator("form.gate[data-gate='check[2]'] .payload")
+    assert question.locator("dd[data-key='question']").inner_text() == "Is item 3 fine?"
+    assert question.locator("dd[data-key='item']").inner_text() == "3"
     page.screenshot(path=str(artifacts / "map-pauses.png"), full_page=True)
-    page.check("[id='field-check[2]-ok']")
-    page.click("form.gate[data-gate='check[2]'] button[type=submit]")
+    page.click("form.gate[data-gate='check[2]'] button.approve")
     page.locator("form.gate[data-gate='check[2]']").wait_for(state="detached", timeout=30_000)
     assert forms.count() == 2
     for call in ("check[0]", "check[4]"):
-        page.click(f"form.gate[data-gate='{call}'] button[type=submit]")
+        page.click(f"form.gate[data-gate='{call}'] button.reject")
         page.locator(f"form.gate[data-gate='{call}']").wait_for(state="detached", timeout=30_000)
     page.locator("#status", has_text="done").wait_for(timeout=30_000)
     state = httpx.get(f"{pause_live.base}/threads/checks-1", headers=AUTH, timeout=30).json()

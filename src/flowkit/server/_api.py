@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ..errors import (
+    ConflictError,
     FlowkitError,
     InvalidListingError,
     InvalidResumeInputError,
@@ -516,6 +517,15 @@ def _prevalidate(runner: Runner[Any], current: RunResult[Any], body: ResumeReque
             thread_id=current.thread_id,
             status=current.status,
             node=current.node,
+        )
+    expected = body.expected_version
+    if expected is not None and expected != current.version:  # a page that is behind
+        raise ConflictError(
+            f"Thread `{current.thread_id}` is at version {current.version}, not {expected}; "
+            "someone moved it first. Reload it and decide again.",
+            thread_id=current.thread_id,
+            expected=expected,
+            actual=current.version,
         )
     if current.status != "waiting" or body.input is None:
         return

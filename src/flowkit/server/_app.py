@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -289,18 +290,41 @@ _METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def _methods_of(request: Request) -> list[str]:
-    """Every method some route takes on the request's path.
+    """The methods the request's path takes.
 
-    Each method is tried through the routes' public ``matches``: FastAPI keeps included
-    routers as routes of their own (their routes are not on the app's list), so only asking
-    every route, as it would route the request, finds them all."""
+    As the API document lists them where it has the path: where templates overlap
+    (``/threads/search`` also fits ``/threads/{thread_id}``), the template with the fewest
+    parameters is the path's. A path the document leaves out (the pages) is asked of every
+    route through its public ``matches``: FastAPI keeps included routers as routes of their
+    own (their routes are not on the app's list), so only asking every route finds them all."""
     from starlette.routing import Match
 
-    routes = request.app.router.routes
+    documented = _documented_methods(request.app, request.url.path)
+    if documented:
+        return documented
+    scope = request.scope
     return [
         method
         for method in _METHODS
-        if any(
-            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
-        )
-    ]
+        if any(route.matches({**scope, "method": method})[0] is Match.FULL
+               for route in request.app.router.routes)
+    ]  # fmt: skip
+
+
+def _documented_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods the API document gives the most specific template ``path`` fits."""
+    templates = getattr(app.state, "flowkit_templates", None)
+    if templates is None:
+        templates = []
+        for template, operations in app.openapi().get("paths", {}).items():
+            names = re.findall(r"\{[^}/]+\}", template)
+            parts = re.split(r"\{[^}/]+\}", template)
+            pattern = re.compile("[^/]+".join(map(re.escape, parts)) + "$")
+            methods = [m.upper() for m in operations if m.upper() in _METHODS]
+            templates.append((pattern, len(names), methods))
+        app.state.flowkit_templates = templates
+    fitting = [(params, methods) for pattern, params, methods in templates if pattern.match(path)]
+    if not fitting:
+        return []
+    least = min(params for params, _ in fitting)
+    return [m for m in _METHODS if any(m in ms for params, ms in fitting if params == least)]
