@@ -124,7 +124,9 @@ class JsonFileStore(JsonFileReader, IndexedListing):
 
     def _committing(self, thread_id: str) -> threading.Lock:
         """The lock a commit to ``thread_id`` holds from start to end, syncs included."""
-        return self._stripes[hash(thread_id) % _STRIPES]
+        # CRC-32, not hash(): the same stripes in every process, so which commits share one
+        # is reproducible (str hashes change with each interpreter's seed).
+        return self._stripes[zlib.crc32(thread_id.encode()) % _STRIPES]
 
     @contextmanager
     def _unguarded(self) -> Iterator[None]:
