@@ -502,3 +502,27 @@ def test_stream_tasks_start_and_end_each_node_run(client: Any) -> None:
     failed = list(client.runs.stream(None, "jobs", input={"fail": True}, stream_mode="tasks"))
     run, error = [p.data for p in failed if p.event == "tasks"]
     assert (run["name"], error["id"], error["error"]) == ("run", run["id"], "RuntimeError")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"metadata": {"k": "\\ud800"}}',
+        '{"metadata": {"a": NaN}}',
+        '{"metadata": {"\\udfff": 1}}',
+        '{"metadata": {"a": [1, Infinity]}}',
+    ],
+    ids=["lone surrogate", "NaN", "surrogate key", "Infinity"],
+)
+def test_metadata_json_cannot_give_back_is_a_422_and_nothing_is_kept(base: str, body: str) -> None:
+    key = {"X-Api-Key": TOKEN, "Content-Type": "application/json"}
+    made = httpx.post(f"{base}/langgraph/threads", content=body, headers=key)
+    assert made.status_code == 422, made.text
+    assert made.headers["content-type"].startswith("application/problem+json")
+    listed = httpx.post(f"{base}/langgraph/threads/search", json={"limit": 1000}, headers=key)
+    assert listed.status_code == 200, listed.text  # nothing kept that breaks a later answer
+    run = '{"assistant_id": "review", "input": {"topic": "x"}, "metadata": ' + body[13:]
+    answered = httpx.post(f"{base}/langgraph/runs/wait", content=run, headers=key)
+    assert answered.status_code == 422, answered.text
+    runs = httpx.post(f"{base}/langgraph/runs/wait", json={"assistant_id": "review"}, headers=key)
+    assert runs.status_code == 200, runs.text

@@ -7,9 +7,10 @@ and refused with a clear problem when given (``unsupported``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import math
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from .._models import THREAD_ID_PATTERN, Flag
 from .._problems import Problem
@@ -40,6 +41,42 @@ def _not_a_flag(value: Any) -> Any:
 Whole = Annotated[int, BeforeValidator(_not_a_flag)]
 
 
+def _unstorable(value: Any) -> str | None:
+    """Why ``value`` cannot be kept and sent back as JSON (``None``: it can): a number JSON
+    has no form for (NaN, Infinity) or text that is not Unicode (a lone surrogate)."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return "NaN and Infinity are not JSON numbers; send a number"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a lone surrogate (\\ud800-\\udfff) is not text; send UTF-8 text"
+        elif isinstance(item, dict):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)
+    return None
+
+
+class _Body(BaseModel):
+    """A request body: unknown fields ignored, and nothing kept that JSON cannot give back
+    (metadata and values are stored and answered later: a 422 now, not a 500 then)."""
+
+    model_config = _LOOSE
+
+    @model_validator(mode="after")
+    def _storable(self) -> Self:
+        for name, value in self.__dict__.items():
+            why = _unstorable(value)
+            if why is not None:
+                raise ValueError(f"`{name}`: {why}")
+        return self
+
+
 def unsupported(feature: str, hint: str = "") -> Problem:
     """The answer to a LangGraph feature flowkit does not serve (docs/server.md lists them)."""
     return Problem(
@@ -51,8 +88,7 @@ def unsupported(feature: str, hint: str = "") -> Problem:
     )
 
 
-class AssistantSearch(BaseModel):
-    model_config = _LOOSE
+class AssistantSearch(_Body):
     metadata: dict[str, Any] | None = None
     graph_id: str | None = Field(default=None, max_length=200)
     name: str | None = Field(default=None, max_length=200)
@@ -60,8 +96,7 @@ class AssistantSearch(BaseModel):
     offset: Whole = Field(default=0, ge=0, le=1_000_000)
 
 
-class ThreadCreate(BaseModel):
-    model_config = _LOOSE
+class ThreadCreate(_Body):
     thread_id: str | None = Field(default=None, pattern=THREAD_ID_PATTERN, max_length=128)
     metadata: dict[str, Any] | None = None
     if_exists: Literal["raise", "do_nothing"] | None = None
@@ -70,13 +105,11 @@ class ThreadCreate(BaseModel):
     ttl: Any = None
 
 
-class ThreadPatch(BaseModel):
-    model_config = _LOOSE
+class ThreadPatch(_Body):
     metadata: dict[str, Any] | None = None
 
 
-class ThreadSearch(BaseModel):
-    model_config = _LOOSE
+class ThreadSearch(_Body):
     metadata: dict[str, Any] | None = None
     values: dict[str, Any] | None = None
     ids: list[Annotated[str, Field(pattern=THREAD_ID_PATTERN, max_length=128)]] | None = Field(
@@ -87,32 +120,28 @@ class ThreadSearch(BaseModel):
     offset: Whole = Field(default=0, ge=0, le=1_000_000)
 
 
-class UpdateStateBody(BaseModel):
-    model_config = _LOOSE
+class UpdateStateBody(_Body):
     values: dict[str, Any] | list[Any] | None = None
     as_node: str | None = Field(default=None, max_length=200)
     checkpoint: dict[str, Any] | None = None
     checkpoint_id: str | None = Field(default=None, max_length=40)
 
 
-class StateCheckpointRequest(BaseModel):
-    model_config = _LOOSE
+class StateCheckpointRequest(_Body):
     checkpoint: dict[str, Any]
     subgraphs: Flag = False
 
 
-class HistoryRequest(BaseModel):
-    model_config = _LOOSE
+class HistoryRequest(_Body):
     limit: Whole = Field(default=10, ge=1, le=1000)
     before: str | dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
 
 
-class RunCreate(BaseModel):
+class RunCreate(_Body):
     """``runs.create``, ``runs.wait`` and ``runs.stream``."""
 
-    model_config = _LOOSE
     assistant_id: str = Field(max_length=200)
     input: Any = None
     command: dict[str, Any] | None = None
