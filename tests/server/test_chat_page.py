@@ -308,6 +308,12 @@ def test_the_chat_page_is_served_with_a_strict_policy(live: ThreadServer, path: 
     assert "http://" not in page.text and "https://" not in page.text  # nothing from elsewhere
 
 
+def test_a_chat_of_a_flow_the_server_does_not_run_is_a_404(live: ThreadServer) -> None:
+    page = httpx.get(live.base + "/chat?flow=bogus", timeout=30)
+    assert page.status_code == 404
+    assert page.json()["code"] == "flow_not_served"
+
+
 @pytest.mark.parametrize(
     ("name", "media"), [("chat.js", "text/javascript"), ("chat.css", "text/css")]
 )

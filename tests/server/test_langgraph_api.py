@@ -288,6 +288,12 @@ def test_state_history_update_and_time_travel(client: Any) -> None:
     assert history[0]["checkpoint"] == latest["checkpoint"]
     older = client.threads.get_history(thread_id, limit=2, before=history[1]["checkpoint"])
     assert [h["checkpoint"] for h in older] == [h["checkpoint"] for h in history[2:4]]
+    config = {"configurable": {"checkpoint_id": history[1]["checkpoint"]["checkpoint_id"]}}
+    same = client.threads.get_history(thread_id, limit=2, before=config)  # type: ignore[arg-type]
+    assert [h["checkpoint"] for h in same] == [h["checkpoint"] for h in older]
+    with pytest.raises(sdk_errors.UnprocessableEntityError) as nameless:
+        client.threads.get_history(thread_id, before={"configurable": {"checkpoint_id": None}})  # type: ignore[arg-type, typeddict-item]
+    _status_error(nameless, 422, "invalid_request")
     first_draft = next(h for h in reversed(history) if h["values"]["revision"] == 1)
     past = client.threads.get_state(
         thread_id, checkpoint_id=first_draft["checkpoint"]["checkpoint_id"]

@@ -59,8 +59,11 @@ def review_page() -> Response:
 
 
 @router.get("/chat", include_in_schema=False)
-def new_chat_page() -> Response:
-    """The chat page starting a conversation of the flow its ``?flow=`` names."""
+def new_chat_page(request: Request, flow: str | None = None) -> Response:
+    """The chat page starting a conversation of the flow its ``?flow=`` names (a 404 for a
+    flow this server does not run)."""
+    if flow is not None:
+        server_of(request).served.runner(flow[:200])
     return _page("chat.html")
 
 

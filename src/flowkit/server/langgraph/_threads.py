@@ -242,6 +242,25 @@ def _state_at(
     return history_state_json(server, runner, page[-1], principal)
 
 
+def _checkpoint_id(before: str | dict[str, Any] | None) -> str | None:
+    """The checkpoint id a ``before`` names: the id itself, a checkpoint (``checkpoint_id``)
+    or a config (``configurable.checkpoint_id``); a mapping naming none is a 422."""
+    if before is None or isinstance(before, str):
+        return before
+    configurable = before.get("configurable")
+    found = before.get("checkpoint_id")
+    if found is None and isinstance(configurable, dict):
+        found = configurable.get("checkpoint_id")
+    if not isinstance(found, str):
+        raise Problem(
+            422,
+            "invalid_request",
+            "`before` names no checkpoint: send a checkpoint id, or a checkpoint or config "
+            "with `checkpoint_id`.",
+        )
+    return found
+
+
 def _version(checkpoint_id: str | None) -> int | None:
     if checkpoint_id is None or checkpoint_id == "":
         return None
@@ -329,10 +348,7 @@ def get_history(
     if opened is None:
         return []
     runner, _ = opened
-    before = body.before
-    if isinstance(before, dict):
-        before = before.get("checkpoint_id")
-    version = _version(str(before) if before is not None else None)
+    version = _version(_checkpoint_id(body.before))
     if version is not None and version <= 0:
         return []
     page = runner.history(thread_id, limit=body.limit, before=version)
