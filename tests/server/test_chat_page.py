@@ -12,7 +12,6 @@ Screenshots go to ``$FLOWKIT_TEST_ARTIFACTS`` (default: a temporary folder); wit
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,6 @@ from typing import Annotated, Any
 
 import httpx
 import pytest
-from _external import require
 from _live import ThreadServer
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
@@ -36,7 +34,6 @@ from flowkit.server import create_app
 from flowkit.stores import JsonFileStore, MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = os.environ.get("FLOWKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 VIEWPORT = {"width": 900, "height": 600}
 
 # -- the flows: the shipped three-character table and dialogue domain, and a streaming echo --
@@ -128,17 +125,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """Debian's headless Chromium under Playwright, once for the module."""
-    require(Path(CHROMIUM).is_file(), f"Chromium at {CHROMIUM} (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
+def chromium(_chromium: Any) -> Any:
+    """Debian's headless Chromium under Playwright, once for the module (conftest's)."""
+    return _chromium
 
 
 @pytest.fixture
