@@ -30,10 +30,12 @@ def test_the_page_is_static_strict_and_has_no_inline_script(client: TestClient) 
     policy = page.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     assert "<script>" not in page.text and 'src="/static/app.js"' in page.text
-    script = client.get("/static/app.js")
-    assert script.headers["content-type"].startswith("text/javascript")
-    assert ".innerHTML" not in script.text and "insertAdjacentHTML" not in script.text
-    assert "eval(" not in script.text and "http" not in script.text.replace("http_", "")
+    assert 'src="/static/common.js"' in page.text  # its helpers, shared with the chat page
+    for name in ("common.js", "app.js"):
+        script = client.get(f"/static/{name}")
+        assert script.headers["content-type"].startswith("text/javascript")
+        assert ".innerHTML" not in script.text and "insertAdjacentHTML" not in script.text
+        assert "eval(" not in script.text and "http" not in script.text.replace("http_", "")
     assert client.get("/static/app.css").status_code == 200
     problem(client.get("/static/passwd"), 404, "not_found")
     problem(client.get("/static/..%2f..%2fpyproject.toml"), 404, "not_found")

@@ -26,6 +26,7 @@ router = APIRouter()
 
 _STATIC = {
     "app.js": "text/javascript; charset=utf-8",
+    "common.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "chat.js": "text/javascript; charset=utf-8",
     "chat.css": "text/css; charset=utf-8",

@@ -6,7 +6,6 @@
 // never as markup.
 "use strict";
 
-const TOKEN_KEY = "flowkit-token"; // shared with the review page (same tab, same origin)
 const notice = document.getElementById("notice");
 const liveBadge = document.getElementById("live");
 const title = document.getElementById("title");
@@ -19,42 +18,6 @@ const sendButton = document.getElementById("send");
 const startSection = document.getElementById("start");
 
 // -- small helpers -------------------------------------------------------------------------
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined || value === false) continue;
-    if (key === "text") node.textContent = String(value);
-    else if (key === "on") for (const [ev, fn] of Object.entries(value)) node.addEventListener(ev, fn);
-    else node.setAttribute(key, value === true ? "" : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
-
-function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
-
-class Problem extends Error {
-  constructor(body, status) {
-    super((body && body.detail) || "HTTP " + status);
-    this.status = status;
-    this.code = (body && body.code) || "http_" + status;
-  }
-}
-
-async function api(path, options) {
-  const opts = Object.assign({}, options || {});
-  opts.headers = opts.body ? { "Content-Type": "application/json" } : {};
-  if (token()) opts.headers["Authorization"] = "Bearer " + token();
-  const response = await fetch(path, opts);
-  const type = response.headers.get("content-type") || "";
-  const body = type.includes("json") ? await response.json() : null;
-  if (!response.ok) throw new Problem(body, response.status);
-  return body;
-}
 
 function say(message, kind) {
   notice.hidden = !message;
