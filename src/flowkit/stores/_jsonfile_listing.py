@@ -3,54 +3,22 @@ from its thread index (``_thread_index``) instead of its journals."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
-
 from ..foundation._progress import OnProgress
-from ._listing import DEFAULT_LIMIT, ThreadPage, thread_query
+from ._listing import QueriedListing, ThreadPage, ThreadQuery
 from ._thread_index import JsonThreadIndex
 
 __all__ = ["IndexedListing"]
 
 
-class IndexedListing:
+class IndexedListing(QueriedListing):
     """Mixed into ``JsonFileStore``: listings from its ``_index``."""
 
     _index: JsonThreadIndex
 
-    def list_threads(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        flow: str | None = None,
-        updated_before: float | datetime | None = None,
-        updated_after: float | datetime | None = None,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        order: str = "updated",
-    ) -> ThreadPage:
-        query = thread_query(
-            status=status,
-            flow=flow,
-            updated_before=updated_before,
-            updated_after=updated_after,
-            limit=limit,
-            cursor=cursor,
-            order=order,
-        )
+    def _page(self, query: ThreadQuery) -> ThreadPage:
         return self._index.page(query)
 
-    def count_threads(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        flow: str | None = None,
-        updated_before: float | datetime | None = None,
-        updated_after: float | datetime | None = None,
-    ) -> int:
-        query = thread_query(
-            status=status, flow=flow, updated_before=updated_before, updated_after=updated_after
-        )
+    def _count(self, query: ThreadQuery) -> int:
         return self._index.count(query)
 
     def reindex(self, *, on_progress: OnProgress | None = None) -> int:

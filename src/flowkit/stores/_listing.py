@@ -29,6 +29,7 @@ __all__ = [
     "STATUSES",
     "UNREADABLE",
     "Order",
+    "QueriedListing",
     "ThreadPage",
     "ThreadQuery",
     "ThreadSummary",
@@ -246,3 +247,49 @@ def _is_key(key: object, size: int) -> bool:
         and not isinstance(updated, bool)
         and math.isfinite(updated)
     )
+
+
+class QueriedListing:
+    """``list_threads`` and ``count_threads`` for a store: the arguments checked into a
+    ``ThreadQuery`` once, here; the store answers ``_page`` and ``_count``."""
+
+    def list_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = None,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        order: str = "updated",
+    ) -> ThreadPage:
+        query = thread_query(
+            status=status,
+            flow=flow,
+            updated_before=updated_before,
+            updated_after=updated_after,
+            limit=limit,
+            cursor=cursor,
+            order=order,
+        )
+        return self._page(query)
+
+    def count_threads(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        flow: str | None = None,
+        updated_before: float | datetime | None = None,
+        updated_after: float | datetime | None = None,
+    ) -> int:
+        query = thread_query(
+            status=status, flow=flow, updated_before=updated_before, updated_after=updated_after
+        )
+        return self._count(query)
+
+    def _page(self, query: ThreadQuery) -> ThreadPage:
+        raise NotImplementedError
+
+    def _count(self, query: ThreadQuery) -> int:
+        raise NotImplementedError

@@ -9,15 +9,14 @@ record, already in memory, is where its thread stands.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
 from ..records._records import Snapshot, StartRecord
 from ._ids import check_thread_id
-from ._listing import DEFAULT_LIMIT, ThreadPage, ThreadSummary, page_of, thread_query
+from ._listing import QueriedListing, ThreadPage, ThreadQuery, ThreadSummary, page_of
 from ._protocol import (
     AnyRecord,
     DueTimer,
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(QueriedListing):
     """Keeps records in memory. Safe to share between threads of one process."""
 
     def __init__(self) -> None:
@@ -165,39 +164,10 @@ class MemoryStore:
                 del self._snapshots[thread_id]
             return dropped
 
-    def list_threads(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        flow: str | None = None,
-        updated_before: float | datetime | None = None,
-        updated_after: float | datetime | None = None,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        order: str = "updated",
-    ) -> ThreadPage:
-        query = thread_query(
-            status=status,
-            flow=flow,
-            updated_before=updated_before,
-            updated_after=updated_after,
-            limit=limit,
-            cursor=cursor,
-            order=order,
-        )
+    def _page(self, query: ThreadQuery) -> ThreadPage:
         return page_of(self._summaries(), query)
 
-    def count_threads(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        flow: str | None = None,
-        updated_before: float | datetime | None = None,
-        updated_after: float | datetime | None = None,
-    ) -> int:
-        query = thread_query(
-            status=status, flow=flow, updated_before=updated_before, updated_after=updated_after
-        )
+    def _count(self, query: ThreadQuery) -> int:
         return sum(1 for summary in self._summaries() if query.selects(summary))
 
     def _summaries(self) -> list[ThreadSummary]:

@@ -11,13 +11,11 @@ epoch, so a cursor's key compares exactly with the column it came from.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import datetime
 from typing import Any
 
-from .._listing import DEFAULT_LIMIT, ThreadPage, ThreadQuery, ThreadSummary, page_from
-from .._listing import thread_query as check_query
+from .._listing import QueriedListing, ThreadPage, ThreadQuery, ThreadSummary, page_from
 from ._pool import retried
 
 __all__ = ["PostgresListing"]
@@ -30,33 +28,14 @@ _COLUMNS = (
 _AT = "'epoch'::timestamptz + %s * interval '1 microsecond'"
 
 
-class PostgresListing:
+class PostgresListing(QueriedListing):
     """Mixed into ``PostgresStore``: ``list_threads`` and ``count_threads`` as queries."""
 
     schema: str
     #: The host store's connection for ``thread_id``, as ``PostgresStore._conn``.
     _conn: Callable[..., AbstractContextManager[Any]]
 
-    def list_threads(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        flow: str | None = None,
-        updated_before: float | datetime | None = None,
-        updated_after: float | datetime | None = None,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        order: str = "updated",
-    ) -> ThreadPage:
-        query = check_query(
-            status=status,
-            flow=flow,
-            updated_before=updated_before,
-            updated_after=updated_after,
-            limit=limit,
-            cursor=cursor,
-            order=order,
-        )
+    def _page(self, query: ThreadQuery) -> ThreadPage:
         where, params = _where(query, keyset=True)
         sort = "thread_id" if query.order == "id" else "updated_at DESC, thread_id"
         sql = (
@@ -66,17 +45,7 @@ class PostgresListing:
         rows = retried(self._conn, None, lambda c: c.execute(sql.encode(), params).fetchall())
         return page_from([_summary(row) for row in rows], query)
 
-    def count_threads(
-        self,
-        *,
-        status: str | Iterable[str] | None = None,
-        flow: str | None = None,
-        updated_before: float | datetime | None = None,
-        updated_after: float | datetime | None = None,
-    ) -> int:
-        query = check_query(
-            status=status, flow=flow, updated_before=updated_before, updated_after=updated_after
-        )
+    def _count(self, query: ThreadQuery) -> int:
         where, params = _where(query, keyset=False)
         sql = f"SELECT count(*) FROM {self.schema}.threads{where}".encode()
         row = retried(self._conn, None, lambda c: c.execute(sql, params).fetchone())
