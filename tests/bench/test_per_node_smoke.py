@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _bench_run import bench_json
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_per_node_bench_reports_the_durable_figure_beside_its_floor(tmp_path: Path) -> None:
-    script = str(ROOT / "bench" / "_per_node.py")
-    run = subprocess.run(
-        [sys.executable, script, "--quick", "--json", "--dir", str(tmp_path)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    figures = json.loads(run.stdout)
+    figures = bench_json("_per_node.py", "--quick", "--json", "--dir", str(tmp_path))
     for name in (
         "per_node.durable_us",
         "per_node.floor_us",
