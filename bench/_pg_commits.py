@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -27,11 +26,11 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from postgres import SERVER, scratch_database
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Route, RouteTable, Runner, when
 
-SERVER = os.environ.get("FLOWKIT_PG_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
 STEPS = 10
 
 
@@ -54,24 +53,6 @@ FLOW = Flow(
         )
     },
 )
-
-
-@contextmanager
-def _scratch_database() -> Iterator[str]:
-    import psycopg
-
-    from flowkit.stores.postgres import migrate
-
-    name = f"flowkit_bench_{os.urandom(4).hex()}"
-    with psycopg.connect(SERVER, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = urlsplit(SERVER)._replace(path=f"/{name}").geturl()
-    try:
-        migrate(url)
-        yield url
-    finally:
-        with psycopg.connect(SERVER, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _commits(url: str) -> int:
@@ -149,7 +130,7 @@ def measure(quick: bool) -> dict[str, Any]:
             conn.execute("SELECT 1")
     except Exception as exc:
         return {"skipped": f"no PostgreSQL at {SERVER}: {str(exc).strip()[:120]}"}
-    with _scratch_database() as url:
+    with scratch_database() as url:
         per_thread(url, 5, "warm")  # imports, prepared statements, first pages
         figures = per_thread(url, 20 if quick else 200, "t")
         return {f"pg.{k}": v for k, v in figures.items()}
