@@ -29,6 +29,7 @@ from typing import Annotated, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import filesystem_of, scratch_dir
+from _flows import quiet_logging
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Map, Runner, append
@@ -161,12 +162,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--dir", default=".", help="where scratch stores go (default: .)")
     args = parser.parse_args()
-    import logging
-
-    import structlog
-
-    # The bench is about figures (stdout: the report), not the engine's log lines.
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    quiet_logging()  # the bench is about figures, not the engine's log lines
     figures = measure(args.quick, base=Path(args.dir))
     print(json.dumps(figures, indent=2) if args.json else report(figures))
     return 0
