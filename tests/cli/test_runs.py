@@ -92,6 +92,22 @@ def test_fork_update_state_and_delete(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 1 and "Thread `b` does not exist" in err
 
 
+def test_resume_with_actor_names_who_answered_in_the_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = str(tmp_path)
+    assert run(capsys, "start", "review", "a", "--store", store)[0] == 0
+    code, _, _ = run(capsys, "resume", "a", "--input", '{"approved": false}', "--actor", "rita",
+                     "--store", store)  # fmt: skip
+    assert code == 0
+    assert run(capsys, "resume", "a", "--input", '{"approved": true}', "--store", store)[0] == 0
+    code, out, _ = run(capsys, "history", "a", "--store", store, "--json")
+    answers = [r.get("actor") for r in json.loads(out) if r["kind"] == "input"]
+    assert answers == ["rita", None]
+    code, out, _ = run(capsys, "history", "a", "--store", store)
+    assert "review (rita)" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -3,7 +3,8 @@ Chromium, driven by Playwright): a pause's payload rendered for people, approved
 rejected with explicit buttons, what changed since the last round; a page that is behind
 gets "this moved since you looked"; a failed thread has its state edited, is retried, and a
 checkpoint is forked; a thread is started from the page; two users with different roles see
-and may do different things.
+and may do different things; the timers due (a passed deadline, a node asleep, one due soon)
+are listed with where and when.
 
 One server for the module (users from a users file, roles admin / reviewer / reader). With
 ``FLOWKIT_UPDATE_DOCS_IMG=1`` the screenshots docs/server.md shows are written to docs/img/.
@@ -12,7 +13,9 @@ One server for the module (users from a users file, roles admin / reviewer / rea
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +26,7 @@ from pydantic import BaseModel, Field
 from serve_common import TOKEN
 from serve_flows import chat
 
-from flowkit import END, Flow, Gate, Route, RouteTable, node, when
+from flowkit import END, Context, Flow, Gate, Route, RouteTable, node, when
 from flowkit.foundation._token_hash import hash_token
 from flowkit.server import create_app, load_users
 from flowkit.stores import JsonFileStore
@@ -101,6 +104,48 @@ jobs = Flow(
     routes={"work": END},
 )
 
+
+# Follow-ups: a gate whose deadline the state decides (a passed one is due at once), and
+# invoices whose reminder node sleeps until a time.
+
+
+class FollowUp(BaseModel):
+    customer: str = ""
+    remind_at: datetime | None = None
+    replied: bool = False
+    chased: bool = False
+
+
+class Reply(BaseModel):
+    replied: bool
+
+
+def _chase(state: FollowUp) -> dict[str, Any]:
+    return {"chased": True}
+
+
+@node(writes=["chased"])
+def _sleep(state: FollowUp, ctx: Context) -> None:
+    assert state.remind_at is not None
+    ctx.sleep_until(state.remind_at)
+
+
+followups = Flow(
+    name="followups",
+    state=FollowUp,
+    start="reply",
+    nodes={"chase": _chase},
+    gates={"reply": Gate(Reply, deadline=lambda s: s.remind_at, on_timeout="chase")},
+    routes={"reply": END, "chase": END},
+)
+invoices = Flow(
+    name="invoices",
+    state=FollowUp,
+    start="remind",
+    nodes={"remind": _sleep},
+    routes={"remind": END},
+)
+
 # -- the server: users with roles ----------------------------------------------------------------
 
 PEOPLE = {
@@ -128,9 +173,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
     )
     users.chmod(0o600)
     store = JsonFileStore(folder / "store", fsync=False)
+    # No timer loop: timers stay due for the inbox to list (workers would fire them).
     app = create_app(
-        [articles, jobs, chat], store=store, token=TOKEN, authenticate=load_users(users)
-    )
+        [articles, jobs, chat, followups, invoices], store=store, token=TOKEN,
+        authenticate=load_users(users), timer_poll_s=None,
+    )  # fmt: skip
     with ThreadServer(app) as server:
         yield server
 
@@ -228,6 +275,7 @@ def test_a_pause_is_shown_for_people_rejected_then_approved(
     page.locator("#status", has_text="done").wait_for(timeout=30_000)
     page.locator("#history li strong", has_text="input").first.wait_for()
     assert page.locator("#history li strong", has_text="input").count() == 2
+    assert page.locator("#history .actor", has_text="answered by ada").count() == 2
     assert page.errors == []
 
 
@@ -379,3 +427,55 @@ def test_an_answer_run_on_in_the_background_is_refused_at_once_when_behind(
         timeout=30,
     )
     assert fresh.status_code == 202, fresh.text
+
+
+# -- timers due: a passed deadline, a node asleep, one due soon ----------------------------------
+
+
+def test_timers_due_are_listed_with_where_and_when(
+    live: ThreadServer, browser: Any, artifacts: Path
+) -> None:
+    now = datetime.now(UTC)
+    for flow, thread_id, customer, at in [
+        ("followups", "chase-acme", "Acme", -timedelta(hours=2, minutes=1)),
+        ("invoices", "invoice-17", "Globex", -timedelta(minutes=6)),
+        ("followups", "chase-initech", "Initech", timedelta(minutes=21)),
+        ("followups", "chase-later", "Umbrella", timedelta(days=3)),
+    ]:
+        start(live, flow, thread_id, customer=customer, remind_at=(now + at).isoformat())
+    page = open_page(live, browser, "rae")  # a reader sees them too
+    passed = page.locator("#timers tr[data-thread='chase-acme']")
+    passed.wait_for()
+    # Earliest first, passed or within the hour (the default): three days ahead is not near.
+    rows = page.locator("#timers tbody tr").all()
+    listed = [row.get_attribute("data-thread") for row in rows]
+    assert listed == ["chase-acme", "invoice-17", "chase-initech"]
+    assert passed.locator("td").nth(1).inner_text() == "followups"
+    assert passed.locator("td").nth(2).inner_text() == "deadline of gate reply"
+    assert passed.locator("td.overdue").inner_text().startswith("overdue by 2 hours (")
+    asleep = page.locator("#timers tr[data-thread='invoice-17']")
+    assert asleep.locator("td").nth(2).inner_text() == "wake-up of node remind"
+    assert asleep.locator("td.overdue").inner_text().startswith("overdue by 6 minutes")
+    soon = page.locator("#timers tr[data-thread='chase-initech'] td.due").inner_text()
+    assert re.match(r"due in (20|21) minutes \(", soon), soon
+    shot(page, "timers", artifacts, at="#timers-due")
+
+    page.select_option("#filter-due", "0")  # passed ones only
+    page.locator("#timers tr[data-thread='chase-initech']").wait_for(state="detached")
+    assert page.locator("#timers tbody tr").count() == 2
+    page.select_option("#filter-flow", "invoices")
+    page.locator("#timers tr[data-thread='chase-acme']").wait_for(state="detached")
+    page.select_option("#filter-flow", "")
+    page.click("#timers a:text('chase-acme')")  # to the thread: it waits at the gate
+    page.locator("h1", has_text="chase-acme").wait_for()
+    answered = httpx.post(
+        f"{live.base}/threads/chase-acme/resume",
+        json={"input": {"replied": True}},
+        headers=auth("ada"),
+        timeout=30,
+    )
+    assert answered.json()["status"] == "done"
+    page.goto(live.base + "/#/")
+    page.locator("#timers tr[data-thread='invoice-17']").wait_for()
+    assert page.locator("#timers tr[data-thread='chase-acme']").count() == 0  # answered: gone
+    assert page.errors == []

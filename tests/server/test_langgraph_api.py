@@ -18,6 +18,8 @@ from _external import require
 from _live import free_port, serve_command
 from serve_common import TOKEN
 
+from flowkit.server.langgraph._registry import Registry, RunInfo, RunStatus
+
 try:
     import langgraph_sdk
     from langgraph_sdk import errors as sdk_errors
@@ -304,17 +306,187 @@ def test_state_history_update_and_time_travel(client: Any) -> None:
     assert int(patched["checkpoint"]["checkpoint_id"]) == versions[0] + 1
     assert client.threads.get_state(thread_id)["values"]["topic"] == "dogs"
     assert client.threads.get_history(thread_id, limit=1)[0]["metadata"]["source"] == "patch"
-    with pytest.raises(sdk_errors.InternalServerError) as earlier:
-        client.threads.update_state(
-            thread_id, {"topic": "owls"}, checkpoint_id=first_draft["checkpoint"]["checkpoint_id"]
-        )
-    _status_error(earlier, 501, "langgraph_unsupported")
+    unchanged = client.threads.update_state(thread_id, None)  # nothing to change: no record
+    assert unchanged["checkpoint"] == patched["checkpoint"]
+    assert len(client.threads.get_history(thread_id, limit=100)) == len(versions) + 1
+
+    # At an earlier checkpoint: the way back to it, then the patch (two audited checkpoints).
+    forked = client.threads.update_state(
+        thread_id, {"topic": "owls"}, checkpoint_id=first_draft["checkpoint"]["checkpoint_id"]
+    )
+    assert int(forked["checkpoint"]["checkpoint_id"]) == versions[0] + 3
+    state = client.threads.get_state(thread_id)
+    assert (state["values"]["topic"], state["values"]["text"]) == ("owls", "cats: draft 1")
+    assert state["next"] == ["review"] and state["values"]["revision"] == 1
+    back, patch = client.threads.get_history(thread_id, limit=2)[::-1]
+    assert [back["metadata"]["source"], patch["metadata"]["source"]] == ["patch", "patch"]
+    assert back["metadata"]["reason"].startswith("update_state at checkpoint 1")
+    assert back["metadata"]["actor"] == patch["metadata"]["actor"] == "admin"
 
     copy = client.threads.copy(thread_id)
     assert copy["thread_id"] != thread_id and copy["status"] == "interrupted"
     done = client.runs.wait(copy["thread_id"], "review", command={"resume": {"approved": True}})
-    assert done["published"] is True and done["topic"] == "dogs"
+    assert done["published"] is True and done["topic"] == "owls"
     assert client.threads.get(thread_id)["status"] == "interrupted"  # the original waits on
+
+
+def _reviewed(client: Any) -> tuple[str, list[dict[str, Any]]]:
+    """A review thread drafted, approved and published; its history, newest first."""
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "review", input={"topic": "cats"})
+    done = client.runs.wait(thread_id, "review", command={"resume": {"approved": True}})
+    assert done["published"] is True
+    return thread_id, client.threads.get_history(thread_id, limit=100)
+
+
+def test_time_travel_runs_again_from_a_checkpoint_on_the_same_thread(client: Any) -> None:
+    thread_id, history = _reviewed(client)
+    start, paused = history[-1], history[-2]
+    assert (start["next"], paused["next"]) == (["draft"], ["review"])
+
+    again = client.runs.wait(
+        thread_id, "review", input=None, checkpoint_id=start["checkpoint"]["checkpoint_id"]
+    )
+    assert again["__interrupt__"] == [{"value": None, "id": "review"}]  # paused again
+    assert (again["text"], again["published"]) == ("cats: draft 1", False)
+    assert again["messages"] == ["draft 1 written"]  # the whole state put back, not reduced
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+    after = client.threads.get_history(thread_id, limit=100)
+    assert after[-len(history) :] == history  # the old branch is kept as it was
+    rewound = after[1]
+    assert rewound["metadata"]["source"] == "patch" and rewound["next"] == ["draft"]
+    assert rewound["metadata"]["reason"] == "time travel to checkpoint 0 (LangGraph API)"
+
+    # From the pause, answered another way; from the start, with other values.
+    other = client.runs.wait(
+        thread_id,
+        "review",
+        command={"resume": {"approved": False, "feedback": "shorter"}},
+        checkpoint_id=paused["checkpoint"]["checkpoint_id"],
+    )
+    assert other["text"] == "cats: draft 2 (revised: shorter)" and "__interrupt__" in other
+    dogs = client.runs.wait(
+        thread_id, "review", input={"topic": "dogs"}, checkpoint=start["checkpoint"]
+    )
+    assert dogs["text"] == "dogs: draft 1" and dogs["messages"] == ["draft 1 written"]
+
+    # To a pause: nothing runs, the thread waits there again (streamed, too).
+    parts = list(
+        client.runs.stream(
+            thread_id,
+            "review",
+            checkpoint_id=paused["checkpoint"]["checkpoint_id"],
+            stream_mode=["values", "updates"],
+        )
+    )
+    assert [p.event for p in parts] == ["metadata", "values", "updates", "end"]
+    assert parts[1].data["text"] == "cats: draft 1" and parts[1].data["__interrupt__"]
+    assert parts[2].data == {"__interrupt__": [{"value": None, "id": "review"}]}
+    done = client.runs.wait(thread_id, "review", command={"resume": {"approved": True}})
+    assert done["published"] is True and done["topic"] == "cats"
+
+
+def test_time_travel_to_a_checkpoint_the_thread_lacks_is_a_problem(client: Any) -> None:
+    thread_id, history = _reviewed(client)
+    latest = int(history[0]["checkpoint"]["checkpoint_id"])
+    with pytest.raises(httpx.HTTPStatusError) as unknown:
+        client.runs.wait(thread_id, "review", checkpoint_id=str(latest + 5))
+    _status_error(unknown, 404, "checkpoint_not_found")
+    with pytest.raises(httpx.HTTPStatusError) as foreign:
+        client.runs.wait(thread_id, "review", checkpoint_id="1ef4a9b8-e6fb-67b1")
+    _status_error(foreign, 422, "invalid_request")
+    with pytest.raises(sdk_errors.NotFoundError) as patched:
+        client.threads.update_state(thread_id, {"topic": "x"}, checkpoint_id=str(latest + 5))
+    _status_error(patched, 404, "checkpoint_not_found")
+    empty = client.threads.create()["thread_id"]
+    with pytest.raises(httpx.HTTPStatusError) as none:
+        client.runs.wait(empty, "review", checkpoint_id="0")
+    _status_error(none, 404, "checkpoint_not_found")
+    with pytest.raises(httpx.HTTPStatusError) as not_paused:  # `resume` where none waited
+        client.runs.wait(
+            thread_id, "review", command={"resume": {"approved": True}}, checkpoint_id="0"
+        )
+    _status_error(not_paused, 409, "not_waiting")
+    assert client.threads.get_history(thread_id, limit=100) == history  # nothing written
+
+
+def test_time_travel_into_a_batch_is_refused_and_before_it_runs_the_batch_again(
+    client: Any,
+) -> None:
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "pairs")
+    client.runs.wait(thread_id, "pairs", command={"resume": {"legal": {"legal": True}}})
+    history = client.threads.get_history(thread_id, limit=100)
+    inside = next(h for h in history[1:] if len(h["interrupts"]) == 2)  # both gates open
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.runs.wait(thread_id, "pairs", checkpoint_id=inside["checkpoint"]["checkpoint_id"])
+    assert "before that node" in _status_error(refused, 409, "run_error")["detail"]
+    again = client.runs.wait(thread_id, "pairs", checkpoint_id="0")
+    assert [item["id"] for item in again["__interrupt__"]] == ["legal", "tech"]
+
+
+def test_the_async_client_travels_back_in_time(url: str) -> None:
+    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        client = langgraph_sdk.get_client(url=url, api_key=TOKEN)
+        try:
+            thread = await client.threads.create()
+            thread_id = thread["thread_id"]
+            await client.runs.wait(thread_id, "review", input={"topic": "async"})
+            await client.runs.wait(thread_id, "review", command={"resume": {"approved": True}})
+            history = await client.threads.get_history(thread_id, limit=100)
+            start = history[-1]["checkpoint"]["checkpoint_id"]  # named in the config here
+            again = await client.runs.wait(
+                thread_id, "review", config={"configurable": {"checkpoint_id": start}}
+            )
+            after = await client.threads.get_history(thread_id, limit=100)
+        finally:
+            await client.aclose()
+        return again, after[-len(history) :] == history
+
+    again, kept = asyncio.run(scenario())
+    assert again["__interrupt__"][0]["id"] == "review" and again["published"] is False
+    assert kept
+
+
+def test_a_copy_with_a_malformed_body_is_a_422(base: str) -> None:
+    key = {"X-Api-Key": TOKEN, "Content-Type": "application/json"}
+    made = httpx.post(f"{base}/langgraph/runs/wait", json={"assistant_id": "jobs"}, headers=key)
+    thread_id = made.headers["content-location"].split("/")[2]
+    for body in (b"{not json", b"[1, 2]", b'"text"'):
+        copied = httpx.post(f"{base}/langgraph/threads/{thread_id}/copy", content=body, headers=key)
+        assert copied.status_code == 422, copied.text
+        assert copied.headers["content-type"].startswith("application/problem+json")
+    for body in (b"", b"{}"):
+        copied = httpx.post(f"{base}/langgraph/threads/{thread_id}/copy", content=body, headers=key)
+        assert copied.status_code == 200, copied.text
+
+
+def test_the_registry_is_bounded_and_keeps_what_live_threads_need() -> None:
+    """Over a bound, the oldest finished runs go first, then the thread entries least
+    recently updated; a run still going, and its thread's entry, stay."""
+    registry = Registry(max_runs=3, max_threads=2, max_bytes=10_000)
+
+    def run(thread_id: str, status: RunStatus = "success") -> RunInfo:
+        made = RunInfo(str(uuid.uuid4()), thread_id, "jobs", 0.0, 0.0, {}, "enqueue", status)
+        registry.add_run(made)
+        return made
+
+    live = run("a", "running")
+    finished = [run("b") for _ in range(4)]
+    assert registry.runs_of("a") == [live]  # the oldest, but running
+    assert registry.runs_of("b") == finished[:1:-1]  # the two oldest finished went
+    registry.add_thread("a", {"k": 1}, "jobs")
+    registry.add_thread("b", {}, "jobs")
+    registry.add_thread("c", {}, "jobs")
+    assert [info.thread_id for info in registry.threads()] == ["a", "c"]  # a has a live run
+    registry.set_status(live, "success", {"values": "x" * 20_000})  # over the bytes
+    assert registry.runs_of("a") == [] and registry.thread("a") is not None
+    tagged = registry.thread("c")
+    assert tagged is not None
+    registry.merge_metadata(tagged, {"big": "y" * 9_000})
+    assert [info.thread_id for info in registry.threads()] == ["a", "c"]
+    registry.add_thread("d", {"big": "z" * 2_000}, "jobs")
+    assert [info.thread_id for info in registry.threads()] == ["d"]  # over the bytes: c, a
 
 
 def test_the_token_goes_as_x_api_key_or_bearer(url: str) -> None:

@@ -84,9 +84,11 @@ def test_without_a_token_every_operation_keeps_to_it_too(case: schemathesis.Case
 
 #: Bodies whose fields are the flow's (a start state, a gate's input, a patch): the document
 #: gives their shape, the thread's own flow and gate decide what fits, and a 422 says why.
-#: So are a listing's ``cursor`` (only one a listing gave is valid) and a history page's
-#: ``before`` with ``offset`` (one way to page at a time).
-_FLOW_BODIES = r"^/(flows/\{flow\}/threads|threads|threads/\{thread_id\}/(resume|state|history))$"
+#: So are a listing's ``cursor`` (only one a listing gave is valid: ``/threads``, ``/timers``)
+#: and a history page's ``before`` with ``offset`` (one way to page at a time).
+_FLOW_BODIES = (
+    r"^/(flows/\{flow\}/threads|threads|timers|threads/\{thread_id\}/(resume|state|history))$"
+)
 _CONFIG = f"""
 continue-on-failure = true
 max-stream-events = 1

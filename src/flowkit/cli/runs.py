@@ -55,6 +55,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="the open pause to answer: a gate, a node that asked, a Map call such as "
         "check[3], review/approve inside a subflow (`flowkit show` lists them)",
     )  # fmt: skip
+    resume.add_argument(
+        "--actor", metavar="NAME",
+        help="who answers: kept with the answer in the thread's history (default: not said)",
+    )  # fmt: skip
     _common_options(resume)
     add_llm_option(resume, used_by="the flow's nodes call")
     resume.set_defaults(run=_cmd_resume)
@@ -138,7 +142,8 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_resume(args: argparse.Namespace, out: TextIO) -> int:
     value = read_json(args.input, "--input") if args.input is not None else None
     runner = _runner(args, _existing(args), args.thread)
-    return _report(runner.resume(args.thread, value, gate=args.gate), runner.flow, args, out)
+    result = runner.resume(args.thread, value, gate=args.gate, actor=args.actor)
+    return _report(result, runner.flow, args, out)
 
 
 def _cmd_fork(args: argparse.Namespace, out: TextIO) -> int:

@@ -223,12 +223,17 @@ def _actor(record: AnyRecord) -> str:
     if record.kind in ("step", "pause", "join", "timer"):
         return record.node
     if record.kind == "item":
-        return f"{record.node}[{record.label or record.index}]"
+        return f"{record.node}[{record.label or record.index}]" + _by(record.actor)
     if record.kind == "input":
-        return record.gate
+        return record.gate + _by(record.actor)
     if record.kind == "patch":
         return f"({record.actor})"
     return ""
+
+
+def _by(actor: str | None) -> str:
+    """Who answered, after the pause's name: `` (rita)``; nothing when not said."""
+    return "" if actor is None else f" ({actor})"
 
 
 def _history_json(records: Sequence[AnyRecord]) -> list[dict[str, Any]]:

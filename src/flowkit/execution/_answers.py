@@ -24,11 +24,17 @@ __all__ = ["answer", "answers_for"]
 
 
 def answer(
-    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, value: Any, gate: str | None
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    value: Any,
+    gate: str | None,
+    actor: str | None = None,
 ) -> tuple[Cursor, ChildAnswers]:
     """Answer the open pause(s) of a thread waiting in this flow (not inside a child); with
     the answers for children of a batch's ``Subflow`` calls, which the run gives first
-    (``answer_children``)."""
+    (``answer_children``). Each record an answer writes names ``actor`` (who answered)."""
     flow = runner.flow
     if sleeping(cursor):  # ctx.sleep_until: its timer, not an answer, moves it on
         raise asleep(thread_id, cursor)
@@ -45,12 +51,12 @@ def answer(
         known=lambda pause: known_pause(flow, pause, cursor),
     )
     if isinstance(node, BatchNode):
-        return answer_batch(runner, thread_id, run_id, cursor, answers)
+        return answer_batch(runner, thread_id, run_id, cursor, answers, actor)
     ((pause, given),) = answers.items()
     spec = flow.gates[pause] if node is None else node.asks
     assert spec is not None, "a node waits only when it asked"
     model = validate_gate_input(flow, thread_id, pause, given, spec)
-    return gate_input_step(runner, thread_id, run_id, cursor, model, spec), {}
+    return gate_input_step(runner, thread_id, run_id, cursor, model, spec, actor), {}
 
 
 def answers_for(

@@ -1,7 +1,9 @@
-"""Steps that come from outside a run: a gate's input, and a patch (``update_state``).
+"""Steps that come from outside a run: a gate's input, a patch (``update_state``) and a
+rewind to an earlier checkpoint (``rewind``).
 
-Both are committed like a node's step (routed through the machine, mirrored, checked against
-the invariants, journaled with who and why), but no node runs: the caller supplies the update.
+The first two are committed like a node's step (routed through the machine, mirrored, checked
+against the invariants, journaled with who and why), but no node runs: the caller supplies the
+update. A rewind puts back a whole earlier position, as a patch that holds it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..definition._gate import Gate
 from ..definition._invariants import check_invariants
 from ..definition._jsonform import dump_state
-from ..errors import InvalidResumeInputError
+from ..errors import InvalidResumeInputError, RunError
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._plain import describe_validation_error
 from ..records._records import InputRecord, PatchRecord
@@ -22,6 +24,8 @@ from ._cursor import Cursor
 from ._open import arrive
 from ._port import RunPort
 from ._steps import check_writes, mirror, move, status_of
+from ._threads import Threads
+from ._upgrade import check_position
 
 if TYPE_CHECKING:
     from ..definition._flow import Flow
@@ -31,6 +35,7 @@ __all__ = [
     "gate_input_step",
     "patch_step",
     "refused_by_gate",
+    "rewind_step",
     "validate_gate_input",
 ]
 
@@ -82,9 +87,11 @@ def gate_input_step(
     cursor: Cursor,
     value: BaseModel,
     gate: Gate | None = None,
+    actor: str | None = None,
 ) -> Cursor:
     """Apply validated input to the gate the thread waits at (or, with ``gate``, the answer
-    to the node that asked): reduce it into the state, route on, commit."""
+    to the node that asked): reduce it into the state, route on, commit, naming ``actor``
+    (who answered, when said) in the ``input`` record."""
     flow = runner.flow
     gate_name = cursor.node
     if gate is None:
@@ -114,6 +121,7 @@ def gate_input_step(
         gate=gate_name,
         input=dump_input(thread_id, gate_name, value),
         update=runner._threads.dump(update, thread_id=thread_id, who=gate_name),
+        actor=actor,
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
     runner._announce(thread_id, run_id, gate_name, after, update)
@@ -174,4 +182,65 @@ def patch_step(
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
     runner._announce(thread_id, None, "update_state", after, update)
+    return after
+
+
+def rewind_step(
+    runner: RunPort,
+    threads: Threads,
+    thread_id: str,
+    cursor: Cursor,
+    back: Cursor,
+    reason: str,
+    actor: str,
+) -> Cursor:
+    """Put the thread standing at ``cursor`` back where it stood at an earlier checkpoint
+    (``back``, its cursor then): its whole state (no reducer runs), node, status and open
+    pauses, as a new checkpoint; nothing earlier is rewritten. A gate it waited at waits
+    again, its payload and deadline made afresh; a node it stood before runs again with a
+    new step key (a new branch, not a retry).
+
+    The patch holds the whole position (``migration``, from and to the flow's version, as a
+    migration's does), so a reader takes it as it is instead of folding an update into it.
+    A checkpoint part-way through a ``Map``/``Parallel`` batch is refused (its calls' child
+    threads have moved on): pick the one before the batch node."""
+    flow = runner.flow
+    in_batch = back.node in flow.composite and back.status == "waiting" and back.sub is None
+    if back.items is not None or in_batch:
+        raise RunError(
+            f"Cannot rewind thread `{thread_id}` to checkpoint {back.version}: it stands part-way "
+            f"through the batch of `{back.node}`. Rewind to the checkpoint before that node.",
+            thread_id=thread_id,
+        )
+    # One the flow no longer has (it changed since) would leave the thread unreadable.
+    check_position(flow, thread_id, back, back.version, flow.version)
+    pauses, due = back.pauses, back.due
+    if back.sub is None and back.status == "waiting" and back.node in flow.arrivals:
+        pauses, due = arrive(runner, thread_id, back.node, back.state)
+    after = Cursor(
+        back.state, back.node, back.status, cursor.version + 1, back.error, None, back.sub,
+        pauses=pauses, due=due,
+    )  # fmt: skip
+    position = threads.snapshot(after, thread_id)
+    now = threads.dump_state(thread_id, cursor.state, "rewind")
+    changed = {k: v for k, v in position.state.items() if k not in now or now[k] != v}
+    record = PatchRecord(
+        version=after.version,
+        ts=position.ts,
+        next=after.node,
+        status=after.status,
+        pauses=None if pauses is None else dict(pauses),
+        due=due,
+        update=changed,
+        reason=reason,
+        actor=actor,
+        migration={
+            "from": flow.version,
+            "to": flow.version,
+            "rewound_to": back.version,
+            "position": position.model_dump(mode="json"),
+        },
+    )
+    threads.commit(thread_id, cursor.version, after, record)
+    runner._announce(thread_id, None, "update_state", after, {})
     return after

@@ -116,6 +116,9 @@ class InputRecord(_Record):
     gate: str
     input: dict[str, Any]
     update: dict[str, Any]
+    #: Who answered (``resume(..., actor=...)``; the principal, through the server); ``None``:
+    #: not said (and not written, so a journal from before this field reads the same).
+    actor: str | None = None
 
 
 class ItemRecord(_Record):
@@ -137,6 +140,8 @@ class ItemRecord(_Record):
     llm_calls: list[dict[str, Any]] = Field(default_factory=list)
     #: For a gate branch of a ``Parallel``: the validated input that became ``update``.
     input: dict[str, Any] | None = None
+    #: Who gave ``input`` (as ``InputRecord.actor``); ``None``: not said, or no input.
+    actor: str | None = None
 
 
 class PauseRecord(_Record):
@@ -180,7 +185,8 @@ class PatchRecord(_Record):
     actor: str = "user"
     #: Set on the patch a migration wrote (``actor="migration"``): the thread's whole position
     #: after it, ``{"from", "to", "state", "error", "items", "sub"}``, so nothing before it is
-    #: read with the new flow (see ``flowkit.definition._migration``).
+    #: read with the new flow (see ``flowkit.definition._migration``). A rewind
+    #: (``Runner.rewind``) writes one too, from and to the same version, with ``rewound_to``.
     migration: dict[str, Any] | None = None
 
 

@@ -101,6 +101,8 @@ class Checkpoint(Generic[S]):
     run_id: str | None = None
     error: NodeError | None = None
     reason: str = ""
+    #: Who made it: a patch's ``actor``, or who answered (an ``input``, an ``item`` carrying a
+    #: gate branch's answer) when ``resume(..., actor=...)`` said so; else ``None``.
     actor: str | None = None
     child_state: BaseModel | None = None
     #: A step whose update came from the node cache: the node did not run.

@@ -8,55 +8,38 @@ store before the next one starts, so a crash loses at most the step that was run
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal
+from typing import TYPE_CHECKING, Any, Generic
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from ..definition._flow import UNSET, Flow
-from ..definition._invariants import check_invariants
-from ..errors import (
-    CheckpointNotFoundError,
-    ConflictError,
-    InvalidStateError,
-    NotWaitingError,
-    RunError,
-    ThreadNotFoundError,
-    UnknownGateError,
-)
-from ..execution._answers import answer
-from ..execution._core import run_steps
 from ..execution._cursor import Cursor, Steps
 from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
-from ..execution._open import arrive, known_pause, open_pauses
-from ..execution._outside_steps import patch_step
-from ..execution._pages import check_page, replay_page
-from ..execution._steps import announce, mirror, status_of
+from ..execution._steps import announce
 from ..execution._threads import Threads
-from ..execution._timers import as_time, drop_stale, due_timers, fire_step, timestamp
+from ..execution._timers import as_time
 from ..execution._upgrade import MigrationReport
-from ..execution.batch._gates import ChildAnswers, answer_children
-from ..execution.subflows._child import leaf
-from ..execution.subflows._run import fire_child
-from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._logging import get_logger
 from ..foundation._progress import OnProgress
-from ..records._events import Event, Subscriber, Waiting
+from ..records._events import Event, Subscriber
 from ..records._node_error import ERROR_TEXTS, ErrorText
 from ..records._records import new_run_id, record_clock
 from ..stores._list_threads import list_threads
 from ..stores._listing import ThreadPage
-from ..stores._protocol import AttemptMarks, DueTimer, Store, attempt_marks
+from ..stores._protocol import AttemptMarks, Store, attempt_marks
 from ..stores._work_queue import queue_input
 from ..stores.memory import MemoryStore
+from ._checkpoints import check_version, fork_cursor, history_of, patch_thread, rewind_thread
 from ._fired import Fired
+from ._preparing import pauses_of, resume_steps, start_steps
 from ._result import Checkpoint, Pause, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
+from ._timer_firing import fire_due_timers
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -175,7 +158,9 @@ class Runner(Generic[S, D]):
     def _pause_list(self, cursor: Cursor) -> tuple[Pause, ...]:
         if cursor.status != "waiting":
             return ()
-        return tuple(Pause(pause, payload) for pause, payload in _pauses(self.flow, cursor).items())
+        return tuple(
+            Pause(pause, payload) for pause, payload in pauses_of(self.flow, cursor).items()
+        )
 
     def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]:
         # Most calls end where nothing is open: no pauses to list, no timer to read.
@@ -264,46 +249,10 @@ class Runner(Generic[S, D]):
 
     # -- preparing runs (shared by sync and async) -------------------------------------------
 
-    def _initial(self, thread_id: str, state: S | Mapping[str, Any] | None) -> Cursor:
-        flow = self.flow
-        try:
-            if state is None:
-                model = flow.state()
-            elif isinstance(state, flow.state):
-                model = state
-            else:
-                unknown = unknown_keys(flow.state, state)
-                if unknown:
-                    raise InvalidStateError(
-                        f"The start state for thread `{thread_id}` has "
-                        f"{unknown_keys_message(flow.state, unknown)}. Pass only its fields.",
-                        thread_id=thread_id,
-                    )
-                model = flow.state.model_validate(state)
-        except ValidationError as exc:
-            raise InvalidStateError(
-                f"The start state for thread `{thread_id}` does not fit {flow.state.__name__}: "
-                f"{exc.error_count()} error(s), first: {exc.errors()[0]['msg']} at "
-                f"{'.'.join(map(str, exc.errors()[0]['loc']))}. Pass a valid state.",
-                thread_id=thread_id,
-            ) from exc
-        update: dict[str, Any] = {}
-        # As replay will rebuild it from the start record; a model built here is ours alone.
-        model = flow.schema.own_form(model, fresh=model is not state)
-        model = mirror(flow, model, update, flow.start)
-        pauses, due = arrive(self, thread_id, flow.start, model)
-        return Cursor(model, flow.start, status_of(flow, flow.start), 0, pauses=pauses, due=due)
-
     def _start_steps(
         self, thread_id: str, state: S | Mapping[str, Any] | None, run_id: str
     ) -> Steps:
-        cursor = self._initial(thread_id, state)
-        if self.flow.invariants:
-            check_invariants(self.flow, thread_id, "__start__", cursor.state, None)
-        self._threads.create(thread_id, cursor)
-        if cursor.status != "pending":  # a flow that starts at a gate waits at once
-            self._announce(thread_id, run_id, "__start__", cursor, {})
-        return run_steps(self, thread_id, run_id, cursor)
+        return start_steps(self, self._threads, thread_id, state, run_id)
 
     def _resume_steps(
         self,
@@ -312,83 +261,13 @@ class Runner(Generic[S, D]):
         gate: str | None,
         expected_version: int | None,
         run_id: str,
+        actor: str | None = None,
     ) -> Steps:
-        if gate is not None and not isinstance(gate, str):
-            raise UnknownGateError(repr(gate)[:60], thread_id=thread_id, gates=[])
-        if expected_version is not None and (
-            isinstance(expected_version, bool) or not isinstance(expected_version, int)
-        ):
-            raise RunError(
-                f"Cannot resume thread `{thread_id}` expecting version {expected_version!r:.40}: "
-                "`expected_version` is a whole number (a RunResult's `version`), or None.",
-                thread_id=thread_id,
-            )
-        cursor = self._threads.load(thread_id, migrate=True)
-        if expected_version is not None:
-            self._check_version(thread_id, cursor.version, expected_version)
-        if cursor.sub is not None and cursor.status == "waiting":  # a gate inside a Subflow
-            from ..execution.subflows._run import answer_child
+        return resume_steps(
+            self, self._threads, thread_id, value, gate, expected_version, run_id, actor
+        )
 
-            cursor = answer_child(self, thread_id, run_id, cursor, value, gate)
-            return run_steps(self, thread_id, run_id, cursor)
-        if gate is not None and not known_pause(self.flow, gate, cursor):
-            raise UnknownGateError(
-                gate,
-                thread_id=thread_id,
-                gates=list(dict.fromkeys([*self.flow.gates, *open_pauses(self.flow, cursor)])),
-            )
-        if cursor.status == "waiting":
-            batch = cursor.node
-            cursor, children = answer(self, thread_id, run_id, cursor, value, gate)
-            if children:  # answers for the child threads of a batch's Subflow calls
-                return self._answered_steps(thread_id, run_id, cursor, children)
-            in_batch = batch in self.flow.composite
-            if in_batch and cursor.status == "waiting" and cursor.node == batch:
-                return self._still_waiting(thread_id, run_id, cursor)
-        elif cursor.status == "failed" and cursor.node in self.flow.nodes and value is None:
-            # Calls of a Map/Parallel node that had finished stay finished.
-            cursor = cursor._replace(status="pending", error=None)
-        elif cursor.status != "pending" or value is not None or gate is not None:
-            raise NotWaitingError(
-                f"Thread `{thread_id}` is {cursor.status} at `{cursor.node}`, not waiting at a "
-                "gate; "
-                + (
-                    "it has finished: fork it to run again."
-                    if cursor.node not in self.flow.nodes  # END or a final state
-                    else "resume it without input to continue."
-                ),
-                thread_id=thread_id,
-                status=cursor.status,
-                node=cursor.node,
-            )
-        return run_steps(self, thread_id, run_id, cursor)
-
-    def _still_waiting(self, thread_id: str, run_id: str, cursor: Cursor) -> Steps:
-        """Some pauses of a batch were answered, others are still open: say which (as steps,
-        so a stream has begun with the current state before these events go out)."""
-        if self._subscribers:
-            for pause, payload in _pauses(self.flow, cursor).items():
-                self._emit(Waiting(thread_id, run_id, pause, cursor.version, payload))
-        return cursor
-        yield  # a generator: nothing to run
-
-    def _answered_steps(
-        self, thread_id: str, run_id: str, cursor: Cursor, children: ChildAnswers
-    ) -> Steps:
-        """Give the children of a batch's Subflow calls their answers, then run on."""
-        cursor = yield from answer_children(self, thread_id, run_id, cursor, children)
-        return (yield from run_steps(self, thread_id, run_id, cursor))
-
-    @staticmethod
-    def _check_version(thread_id: str, actual: int, expected: int) -> None:
-        if actual != expected:
-            raise ConflictError(
-                f"Thread `{thread_id}` is at version {actual}, not {expected}; someone moved "
-                "it first. Reload it and decide again.",
-                thread_id=thread_id,
-                expected=expected,
-                actual=actual,
-            )
+    _check_version = staticmethod(check_version)
 
     # -- drivers -----------------------------------------------------------------------------------
 
@@ -446,17 +325,19 @@ class Runner(Generic[S, D]):
         gate: str | None = None,
         expected_version: int | None = None,
         deps: D = UNSET,
+        actor: str | None = None,
     ) -> RunResult[S]:
         """Continue a thread: with ``input`` at the gate it waits at, or after a crash/failure.
 
         ``gate`` asserts which gate the caller means; ``expected_version`` makes the call fail
         with ``ConflictError`` if anyone else moved the thread since the caller looked.
-        ``deps`` replaces the runner's ``deps`` for this call's nodes.
+        ``deps`` replaces the runner's ``deps`` for this call's nodes. ``actor`` names who
+        answers: the answer's checkpoint keeps it, so ``history()`` shows who answered.
         """
         refuse_inside_event_loop(self.flow, thread_id)
         run_id = new_run_id()
         with self._threads.lock(thread_id), self._using_deps(run_id, deps):
-            steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
+            steps = self._resume_steps(thread_id, input, gate, expected_version, run_id, actor)
             return self._drive(thread_id, run_id, steps)
 
     async def aresume(
@@ -467,10 +348,11 @@ class Runner(Generic[S, D]):
         gate: str | None = None,
         expected_version: int | None = None,
         deps: D = UNSET,
+        actor: str | None = None,
     ) -> RunResult[S]:
         run_id = new_run_id()
         with self._threads.lock(thread_id), self._using_deps(run_id, deps):
-            steps = self._resume_steps(thread_id, input, gate, expected_version, run_id)
+            steps = self._resume_steps(thread_id, input, gate, expected_version, run_id, actor)
             return await self._adrive(thread_id, run_id, steps)
 
     def stream(
@@ -483,14 +365,18 @@ class Runner(Generic[S, D]):
         gate: str | None = None,
         expected_version: int | None = None,
         deps: D = UNSET,
+        actor: str | None = None,
     ) -> Stream[S]:
         """``start`` a new ``thread_id`` from ``input``, or ``resume`` an existing one with it,
         yielding items of ``mode`` (values, updates, events, tokens, custom; a list gives
         ``(mode, item)`` pairs) until it waits, finishes or fails; then ``.result`` is set.
-        ``deps`` replaces the runner's ``deps`` for this call's nodes.
+        ``deps`` replaces the runner's ``deps`` for this call's nodes; ``actor``, as
+        ``resume``'s, names who answers (a start journals no answer).
         """
         modes, single = parse_modes(thread_id, mode)
-        items = sync_items(self, thread_id, input, modes, single, new, gate, expected_version, deps)
+        items = sync_items(
+            self, thread_id, input, modes, single, new, gate, expected_version, deps, actor
+        )
         return Stream(items)
 
     def astream(
@@ -503,12 +389,23 @@ class Runner(Generic[S, D]):
         gate: str | None = None,
         expected_version: int | None = None,
         deps: D = UNSET,
+        actor: str | None = None,
     ) -> AsyncStream[S]:
         """``stream`` for asyncio: ``async for item in runner.astream(...)``."""
         modes, single = parse_modes(thread_id, mode)
         return AsyncStream(
             lambda done: async_items(
-                self, thread_id, input, modes, single, new, gate, expected_version, deps, done
+                self,
+                thread_id,
+                input,
+                modes,
+                single,
+                new,
+                gate,
+                expected_version,
+                deps,
+                done,
+                actor,
             )
         )
 
@@ -525,78 +422,16 @@ class Runner(Generic[S, D]):
         ``before`` (default: up to the latest), still oldest first; the next page back is
         ``before=page[0].version``. A page costs its own records plus the replay from the
         snapshot before it, not the whole history."""
-        found: list[Checkpoint[S]] = []
-        if limit is None and before is None:
-            pairs = self._threads.replay(thread_id)
-        else:
-            check_page(thread_id, limit, before)
-            store = self._threads.require_store("history and fork")
-            pairs = replay_page(self.flow, store, thread_id, limit=limit, before=before)
-        for record, cursor in pairs:
-            shown, node, next_, child, error = record, None, record.next, None, cursor.error
-            if record.kind == "sub":  # a child flow's step: shown as the child's, by path
-                from ..execution.subflows._journal import unwrap
-
-                shown, node, next_, child, error = unwrap(record, cursor)
-            found.append(
-                Checkpoint(
-                    thread_id=thread_id,
-                    version=record.version,
-                    kind=shown.kind,
-                    node=node or getattr(shown, "node", None) or getattr(shown, "gate", None),
-                    next=next_,
-                    status=record.status,
-                    state=cursor.state,  # type: ignore[arg-type]
-                    update=getattr(shown, "update", {}),
-                    ts=record.ts,
-                    run_id=record.run_id,
-                    error=error,
-                    reason=getattr(shown, "reason", ""),
-                    actor=getattr(shown, "actor", None),
-                    child_state=child,
-                    cached=getattr(shown, "cached", False),
-                    attempts=getattr(shown, "attempts", 1),
-                    pauses=self._pause_list(cursor),
-                )
-            )
-        return found
+        return history_of(self.flow, self._threads, thread_id, limit, before, self._pause_list)
 
     def fork(self, thread_id: str, new_thread_id: str, *, at: int | None = None) -> RunResult[S]:
         """Start ``new_thread_id`` from checkpoint ``at`` (default: latest) of ``thread_id``.
 
         The new thread stands exactly where the original stood then; resume it to go on.
         """
-        if at is not None and (not isinstance(at, int) or isinstance(at, bool)):
-            raise RunError(
-                f"Cannot fork thread `{thread_id}` at {at!r:.40}: `at` is a checkpoint version, a "
-                "whole number (see `history()`), or None for the latest.",
-                thread_id=thread_id,
-            )
-        if at is not None and at < 0:
-            raise CheckpointNotFoundError(thread_id, at, self.get_state(thread_id).version)
-        last = deque(self._threads.replay(thread_id, upto=at), maxlen=1)
-        if not last:  # `at` is older than a compacted thread's first checkpoint
-            first = next(iter(self._threads.replay(thread_id)))[1].version
-            latest = self.get_state(thread_id).version
-            raise CheckpointNotFoundError(
-                thread_id, at if at is not None else -1, latest, first=first
-            )
-        cursor = last[0][1]
-        if at is not None and cursor.version != at:
-            raise CheckpointNotFoundError(thread_id, at, cursor.version)
-        fresh = Cursor(
-            cursor.state,
-            cursor.node,
-            cursor.status,
-            0,
-            cursor.error,
-            cursor.items,
-            sub=cursor.sub,
-            pauses=cursor.pauses,
-            due=cursor.due,
-        )
+        fresh, version = fork_cursor(self._threads, thread_id, at)
         with self._threads.lock(new_thread_id):
-            origin = {"thread_id": thread_id, "version": cursor.version}
+            origin = {"thread_id": thread_id, "version": version}
             self._threads.create(new_thread_id, fresh, origin)
         return self._result(new_thread_id, fresh, None)
 
@@ -619,37 +454,28 @@ class Runner(Generic[S, D]):
         ``child="review"`` (a path, ``outer/inner`` when nested) patches the state of the
         subflow running there instead, and ``goto`` names a state of that child's flow.
         """
-        if values is not None and not isinstance(values, Mapping):
-            raise InvalidStateError(
-                f"Cannot patch thread `{thread_id}` with a {type(values).__name__}: `values` maps "
-                "state fields to new values, e.g. {'count': 3}.",
-                thread_id=thread_id,
-            )
-        for name, text in (("reason", reason), ("actor", actor)):
-            if not isinstance(text, str):
-                raise InvalidStateError(
-                    f"Cannot patch thread `{thread_id}` with a {type(text).__name__} as `{name}`: "
-                    f"`{name}` is text, kept in the thread's history; pass a str.",
-                    thread_id=thread_id,
-                )
-        if child is None and goto is not None and goto not in self.flow.states:
-            raise InvalidStateError(
-                f"Cannot move thread `{thread_id}` to `{goto}`: not a state of flow "
-                f"`{self.flow.name}` ({', '.join(self.flow.states)}).",
-                thread_id=thread_id,
-            )
-        with self._threads.lock(thread_id):
-            cursor = self._threads.load(thread_id, migrate=True)
-            if expected_version is not None:
-                self._check_version(thread_id, cursor.version, expected_version)
-            if child is None:
-                cursor = patch_step(self, thread_id, cursor, values or {}, goto, reason, actor)
-            else:
-                from ..execution.subflows._run import patch_child
+        cursor = patch_thread(
+            self, self._threads, thread_id, values, goto, reason, actor, expected_version, child
+        )
+        return self._result(thread_id, cursor, None)
 
-                cursor = patch_child(
-                    self, thread_id, cursor, child, values or {}, goto, reason, actor
-                )
+    def rewind(
+        self,
+        thread_id: str,
+        at: int,
+        *,
+        reason: str = "",
+        actor: str = "user",
+        expected_version: int | None = None,
+    ) -> RunResult[S]:
+        """Put the thread back where it stood at checkpoint ``at`` (a ``history()`` version),
+        on the same thread: its whole state, node, status and open pauses, as a new
+        checkpoint (kind ``patch``, with ``reason`` and ``actor``); nothing earlier is
+        rewritten. ``resume`` then runs again from there (a gate it waited at waits again);
+        ``update_state`` first to go on with other values. ``fork`` does the same on a new
+        thread. ``expected_version`` as in ``update_state``.
+        """
+        cursor = rewind_thread(self, self._threads, thread_id, at, reason, actor, expected_version)
         return self._result(thread_id, cursor, None)
 
     def submit(
@@ -687,72 +513,7 @@ class Runner(Generic[S, D]):
         (a route or an invariant refused the move) is logged (``timer_failed``) and tried
         again next time. Call it from a loop of your own; see docs/timers.md.
         """
-        if now is not None and (not isinstance(now, datetime) or now.utcoffset() is None):
-            raise RunError(
-                f"fire_due(now=...) takes an aware datetime (e.g. datetime.now(UTC)), not "
-                f"{now!r:.60}.",
-                thread_id="",
-            )
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            raise RunError(
-                f"fire_due(limit=...) is a whole number of at least 1, or None, not {limit!r:.40}.",
-                thread_id="",
-            )
-        try:
-            refuse_inside_event_loop(self.flow, "")
-        except RunError as exc:
-            raise RunError(
-                f"Flow `{self.flow.name}` has async nodes and fire_due was called inside an "
-                "event loop; call it from a thread there: "
-                "`await asyncio.to_thread(runner.fire_due)`.",
-                thread_id="",
-            ) from exc
-        until = timestamp(now if now is not None else self.clock())
-        timers = due_timers(self, self._threads.ids, self._threads.load, until, limit)
-        return [f for f in (self._fire(timer, until) for timer in timers) if f is not None]
-
-    def _fire(self, timer: DueTimer, until: float) -> Fired[S] | None:
-        """Fire one thread's timer if it is still due when read under its lock (see
-        ``fire_due``); what fired, or ``None``."""
-        thread_id = timer.thread_id
-        run_id = new_run_id()
-        try:
-            with self._threads.lock(thread_id):
-                cursor = self._threads.load(thread_id, migrate=True)
-                if cursor.due is None or cursor.due > until or cursor.status != "waiting":
-                    drop_stale(self.store, timer, cursor)
-                    return None
-                if cursor.sub is None:
-                    after = fire_step(self, thread_id, run_id, cursor)
-                else:  # the timer of a gate or a node inside a Subflow
-                    after = fire_child(self, thread_id, run_id, cursor)
-                fired: Fired[S] = Fired(
-                    thread_id,
-                    _timer_kind(self.flow, cursor),
-                    _timer_path(self.flow, cursor),
-                    after.node,
-                    as_time(cursor.due),
-                )
-                try:
-                    result = self._drive(
-                        thread_id, run_id, run_steps(self, thread_id, run_id, after)
-                    )
-                except Exception as exc:  # the timer fired; the run after it did not finish
-                    self._log.warning(
-                        "timer_run_failed", thread_id=thread_id, error_type=type(exc).__name__
-                    )
-                    return replace(fired, error=exc)
-                return replace(fired, result=result)
-        except ConflictError:  # someone else runs the thread, or fired it first: theirs
-            return None
-        except ThreadNotFoundError:  # deleted since the index was read
-            drop_stale(self.store, timer, None)
-            return None
-        except Exception as exc:  # nothing committed: the timer stays due, tried next time
-            self._log.warning("timer_failed", thread_id=thread_id, error_type=type(exc).__name__)
-            return None
+        return fire_due_timers(self, self._threads, self._drive, now, limit)
 
     def threads(self) -> list[str]:
         """Ids of the threads in the store."""
@@ -861,31 +622,6 @@ class Runner(Generic[S, D]):
 
     def __repr__(self) -> str:
         return f"Runner({self.flow.name!r}, store={self.store!r})"
-
-
-def _pauses(flow: Flow, cursor: Cursor) -> dict[str, Any]:
-    """The open pauses of a waiting thread, id -> payload; by path inside a ``Subflow``."""
-    if cursor.sub is None:
-        return open_pauses(flow, cursor)
-    from ..execution.subflows._child import waiting_pauses
-
-    return waiting_pauses(flow, cursor)
-
-
-def _timer_kind(flow: Flow, cursor: Cursor) -> Literal["deadline", "wake"]:
-    """``"wake"`` for a node asleep, ``"deadline"`` for a gate's (inside children too)."""
-    if cursor.sub is None:
-        return "wake" if cursor.node in flow.nodes else "deadline"
-    child_flow, inner, _ = leaf(flow, cursor)
-    return "wake" if inner.node in child_flow.nodes else "deadline"
-
-
-def _timer_path(flow: Flow, cursor: Cursor) -> str:
-    """Where the timer fired: the gate or node, by path inside a ``Subflow``."""
-    if cursor.sub is None:
-        return cursor.node
-    _, inner, prefix = leaf(flow, cursor)
-    return f"{prefix}/{inner.node}"
 
 
 def _innermost(record: Any) -> Any:

@@ -91,6 +91,7 @@ class Streamed(Protocol[S]):
         gate: str | None,
         expected_version: int | None,
         run_id: str,
+        actor: str | None = None,
     ) -> Steps: ...
     def _result(self, thread_id: str, cursor: Cursor, run_id: str | None) -> RunResult[S]: ...
 
@@ -213,8 +214,10 @@ def _steps(
     expected_version: int | None,
     run_id: str,
     collector: _Collector,
+    actor: str | None = None,
 ) -> Steps:
-    """Start the thread (a new id, or ``new=True``) or resume it; under the thread's lock."""
+    """Start the thread (a new id, or ``new=True``) or resume it (an answer naming ``actor``);
+    under the thread's lock."""
     if new is None:
         try:
             runner._threads.load(thread_id)
@@ -222,7 +225,7 @@ def _steps(
         except ThreadNotFoundError:
             new = True
     if not new:
-        steps = runner._resume_steps(thread_id, input, gate, expected_version, run_id)
+        steps = runner._resume_steps(thread_id, input, gate, expected_version, run_id, actor)
         if "values" in collector.modes and not collector.states:
             # The resume committed no state of its own (the answer went to a gate inside a
             # Subflow or to a Parallel's gate branches, or a pending/failed node runs next):
@@ -251,6 +254,7 @@ def sync_items(
     gate: str | None,
     expected_version: int | None,
     deps: Any,
+    actor: str | None = None,
 ) -> Generator[Any, None, RunResult[S]]:
     refuse_inside_event_loop(runner.flow, thread_id)
     run_id = new_run_id()
@@ -258,7 +262,9 @@ def sync_items(
     with runner._threads.lock(thread_id), runner._using_deps(run_id, deps):
         unsubscribe = runner.subscribe(collector)
         try:
-            steps = _steps(runner, thread_id, input, new, gate, expected_version, run_id, collector)
+            steps = _steps(
+                runner, thread_id, input, new, gate, expected_version, run_id, collector, actor
+            )
             try:
                 instruction = next(steps)
                 while True:
@@ -287,6 +293,7 @@ async def async_items(
     expected_version: int | None,
     deps: Any,
     done: list[RunResult[S]],
+    actor: str | None = None,
 ) -> AsyncGenerator[Any, None]:
     import asyncio
 
@@ -295,7 +302,9 @@ async def async_items(
     with runner._threads.lock(thread_id), runner._using_deps(run_id, deps):
         unsubscribe = runner.subscribe(collector)
         try:
-            steps = _steps(runner, thread_id, input, new, gate, expected_version, run_id, collector)
+            steps = _steps(
+                runner, thread_id, input, new, gate, expected_version, run_id, collector, actor
+            )
             try:
                 instruction = next(steps)
                 while True:

@@ -398,7 +398,11 @@ def resume_thread(
         else:
             runner = thread_runner(server, principal, "resume", thread_id)
         result = runner.resume(
-            thread_id, body.input, gate=body.gate, expected_version=body.expected_version
+            thread_id,
+            body.input,
+            gate=body.gate,
+            expected_version=body.expected_version,
+            actor=principal or "anonymous",
         )
         answered(principal, "resume", thread_id, flow=runner.flow.name, pause=pause,
                  version=result.version)  # fmt: skip
@@ -411,7 +415,11 @@ def resume_thread(
         server,
         thread_id,
         lambda: runner.resume(
-            thread_id, body.input, gate=body.gate, expected_version=body.expected_version
+            thread_id,
+            body.input,
+            gate=body.gate,
+            expected_version=body.expected_version,
+            actor=principal or "anonymous",
         ),
     )
     return JSONResponse({"thread_id": thread_id, "flow": runner.flow.name, "running": True}, 202)

@@ -1,9 +1,9 @@
 """``create_app``: the FastAPI application serving flows over one store.
 
-The routes live in ``_api`` (threads), ``_streams`` (SSE and WebSocket) and ``_pages`` (the
-review page); this module, on top of them, wires them to one :class:`Server` context (kept in
-``_context``, which the routers read it through), the error handlers that turn every failure
-into a problem, the limits and the security settings.
+The routes live in ``_api`` (threads), ``_timer_api`` (due timers), ``_streams`` (SSE and
+WebSocket) and ``_pages`` (the review page); this module, on top of them, wires them to one
+:class:`Server` context (kept in ``_context``, which the routers read it through), the error
+handlers that turn every failure into a problem, the limits and the security settings.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from ._security import Authenticate, Authorize, Guard
 from ._served import RunnerFactory, Served
 from ._streams import router as stream_router
 from ._tap import Creations, Fanout
+from ._timer_api import router as timer_router
 from ._timers import TimerLoop
 from .langgraph import mount as mount_langgraph
 
@@ -158,6 +159,7 @@ def create_app(
     _problem_documents(app)
 
     app.include_router(api_router)
+    app.include_router(timer_router)
     app.include_router(stream_router)
     app.include_router(page_router)
     mount_docs(app)  # /docs and /redoc, with their assets served from here

@@ -2,8 +2,8 @@
 
 The line is the structlog event ``thread_answered`` (``principal``, ``action``,
 ``thread_id``, ``flow``, ``pause``, ``version``, ``at``): names and ids only, never a state
-value, an input or a token. A patch is also journaled with its ``actor`` (the principal), so
-the thread's history names who changed it.
+value, an input or a token. A patch and an answer are also journaled with their ``actor`` (the
+principal), so the thread's history names who changed it and who answered each pause.
 """
 
 from __future__ import annotations

@@ -170,8 +170,9 @@ class ThreadSummary(BaseModel):
 class ThreadList(BaseModel):
     threads: list[ThreadSummary]
     total: int | None = Field(
-        description="Threads matching the filters, on every page; null when an authorization "
-        "hook decides per thread (counting would read every thread)"
+        description="Threads matching the filters, on every page; null where reads are "
+        "decided thread by thread (an authorization hook, identities with roles, open reads "
+        "on a private flow): counting would read every thread"
     )
     limit: int
     offset: int

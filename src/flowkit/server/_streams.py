@@ -388,4 +388,4 @@ def _answer(server: Server, thread_id: str, principal: str | None, text: str) ->
             f"Gate `{result.gates[0]}` takes a form, not one text; answer it with POST "
             f"/threads/{thread_id}/resume.",
         )
-    runner.resume(thread_id, {field: text}, gate=result.gates[0])
+    runner.resume(thread_id, {field: text}, gate=result.gates[0], actor=principal or "anonymous")

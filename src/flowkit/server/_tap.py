@@ -107,10 +107,15 @@ class _TappedTimerStore(TappedStore):
     inner: Store
 
     def due_timers(
-        self, until: float, *, flow: str | None = None, limit: int | None = None
+        self,
+        until: float,
+        *,
+        flow: str | None = None,
+        limit: int | None = None,
+        after: DueTimer | None = None,
     ) -> list[DueTimer]:
         timers: TimerIndex = self.inner  # type: ignore[assignment]
-        return timers.due_timers(until, flow=flow, limit=limit)
+        return timers.due_timers(until, flow=flow, limit=limit, after=after)
 
     def drop_timer(self, thread_id: str, due: float) -> None:
         timers: TimerIndex = self.inner  # type: ignore[assignment]

@@ -2,7 +2,9 @@
 for local disk, ``PostgresStore`` (the ``flowkit-workflows[postgres]`` extra) for many
 processes, or any object implementing the ``Store`` protocol. ``list_threads`` (paged by
 cursor), ``iter_threads`` and ``count_threads`` list any store's threads: from its index
-(``ThreadIndex``: all three shipped stores have one), else by loading each thread."""
+(``ThreadIndex``: all three shipped stores have one), else by loading each thread;
+``list_due_timers`` pages through the threads whose timer is due, from the store's
+``TimerIndex`` likewise."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from ._protocol import (
     ThreadLog,
     TimerIndex,
 )
+from ._timer_listing import TimerPage, list_due_timers
 from .memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -68,10 +71,12 @@ __all__ = [
     "ThreadPage",
     "ThreadSummary",
     "TimerIndex",
+    "TimerPage",
     "TimerRecord",
     "check_thread_id",
     "count_threads",
     "iter_threads",
+    "list_due_timers",
     "list_threads",
 ]
 

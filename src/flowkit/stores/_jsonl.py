@@ -223,6 +223,7 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "pauses": None,
     "due": None,
     "items": None,
+    "actor": None,  # a patch's is never None: only an answer's unsaid actor is left out
 }
 
 

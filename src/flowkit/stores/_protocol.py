@@ -198,10 +198,17 @@ class TimerIndex(Protocol):
     """
 
     def due_timers(
-        self, until: float, *, flow: str | None = None, limit: int | None = None
+        self,
+        until: float,
+        *,
+        flow: str | None = None,
+        limit: int | None = None,
+        after: DueTimer | None = None,
     ) -> list[DueTimer]:
         """The threads (of ``flow``; ``None``: of any flow) whose timer is due at or before
-        ``until`` (seconds since the epoch), earliest first, at most ``limit`` of them."""
+        ``until`` (seconds since the epoch), earliest first (ties by thread id), at most
+        ``limit`` of them, from just after ``after`` in that order (a page's last timer:
+        ``flowkit.stores.list_due_timers`` pages so)."""
 
     def drop_timer(self, thread_id: str, due: float) -> None:
         """Forget the entry of ``thread_id`` due at ``due`` if it is still there (a stale one:

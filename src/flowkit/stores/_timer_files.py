@@ -64,8 +64,11 @@ class TimerFiles:
             if name.endswith(suffix):
                 self._unlink(name)
 
-    def due(self, until: float, *, flow: str | None, limit: int | None) -> list[DueTimer]:
-        """The timers due by ``until``, earliest first (of ``flow``), at most ``limit``."""
+    def due(
+        self, until: float, *, flow: str | None, limit: int | None, after: DueTimer | None = None
+    ) -> list[DueTimer]:
+        """The timers due by ``until``, earliest first (of ``flow``), at most ``limit``, after
+        ``after`` in the order (due, thread id). Only the due ones' files are opened."""
         found: list[tuple[float, str, str]] = []
         for name in self._names():
             if name.startswith("."):  # a write's temporary file
@@ -78,7 +81,7 @@ class TimerFiles:
                 due = int(millis) / 1000
             except ValueError:
                 continue
-            if due <= until:
+            if due <= until and (after is None or (due, thread_id) > (after.due, after.thread_id)):
                 found.append((due, thread_id, name))
         found.sort()
         timers: list[DueTimer] = []

@@ -51,6 +51,8 @@ __all__ = ["JsonFileStore"]
 
 #: Journal bytes preallocated at a time (zeros past the data), with fsync on.
 PREALLOCATE_BYTES = 64 * 1024
+#: The file system's block: the first zeros of a new journal fill its last block only.
+_BLOCK = 4096
 #: Statuses after which a journal's preallocated zeros are given back.
 _ENDED = frozenset({"done", "failed"})
 #: Locks that keep the commits to one thread in this process one at a time (by hash of its
@@ -73,8 +75,9 @@ class JsonFileStore(JsonFileReader, IndexedListing):
     ``fsync=False`` trades durability on power loss for speed (tests, scratch runs).
     ``preallocate``: bytes of zeros kept ahead of the journal's data (default 64 KiB with
     fsync, none without), so each append overwrites them instead of growing the file, and its
-    ``fdatasync`` need not commit a new file size (about a quarter cheaper on ext4). A zero
-    tail is free space to readers, never a record.
+    ``fdatasync`` need not commit a new file size (about a quarter cheaper on ext4). A new
+    journal starts with zeros to the end of its first block only; one that outgrows them gets
+    ``preallocate`` bytes more at once. A zero tail is free space to readers, never a record.
     """
 
     def __init__(
@@ -117,6 +120,17 @@ class JsonFileStore(JsonFileReader, IndexedListing):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _first_capacity(self, size: int) -> int:
+        """A new journal's length: its ``size`` bytes of data, then zeros to the end of their
+        last block (``preallocate`` when smaller). One block, not ``preallocate``: a short
+        thread that ends gives its zeros back by a truncate inside that block, which frees
+        none (ext4: ~4 µs against ~80 µs for a truncate that frees 64 KiB); a thread that
+        outgrows it gets ``preallocate`` more at once."""
+        if not self.preallocate:
+            return size
+        unit = min(self.preallocate, _BLOCK)
+        return (size // unit + 1) * unit
 
     def _sync(self, fd: int) -> None:
         if self.fsync:
@@ -266,10 +280,11 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                         raise ThreadExistsError(thread_id)
                 if record.due is not None:  # before the record: never a timer without it
                     self._timers.add(thread_id, record.due, record.flow)
+                capacity = self._first_capacity(len(data))
                 try:
                     # The first zeros too: the steps that follow overwrite them, so none of
                     # their syncs has a new block or a file size to commit.
-                    write_all(fd, data + bytes(self.preallocate), 0)
+                    write_all(fd, data + bytes(capacity - len(data)), 0)
                     with self._unguarded():
                         self._sync(fd)
                         sync_dir(self.fsync, directory)
@@ -286,7 +301,7 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                     1,
                     len(data),
                     0,
-                    capacity=len(data) + self.preallocate,
+                    capacity=capacity,
                     ino=os.fstat(fd).st_ino,
                     due=record.due,
                     flow=record.flow,
@@ -500,9 +515,14 @@ class JsonFileStore(JsonFileReader, IndexedListing):
             return False
 
     def due_timers(
-        self, until: float, *, flow: str | None = None, limit: int | None = None
+        self,
+        until: float,
+        *,
+        flow: str | None = None,
+        limit: int | None = None,
+        after: DueTimer | None = None,
     ) -> list[DueTimer]:
-        return self._timers.due(until, flow=flow, limit=limit)
+        return self._timers.due(until, flow=flow, limit=limit, after=after)
 
     def drop_timer(self, thread_id: str, due: float) -> None:
         self._timers.remove(check_thread_id(thread_id), due)

@@ -186,7 +186,12 @@ class MemoryStore(QueriedListing):
             ]
 
     def due_timers(
-        self, until: float, *, flow: str | None = None, limit: int | None = None
+        self,
+        until: float,
+        *,
+        flow: str | None = None,
+        limit: int | None = None,
+        after: DueTimer | None = None,
     ) -> list[DueTimer]:
         with self._guard:
             found = sorted(
@@ -194,6 +199,7 @@ class MemoryStore(QueriedListing):
                     DueTimer(thread_id, due)
                     for thread_id, due in self._timers.items()
                     if due <= until
+                    and (after is None or (due, thread_id) > (after.due, after.thread_id))
                     and (flow is None or getattr(self._journals[thread_id][0], "flow", "") == flow)
                 ),
                 key=lambda timer: (timer.due, timer.thread_id),

@@ -68,10 +68,11 @@ def finished_call(
     finished: Finished | None = None,
     status: Status = "pending",
     given: dict[str, Any] | None = None,
+    actor: str | None = None,
 ) -> tuple[ItemDone, ItemRecord | None]:
     """Call ``call`` of node ``name`` as the cursor keeps it, and its ``item`` record at
-    ``version`` (``None`` without a store). ``UnstorableValueError`` if JSON cannot hold its
-    update.
+    ``version`` (``None`` without a store), naming ``actor`` as who gave ``given``.
+    ``UnstorableValueError`` if JSON cannot hold its update.
 
     The record is prebuilt, not validated, as a step's is (``step_record``): every value has
     its field's type by construction, and validating 10,000 of them was a fifth of a map."""
@@ -100,6 +101,7 @@ def finished_call(
         "error": error.model_dump() if error else None,
         "llm_calls": list(finished.llm_calls) if finished else [],
         "input": given,
+        "actor": actor,
     }
     return done, prebuilt(ItemRecord, values)
 
@@ -117,14 +119,15 @@ def checkpoint_call(
     finished: Finished | None = None,
     status: Status = "pending",
     given: dict[str, Any] | None = None,
+    actor: str | None = None,
 ) -> Cursor:
     """Commit an ``item`` record for one finished call (or answered pause, a gate branch or a
-    call that asked, whose input is ``given``) on its own: its update is kept aside in the
-    cursor, the state does not change; the pauses still open stay."""
+    call that asked, whose input is ``given``, answered by ``actor``) on its own: its update
+    is kept aside in the cursor, the state does not change; the pauses still open stay."""
     name = cursor.node
     done, record = finished_call(
         runner, thread_id, run_id, name, cursor.version + 1, call, of, update,
-        error=error, finished=finished, status=status, given=given,
+        error=error, finished=finished, status=status, given=given, actor=actor,
     )  # fmt: skip
     after = Cursor(
         cursor.state,

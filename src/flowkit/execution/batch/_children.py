@@ -138,11 +138,13 @@ def child_call(runner: RunPort, name: str, call: Call, version: int) -> Node:
     return Node(run, reads=sub.reads, writes=sub.writes, retry=sub.retry)
 
 
-def child_answer(runner: RunPort, sub: Subflow, tid: str, given: Mapping[str, Any]) -> Node:
+def child_answer(
+    runner: RunPort, sub: Subflow, tid: str, given: Mapping[str, Any], actor: str | None = None
+) -> Node:
     """A node that gives a waiting child thread its answers (``given``: the child's pause ids
-    -> inputs) and returns where the child then stands. An answer the child took already (a
-    crash came before the parent's checkpoint) is not given twice: it returns where the child
-    stands."""
+    -> inputs; ``actor``: who gave them) and returns where the child then stands. An answer
+    the child took already (a crash came before the parent's checkpoint) is not given twice:
+    it returns where the child stands."""
     threads = runner._child_runner(sub.flow)
     if len(given) == 1:
         ((pause, value),) = given.items()
@@ -161,7 +163,7 @@ def child_answer(runner: RunPort, sub: Subflow, tid: str, given: Mapping[str, An
 
         async def answer_async(state: Any) -> Any:
             try:
-                return await threads.aresume(tid, *args, gate=gate)
+                return await threads.aresume(tid, *args, gate=gate, actor=actor)
             except NotWaitingError as exc:
                 return stale(exc)
 
@@ -169,7 +171,7 @@ def child_answer(runner: RunPort, sub: Subflow, tid: str, given: Mapping[str, An
 
     def answer(state: Any) -> Any:
         try:
-            return threads.resume(tid, *args, gate=gate)
+            return threads.resume(tid, *args, gate=gate, actor=actor)
         except NotWaitingError as exc:
             return stale(exc)
 

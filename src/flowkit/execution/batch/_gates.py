@@ -52,10 +52,12 @@ def answer_batch(
     run_id: str,
     cursor: Cursor,
     answers: Mapping[str, Any],
+    actor: str | None = None,
 ) -> tuple[Cursor, ChildAnswers]:
     """Answer open pauses of the batch node the thread waits at (``answers``: pause id ->
     input, every id open). Every input is validated before any is saved; each answer is then
-    checkpointed on its own, so a crash between them loses none that was saved.
+    checkpointed on its own (naming ``actor``), so a crash between them loses none that was
+    saved.
 
     Answers for the children of ``Subflow`` calls run those children on: they are returned
     (call key -> the child's answers) for ``answer_children`` to give as the run's first
@@ -90,7 +92,9 @@ def answer_batch(
     }  # every answer's update is made and checked before any is saved
     for pause, made in prepared.items():
         call = specs[pause][0]
-        cursor = _commit_answer(runner, thread_id, run_id, cursor, pause, call, made, len(calls))
+        cursor = _commit_answer(
+            runner, thread_id, run_id, cursor, pause, call, made, len(calls), actor
+        )
     return cursor, children
 
 
@@ -99,12 +103,17 @@ ChildAnswers = dict[str, dict[str, Any]]
 
 
 def answer_children(
-    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, children: ChildAnswers
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    children: ChildAnswers,
+    actor: str | None = None,
 ) -> Generator[Instruction, Any, Cursor]:
-    """Give each ``Subflow`` call's child its answers (a node call the driver carries out),
-    then checkpoint where the call stands."""
+    """Give each ``Subflow`` call's child its answers (a node call the driver carries out;
+    the child's history names ``actor``), then checkpoint where the call stands."""
     for key, given in children.items():
-        cursor = yield from answer_child_call(runner, thread_id, run_id, cursor, key, given)
+        cursor = yield from answer_child_call(runner, thread_id, run_id, cursor, key, given, actor)
     return cursor
 
 
@@ -133,6 +142,7 @@ def answer_child_call(
     cursor: Cursor,
     key: str,
     given: dict[str, Any],
+    actor: str | None = None,
 ) -> Generator[Instruction, Any, Cursor]:
     """Answer the child thread of Subflow call ``key``, then checkpoint where the call stands:
     finished (its output, kept for the join), failed, or waiting at its child's next pauses.
@@ -146,7 +156,7 @@ def answer_child_call(
     sub = _child_of(calls, entry)
     tid = str(entry["thread"])
     owner = runner.store if runner.store is not None else runner
-    answering = child_answer(runner, sub, tid, given)
+    answering = child_answer(runner, sub, tid, given, actor)
     outcome = yield CallNode(answering, key, cursor.state, None, thread_id, owner)
     assert outcome is not None
     if outcome.error is not None:
@@ -216,6 +226,7 @@ def _commit_answer(
     call: Call,
     prepared: tuple[Mapping[str, Any], dict[str, Any]],
     of: int,
+    actor: str | None,
 ) -> Cursor:
     update, given = prepared
     still = [p for p in open_pauses(runner.flow, cursor) if p != pause]
@@ -229,4 +240,5 @@ def _commit_answer(
         update,
         status="waiting" if still else "pending",
         given=given,
+        actor=actor,
     )

@@ -194,10 +194,16 @@ def waiting_gates(flow: Flow, cursor: Cursor) -> tuple[str, ...]:
 
 
 def answer_child(
-    runner: Any, thread_id: str, run_id: str, cursor: Cursor, value: Any, gate: str | None
+    runner: Any,
+    thread_id: str,
+    run_id: str,
+    cursor: Cursor,
+    value: Any,
+    gate: str | None,
+    actor: str | None = None,
 ) -> Cursor:
-    """Answer the open pause(s) of the innermost child with ``value``; the parent's cursor
-    after.
+    """Answer the open pause(s) of the innermost child with ``value`` (the child's records
+    name ``actor``); the parent's cursor after.
 
     ``gate`` is a path from ``gates`` (``review/approve``); with several open, ``value`` may
     map their paths to inputs. Everything is validated before anything is saved.
@@ -215,14 +221,14 @@ def answer_child(
     def at_leaf(holder: Any, leaf_cursor: Cursor) -> Cursor:
         if len(local) == 1:
             ((pause, given),) = local.items()
-            answered, children = answer(holder, thread_id, run_id, leaf_cursor, given, pause)
+            answered, children = answer(holder, thread_id, run_id, leaf_cursor, given, pause, actor)
         else:
-            answered, children = answer(holder, thread_id, run_id, leaf_cursor, local, None)
+            answered, children = answer(holder, thread_id, run_id, leaf_cursor, local, None, actor)
         if not children:
             return answered
         # Children of Subflow calls in a batch inside this child: answered here, in this
         # thread (the parent's run goes on from the child's cursor once they are).
-        return drive_sync(answer_children(holder, thread_id, run_id, answered, children))
+        return drive_sync(answer_children(holder, thread_id, run_id, answered, children, actor))
 
     return _answer(runner, run_id, cursor, at_leaf)
 

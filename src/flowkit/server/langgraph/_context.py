@@ -1,5 +1,6 @@
-"""What the LangGraph routes share: the registry kept on the app, and finding a thread that
-may exist only in the registry (created empty) or only in the store (started elsewhere)."""
+"""What the LangGraph routes share: the registry kept on the app, finding a thread that may
+exist only in the registry (created empty) or only in the store (started elsewhere), and
+reading the checkpoint a request names (its id is the thread's version, as text)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,18 @@ from ...runner._runner import Runner
 from ...stores._ids import check_thread_id
 from ...stores._record_pages import record_page
 from .._context import Server, open_thread
+from .._problems import Problem
 from .._security import Action
 from ._registry import Registry, ThreadInfo
 
-__all__ = ["Opened", "find_thread", "registry_of", "times_of"]
+__all__ = [
+    "Opened",
+    "asked_checkpoint",
+    "checkpoint_version",
+    "find_thread",
+    "registry_of",
+    "times_of",
+]
 
 #: A thread a flow ran on: its runner and where it stands.
 Opened = tuple[Runner[Any], RunResult[Any]]
@@ -46,3 +55,25 @@ def times_of(server: Server, thread_id: str) -> tuple[float, float]:
     first = record_page(store, thread_id, limit=1, offset=0).records
     last = record_page(store, thread_id, limit=1).records
     return (first[0].ts if first else 0.0), (last[-1].ts if last else 0.0)
+
+
+def checkpoint_version(checkpoint_id: str | None) -> int | None:
+    """The version a checkpoint id names (``None``: none named); a 422 for an id this server
+    never gave."""
+    if checkpoint_id is None or checkpoint_id == "":
+        return None
+    if not checkpoint_id.isdigit():
+        raise Problem(
+            422,
+            "invalid_request",
+            f"`{checkpoint_id:.40}` is not a checkpoint id of this server: they are versions "
+            "(`checkpoint.checkpoint_id` of a state or history entry).",
+        )
+    return int(checkpoint_id)
+
+
+def asked_checkpoint(checkpoint_id: str | None, checkpoint: dict[str, Any] | None) -> int | None:
+    """The version a request names by ``checkpoint_id`` or by a ``checkpoint`` (its
+    ``checkpoint_id``), the first if both."""
+    wanted = checkpoint_id or (checkpoint or {}).get("checkpoint_id")
+    return checkpoint_version(None if wanted is None else str(wanted))

@@ -20,6 +20,7 @@ __all__ = [
     "HistoryRequest",
     "RunCreate",
     "StateCheckpointRequest",
+    "ThreadCopy",
     "ThreadCreate",
     "ThreadPatch",
     "ThreadSearch",
@@ -105,6 +106,11 @@ class ThreadCreate(_Body):
     ttl: Any = None
 
 
+class ThreadCopy(_Body):
+    """``threads.copy`` sends no body; one sent is a JSON object (a 422 otherwise), whose
+    fields flowkit has no use for."""
+
+
 class ThreadPatch(_Body):
     metadata: dict[str, Any] | None = None
 
@@ -152,6 +158,8 @@ class RunCreate(_Body):
     on_completion: Literal["delete", "keep"] | None = None
     checkpoint_id: str | None = Field(default=None, max_length=40)
     checkpoint: dict[str, Any] | None = None
+    #: Read for ``configurable.checkpoint_id`` alone (another way to name a checkpoint).
+    config: dict[str, Any] | None = None
     interrupt_before: Any = None
     interrupt_after: Any = None
     webhook: str | None = None

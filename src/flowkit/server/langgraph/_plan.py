@@ -5,16 +5,23 @@ A run on a thread no flow ran on starts the assistant's flow with ``input``; a r
 of several, or answers several at once); a run with neither continues a failed or
 interrupted run. ``command["update"]`` patches the state first. What the thread cannot take
 is refused before anything runs (409 / 422), as flowkit's own resume route does.
+
+A run naming an earlier checkpoint (``checkpoint_id``, or ``checkpoint``) travels back in
+time on the same thread: the thread is first put back where it stood then (``Runner.rewind``,
+a new checkpoint; history keeps the old branch), ``input`` (values) and ``command["update"]``
+patch that state, then it goes on from there: a node runs again, a pause waits again (or is
+answered, with ``resume``), a finished thread stays finished.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ...errors import NotWaitingError, ThreadNotFoundError
-from ...runner._result import RunResult
+from ...definition._parallel import BatchNode
+from ...errors import CheckpointNotFoundError, NotWaitingError, RunError, ThreadNotFoundError
+from ...runner._result import Checkpoint, RunResult
 from ...runner._runner import Runner
 from .._api import _prevalidate
 from .._context import Server
@@ -22,7 +29,7 @@ from .._models import ResumeRequest
 from .._problems import Problem
 from .._roles import stamp_starter
 from .._security import Access
-from ._context import find_thread
+from ._context import asked_checkpoint, find_thread
 from ._models import RunCreate, unsupported
 from ._registry import Registry
 
@@ -31,7 +38,11 @@ __all__ = ["Plan", "execute", "plan_run"]
 
 @dataclass(frozen=True)
 class Plan:
-    """One run, decided: start the flow, or resume the thread (``gate``: the pause named)."""
+    """One run, decided: start the flow, or resume the thread (``gate``: the pause named).
+
+    ``at``: the checkpoint it runs from, the thread first put back there unless that is
+    ``expected``, where it stood when planned (and must stand still); ``idle``: nothing runs
+    after that and the update (the thread waits at a pause, or is done)."""
 
     runner: Runner[Any]
     thread_id: str
@@ -40,6 +51,9 @@ class Plan:
     gate: str | None
     update: Mapping[str, Any] | None
     principal: str | None
+    at: int | None = None
+    expected: int | None = None
+    idle: bool = False
 
 
 def _refuse_unsupported(body: RunCreate) -> None:
@@ -57,11 +71,6 @@ def _refuse_unsupported(body: RunCreate) -> None:
     if body.command and body.command.get("goto") is not None:
         raise unsupported(
             "Command(goto=...)", "Move a thread with flowkit's PATCH /threads/{id}/state `goto`."
-        )
-    if body.checkpoint_id is not None or body.checkpoint is not None:
-        raise unsupported(
-            "running from a checkpoint",
-            "Copy the thread (threads.copy, or flowkit's POST /threads/{id}/fork with `at`).",
         )
 
 
@@ -89,6 +98,9 @@ def plan_run(
     if info is not None and info.assistant_id not in (None, flow):
         raise _other_flow(thread_id, info.assistant_id, flow)
     if opened is None:
+        if _named_checkpoint(body) is not None:
+            raise Problem(404, "checkpoint_not_found", f"Thread `{thread_id}` has no "
+                          "checkpoints: no flow has run on it yet.")  # fmt: skip
         server.guard.require(principal, "start")
         start_input = stamp_starter(runner.flow, body.input, principal)
         server.guard.check(Access(principal, "start", thread_id, flow, _mapping(start_input)))
@@ -106,12 +118,83 @@ def plan_run(
     found, current = opened
     if found is not runner:
         raise _other_flow(thread_id, found.flow.name, flow)
+    version = _named_checkpoint(body)
+    if version is not None:  # it moves the thread, as a patch does: "update" too
+        find_thread(server, registry, principal, "update", thread_id)
+        return _travel(runner, current, version, body, principal)
     if "resume" in command:
         value, gate = _answer(current, command["resume"])
         _prevalidate(runner, current, ResumeRequest(input=value, gate=gate))
         return Plan(runner, thread_id, False, value, gate, update, principal)
     _refuse_restart(current, body.input is not None)
     return Plan(runner, thread_id, False, None, None, update, principal)
+
+
+def _named_checkpoint(body: RunCreate) -> int | None:
+    """The checkpoint a run names: ``checkpoint_id``, ``checkpoint`` or the config's
+    ``configurable.checkpoint_id`` (``None``: none, the run goes on from the latest)."""
+    configurable = (body.config or {}).get("configurable")
+    configured = configurable if isinstance(configurable, dict) else None
+    return asked_checkpoint(body.checkpoint_id, body.checkpoint or configured)
+
+
+def _travel(
+    runner: Runner[Any], current: RunResult[Any], version: int, body: RunCreate, who: str | None
+) -> Plan:
+    """A run from checkpoint ``version`` of the thread standing at ``current``."""
+    thread_id, command = current.thread_id, body.command or {}
+    found = _checkpoint_at(runner, current, version)
+    in_batch = isinstance(runner.flow.nodes.get(found.next), BatchNode)
+    if found.kind in ("item", "pause") or (in_batch and found.status == "waiting"):
+        raise RunError(  # as Runner.rewind would, once the run had begun (409)
+            f"Cannot run thread `{thread_id}` from checkpoint {version}: it stands part-way "
+            f"through the batch of `{found.next}`. Run from the checkpoint before that node.",
+            thread_id=thread_id,
+        )
+    point = _as_result(found)
+    if body.input is not None and not isinstance(body.input, Mapping):
+        raise unsupported("`input` that is not a mapping on a run from a checkpoint",
+                          "Send the state values to change there.")  # fmt: skip
+    update = {**(body.input or {}), **(command.get("update") or {})} or None
+    base = Plan(runner, thread_id, False, None, None, update, who, version, current.version)
+    if "resume" in command:
+        if point.status != "waiting":
+            raise NotWaitingError(
+                f"Thread `{thread_id}` was {point.status} at `{point.node}` at checkpoint "
+                f"{version}, not waiting: run from it without `resume`.",
+                thread_id=thread_id,
+                status=point.status,
+                node=point.node,
+            )
+        value, gate = _answer(point, command["resume"])
+        _prevalidate(runner, point, ResumeRequest(input=value, gate=gate))
+        return replace(base, input=value, gate=gate)
+    return replace(base, idle=point.status in ("waiting", "done"))
+
+
+def _checkpoint_at(runner: Runner[Any], current: RunResult[Any], version: int) -> Checkpoint[Any]:
+    """Checkpoint ``version`` of the thread standing at ``current`` (404 if it has none)."""
+    thread_id = current.thread_id
+    page = (
+        runner.history(thread_id, limit=1, before=version + 1) if version <= current.version else []
+    )
+    if not page or page[-1].version != version:
+        raise CheckpointNotFoundError(thread_id, version, current.version)
+    return page[-1]
+
+
+def _as_result(point: Checkpoint[Any]) -> RunResult[Any]:
+    """Where the thread stood at ``point``, as a ``RunResult`` (what the resume checks read)."""
+    return RunResult(
+        thread_id=point.thread_id,
+        status=point.status,
+        node=point.next,
+        state=point.state,
+        version=point.version,
+        error=point.error,
+        gates=tuple(pause.id for pause in point.pauses),
+        pauses=point.pauses,
+    )
 
 
 def _answer(current: RunResult[Any], resume: Any) -> tuple[Any, str | None]:
@@ -138,8 +221,8 @@ def _refuse_restart(current: RunResult[Any], has_input: bool) -> None:
         )
     elif current.status == "done":
         detail = (
-            f"Thread `{thread_id}` is done at `{current.node}`; copy it (threads.copy) or start "
-            "a new thread to run again."
+            f"Thread `{thread_id}` is done at `{current.node}`; run it from an earlier "
+            "checkpoint (`checkpoint_id`), copy it (threads.copy) or start a new thread."
         )
     elif has_input:
         detail = (
@@ -168,17 +251,31 @@ def execute(plan: Plan) -> RunResult[Any]:
     """Run ``plan`` to its end: until the thread waits, finishes or fails."""
     runner, thread_id = plan.runner, plan.thread_id
     apply_update(plan)
+    if plan.idle:
+        return runner.get_state(thread_id)
     if plan.new:
         return runner.start(thread_id, plan.input)
-    return runner.resume(thread_id, plan.input, gate=plan.gate)
+    return runner.resume(thread_id, plan.input, gate=plan.gate, actor=plan.principal or "anonymous")
 
 
 def apply_update(plan: Plan) -> None:
-    """``Command(update=...)``: an audited patch before the run goes on."""
+    """What comes before the run goes on, each an audited checkpoint: the way back to the
+    checkpoint it runs from, then ``Command(update=...)`` (and, from a checkpoint, ``input``)."""
+    at = plan.at
+    if at is not None and at != plan.expected:
+        plan.runner.rewind(
+            plan.thread_id,
+            at,
+            reason=f"time travel to checkpoint {at} (LangGraph API)",
+            actor=plan.principal or "anonymous",
+            expected_version=plan.expected,
+        )
     if plan.update is not None:
         plan.runner.update_state(
             plan.thread_id,
             plan.update,
-            reason="Command(update=...) (LangGraph API)",
+            reason="Command(update=...) (LangGraph API)"
+            if at is None
+            else f"input and Command(update=...) at checkpoint {at} (LangGraph API)",
             actor=plan.principal or "anonymous",
         )

@@ -26,7 +26,7 @@ from .._problems import problem_of
 from .._redact import redact_with_pauses
 from ._models import unsupported
 from ._plan import Plan, apply_update
-from ._shapes import interrupts_of
+from ._shapes import interrupts_of, values_output
 
 __all__ = ["EVENTS", "flowkit_modes", "frame", "sse_events"]
 
@@ -188,6 +188,19 @@ class _Mapper:
                 yield frame("messages/complete", [full])
 
 
+def _standing(
+    server: Server, plan: Plan, asked: list[str], result: RunResult[Any]
+) -> Iterator[bytes]:
+    """The events of a run that ran nothing: the thread's values (at a pause with
+    ``__interrupt__``), and its open interrupts as an update."""
+    values = values_output(server, plan.runner, result, plan.principal)
+    values.pop("__error__", None)
+    if "values" in asked:
+        yield frame("values", values)
+    if "updates" in asked and "__interrupt__" in values:
+        yield frame("updates", {"__interrupt__": values["__interrupt__"]})
+
+
 def sse_events(
     server: Server,
     plan: Plan,
@@ -205,12 +218,18 @@ def sse_events(
     status = "success"
     try:
         apply_update(plan)
+        if plan.idle:  # from a checkpoint where nothing runs: where the thread stands
+            outcome["result"] = standing = plan.runner.get_state(plan.thread_id)
+            yield from _standing(server, plan, asked, standing)
+            yield frame("end", {"run_id": run_id, "status": status})
+            return
         stream = plan.runner.stream(
             plan.thread_id,
             plan.input,
             mode=modes,  # type: ignore[arg-type]  # checked by flowkit_modes
             new=plan.new,
             gate=plan.gate,
+            actor=plan.principal or "anonymous",
         )
         for mode, item in stream:
             yield from mapper.frames(mode, item)

@@ -8,17 +8,25 @@ import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Body, Path, Request, Response
 
 from ...errors import ThreadNotFoundError
 from .._api import _listed
 from .._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
 from .._problems import Problem
-from ._context import Opened, find_thread, registry_of, times_of
+from ._context import (
+    Opened,
+    asked_checkpoint,
+    checkpoint_version,
+    find_thread,
+    registry_of,
+    times_of,
+)
 from ._documents import StateUpdatedDoc, ThreadDoc, ThreadStateDoc, answer
 from ._models import (
     HistoryRequest,
     StateCheckpointRequest,
+    ThreadCopy,
     ThreadCreate,
     ThreadPatch,
     ThreadSearch,
@@ -36,11 +44,6 @@ router = APIRouter(tags=["langgraph"])
 shared_router = APIRouter(tags=["langgraph"])
 
 _STATE = answer(ThreadStateDoc, "The checkpoint")
-_TIME_TRAVEL = (
-    "flowkit keeps a thread's history append-only: read any checkpoint, patch the latest, "
-    "or copy the thread (threads.copy, or flowkit's POST /threads/{id}/fork with `at`) to "
-    "go on from an earlier one."
-)
 
 
 def _thread(
@@ -102,8 +105,7 @@ def patch_thread(
     if info is None:
         flow = opened[0].flow.name if opened is not None else None
         info = registry.add_thread(thread_id, {}, flow)
-    info.metadata.update(body.metadata or {})
-    registry.touch(thread_id)
+    registry.merge_metadata(info, body.metadata or {})
     return _thread(server, registry, principal, thread_id, (info, opened))
 
 
@@ -186,8 +188,14 @@ def count_threads(request: Request, body: ThreadSearch, principal: Principal) ->
     response_model=None,
     responses=answer(ThreadDoc, "The new thread"),
 )
-def copy_thread(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
-    """A new thread standing where this one stands (flowkit's fork at the latest checkpoint)."""
+def copy_thread(
+    request: Request,
+    thread_id: ThreadId,
+    principal: Principal,
+    body: Annotated[ThreadCopy | None, Body()] = None,
+) -> dict[str, Any]:
+    """A new thread standing where this one stands (flowkit's fork at the latest checkpoint).
+    ``body``: none, or a JSON object (checked like every body; its fields are not used)."""
     server, registry = server_of(request), registry_of(request)
     runner = thread_runner(server, principal, "fork", thread_id)
     new = str(uuid.uuid4())
@@ -226,7 +234,7 @@ def _state_at(
             raise Problem(404, "checkpoint_not_found", f"Thread `{thread_id}` has no checkpoints.")
         return _empty_state(thread_id)
     runner, result = opened
-    version = _version(checkpoint_id)
+    version = checkpoint_version(checkpoint_id)
     if version is None or version == result.version:
         return state_json(server, runner, result, principal)
     if version > result.version:
@@ -261,19 +269,6 @@ def _checkpoint_id(before: str | dict[str, Any] | None) -> str | None:
     return found
 
 
-def _version(checkpoint_id: str | None) -> int | None:
-    if checkpoint_id is None or checkpoint_id == "":
-        return None
-    if not checkpoint_id.isdigit():
-        raise Problem(
-            422,
-            "invalid_request",
-            f"`{checkpoint_id:.40}` is not a checkpoint id of this server: they are versions "
-            "(`checkpoint.checkpoint_id` of a state or history entry).",
-        )
-    return int(checkpoint_id)
-
-
 @router.get("/threads/{thread_id}/state", response_model=None, responses=_STATE)
 def get_state(request: Request, thread_id: ThreadId, principal: Principal) -> dict[str, Any]:
     return _state_at(request, thread_id, principal, None)
@@ -305,8 +300,11 @@ def get_state_of_checkpoint(
 def update_state(
     request: Request, thread_id: ThreadId, body: UpdateStateBody, principal: Principal
 ) -> dict[str, Any]:
-    """Patch the latest state through the flow's reducers: an audited checkpoint of its own
-    (kind ``patch``), naming the principal."""
+    """Patch the state through the flow's reducers: an audited checkpoint of its own (kind
+    ``patch``), naming the principal. At an earlier checkpoint (``checkpoint_id``) the thread
+    is first put back where it stood then (a checkpoint too; history keeps the old branch):
+    a run with no input goes on from there. No values and no earlier checkpoint: nothing
+    changes, nothing is written, and the answer is the latest checkpoint."""
     server = server_of(request)
     if body.as_node is not None:
         raise unsupported(
@@ -317,18 +315,27 @@ def update_state(
     if not isinstance(body.values, dict | None):
         raise unsupported("a list of updates in update_state", "Send one mapping of values.")
     runner, current = open_thread(server, principal, "update", thread_id)
-    wanted = body.checkpoint_id or (body.checkpoint or {}).get("checkpoint_id")
-    version = _version(str(wanted) if wanted is not None else None)
+    version = asked_checkpoint(body.checkpoint_id, body.checkpoint)
+    actor = principal or "anonymous"
+    result = current
     if version is not None and version != current.version:
-        raise unsupported("updating an earlier checkpoint", _TIME_TRAVEL)
-    result = runner.update_state(
-        thread_id,
-        body.values or {},
-        reason="update_state (LangGraph API)",
-        actor=principal or "anonymous",
-        expected_version=version,
-    )
-    registry_of(request).touch(thread_id)
+        result = runner.rewind(
+            thread_id,
+            version,
+            reason=f"update_state at checkpoint {version} (LangGraph API)",
+            actor=actor,
+            expected_version=current.version,
+        )
+    if body.values:
+        result = runner.update_state(
+            thread_id,
+            body.values,
+            reason="update_state (LangGraph API)",
+            actor=actor,
+            expected_version=None if version is None else result.version,
+        )
+    if result is not current:
+        registry_of(request).touch(thread_id)
     return {"checkpoint": checkpoint_ref(thread_id, result.version)}
 
 
@@ -348,7 +355,7 @@ def get_history(
     if opened is None:
         return []
     runner, _ = opened
-    version = _version(_checkpoint_id(body.before))
+    version = checkpoint_version(_checkpoint_id(body.before))
     if version is not None and version <= 0:
         return []
     page = runner.history(thread_id, limit=body.limit, before=version)

@@ -1,6 +1,7 @@
-// flowkit review page: an inbox of the threads waiting for a person (and failed ones), and a
-// page per thread with what its pause shows, explicit actions, what changed since the last
-// answer, its diagram, state and history, retry / edit / fork; live over server-sent events.
+// flowkit review page: an inbox of the threads waiting for a person (and failed ones, and timers
+// due), and a page per thread with what its pause shows, explicit actions, what changed since
+// the last answer, its diagram, state and history, retry / edit / fork; live over server-sent
+// events.
 // What the user may do comes from GET /me. Every value from the server is shown with
 // textContent, never as markup.
 "use strict";
@@ -53,11 +54,13 @@ async function loadMe() {
 
 function flowInfo(name) { return flows.find((f) => f.name === name) || null; }
 
-// -- the inbox: threads waiting for a person, failed ones, and all, with filters ---------------
+// -- the inbox: threads waiting for a person, failed ones, timers due, and all, with filters -----
 
-// A table of threads read a page at a time (GET /threads with its `next_cursor`): "More"
-// shows the next page; a refresh reads again as many pages as are shown.
-function pagedThreads(id, query, size, headings, cells, nobody) {
+// A table of threads read a page at a time (GET /threads, or `source`'s path and list, with
+// its `next_cursor`): "More" shows the next page; a refresh reads again as many pages as are
+// shown.
+function pagedThreads(id, query, size, headings, cells, nobody, source) {
+  const { path, key } = source || { path: "/threads", key: "threads" };
   const body = el("tbody");
   const more = el("button", { type: "button", class: "more", id: id + "-more", text: "More", hidden: true });
   let pages = 1;
@@ -66,9 +69,9 @@ function pagedThreads(id, query, size, headings, cells, nobody) {
     let cursor = null;
     const asked = query();
     for (let page = 0; page < pages; page++) {
-      const found = await api("/threads?" + (asked ? asked + "&" : "") + "limit=" + size +
+      const found = await api(path + "?" + (asked ? asked + "&" : "") + "limit=" + size +
         (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
-      rows.push(...found.threads);
+      rows.push(...found[key]);
       cursor = found.next_cursor;
       if (!cursor) break;
     }
@@ -86,7 +89,32 @@ function pagedThreads(id, query, size, headings, cells, nobody) {
   return { nodes: [table, more], refresh, reset() { pages = 1; } };
 }
 
-const filters = { flow: "", status: "" };
+const filters = { flow: "", status: "", within: "3600" };
+
+// How far ahead "Timers due" looks (seconds from now): passed ones are always listed.
+const HORIZONS = [["0", "passed"], ["3600", "passed or within the hour"], ["86400", "passed or within a day"]];
+
+// "overdue by 2 hours" / "due in 20 minutes", by this browser's clock.
+function dueWords(iso) {
+  const ms = Date.parse(iso) - Date.now();
+  const seconds = Math.abs(ms) / 1000;
+  let text = "less than a minute";
+  for (const [unit, size] of [["day", 86400], ["hour", 3600], ["minute", 60]]) {
+    if (seconds >= size) {
+      const count = Math.floor(seconds / size);
+      text = count + " " + unit + (count === 1 ? "" : "s");
+      break;
+    }
+  }
+  return ms <= 0 ? "overdue by " + text : "due in " + text;
+}
+
+function timerCells(t) {
+  const what = t.kind === "deadline" ? "deadline of gate " : "wake-up of node ";
+  return [el("td", { text: t.flow }), el("td", {}, what, el("code", { text: t.at })),
+    el("td", { class: Date.parse(t.due) <= Date.now() ? "due overdue" : "due" }, dueWords(t.due), " ",
+      el("time", { datetime: t.due, text: "(" + new Date(t.due).toLocaleString() + ")" }))];
+}
 
 function query(extra) {
   const parts = [];
@@ -103,29 +131,38 @@ async function showList(mine) {
   const failed = pagedThreads("failed", () => query({ status: "failed" }), 20, ["Thread", "Flow", "Failed at", "Since"],
     (t) => [el("td", { text: t.flow }), el("td", { text: t.node }), el("td", { text: when(t.updated) })],
     "Nothing failed.");
+  const until = () => new Date(Date.now() + Number(filters.within) * 1000).toISOString();
+  const timers = pagedThreads("timers", () => query({ until: until() }), 20, ["Thread", "Flow", "Timer", "Due"],
+    timerCells, "No timer is due.", { path: "/timers", key: "timers" });
   const recent = pagedThreads("recent", () => query({ status: filters.status }), 20, ["Thread", "Flow", "Status", "Updated"],
     (t) => [el("td", { text: t.flow }), statusCell(t), el("td", { text: when(t.updated) })],
     "No threads yet.");
-  const tables = [waiting, failed, recent];
+  const tables = [waiting, failed, timers, recent];
   const flowPick = el("select", { id: "filter-flow" }, el("option", { value: "", text: "every flow" }),
     flows.map((f) => el("option", { value: f.name, text: f.name, selected: f.name === filters.flow })));
   const statusPick = el("select", { id: "filter-status" }, ["", "pending", "waiting", "done", "failed"].map((s) =>
     el("option", { value: s, text: s || "any status", selected: s === filters.status })));
+  const duePick = el("select", { id: "filter-due" }, HORIZONS.map(([value, text]) =>
+    el("option", { value, text, selected: value === filters.within })));
   const changed = () => {
     filters.flow = flowPick.value;
     filters.status = statusPick.value;
+    filters.within = duePick.value;
     for (const t of tables) t.reset();
     refresh();
   };
   flowPick.addEventListener("change", changed);
   statusPick.addEventListener("change", changed);
+  duePick.addEventListener("change", changed);
   main.replaceChildren(
     el("form", { class: "filters", id: "filters", on: { submit: (e) => e.preventDefault() } },
-      el("label", {}, "Flow ", flowPick), el("label", {}, "Status (all threads) ", statusPick)),
+      el("label", {}, "Flow ", flowPick), el("label", {}, "Status (all threads) ", statusPick),
+      el("label", {}, "Timers due ", duePick)),
     el("h1", { text: "Waiting for a person" }), ...waiting.nodes,
     el("h2", { text: "Failed" }), ...failed.nodes,
+    el("h2", { text: "Timers due", id: "timers-due" }), ...timers.nodes,
     el("h2", { text: "All threads, recently updated first" }), ...recent.nodes,
-    can("start") ? startForm() : null,
+    ...(can("start") ? [startForm()] : []), // (null would be drawn as the text "null")
   );
   async function refresh() {
     try {
@@ -280,12 +317,19 @@ function renderHistory(id, checkpoints, list) {
       el("span", { class: "status " + c.status, text: c.status }), " ",
       el("time", { text: when(c.ts) }),
       c.attempts > 1 ? el("span", { class: "changed", text: " after " + c.attempts + " attempts" }) : null,
-      c.actor ? el("div", { class: "changed actor", text: "by " + c.actor + (c.reason ? ": " + c.reason : "") }) : null,
+      c.actor ? el("div", { class: "changed actor", text: byWhom(c) }) : null,
       values,
       can("fork") ? el("button", { type: "button", class: "fork", "data-version": c.version, text: "Fork from here",
         on: { click: () => fork(id, c.version) } }) : null);
   });
   list.replaceChildren(...items.reverse());
+}
+
+// Who made a checkpoint: "answered by rita" on an answer (a gate's input, a branch's item),
+// "changed by ada: why" on a patch.
+function byWhom(c) {
+  const verb = c.kind === "patch" ? "changed" : "answered";
+  return verb + " by " + c.actor + (c.reason ? ": " + c.reason : "");
 }
 
 async function fork(id, version) {

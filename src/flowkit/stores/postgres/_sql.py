@@ -13,6 +13,10 @@ from dataclasses import dataclass
 __all__ = ["Statements"]
 
 _CHANNEL = "flowkit_events"
+#: A timer listing's page starts just after the timer the last page ended with (none: the
+#: first page), compared as a row in the listing's order (due_at, thread_id).
+_AFTER_TIMER = """(%(after_id)s::text IS NULL
+    OR (due_at, thread_id) > (to_timestamp(%(after_due)s::double precision), %(after_id)s::text))"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,16 +228,18 @@ class Statements:
                     WHERE thread_id = %(thread)s AND version < %(version)s""".encode(),
             ),
             # The timer index: threads (of a flow, of any) whose timer is due by `until`,
-            # earliest first.
+            # earliest first, after the timer (`after_due`, `after_id`) a page ended with.
             due_timers=f"""
                 SELECT thread_id, extract(epoch FROM due_at) FROM {s}.threads
                 WHERE flow = %(flow)s AND due_at <= to_timestamp(%(until)s::double precision)
+                  AND {_AFTER_TIMER}
                 ORDER BY due_at, thread_id
                 LIMIT %(limit)s::bigint
             """.encode(),
             due_timers_any=f"""
                 SELECT thread_id, extract(epoch FROM due_at) FROM {s}.threads
                 WHERE due_at <= to_timestamp(%(until)s::double precision)
+                  AND {_AFTER_TIMER}
                 ORDER BY due_at, thread_id
                 LIMIT %(limit)s::bigint
             """.encode(),

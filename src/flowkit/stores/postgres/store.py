@@ -437,10 +437,21 @@ class PostgresStore(WorkQueue, PostgresListing):
     # -- timers ----------------------------------------------------------------------------------
 
     def due_timers(
-        self, until: float, *, flow: str | None = None, limit: int | None = None
+        self,
+        until: float,
+        *,
+        flow: str | None = None,
+        limit: int | None = None,
+        after: DueTimer | None = None,
     ) -> list[DueTimer]:
         query = self._sql.due_timers if flow is not None else self._sql.due_timers_any
-        params = {"until": until, "flow": flow, "limit": limit}
+        params = {
+            "until": until,
+            "flow": flow,
+            "limit": limit,
+            "after_due": None if after is None else after.due,
+            "after_id": None if after is None else after.thread_id,
+        }
         rows = retried(self._conn, None, lambda c: c.execute(query, params).fetchall())
         # Record times are whole milliseconds; the column keeps them exactly, read back so.
         return [DueTimer(str(row[0]), round(float(row[1]) * 1000) / 1000) for row in rows]
