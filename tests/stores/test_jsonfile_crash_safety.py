@@ -194,7 +194,7 @@ def test_a_torn_record_is_counted_without_the_free_space_after_it(
     tally_thread(tally)
     journal = files.journal("t")
     append_bytes(b'{"v":2,"version":5,"ts":17')(journal)
-    assert len(journal.read_bytes()) > 60_000  # the tear sits in the preallocated zeros
+    assert journal.read_bytes().endswith(b"\0")  # the tear sits in the preallocated zeros
     with capture_logs():
         (warning,) = open_store().load("t").warnings
     assert warning.endswith("torn last record skipped (26 bytes)")
@@ -402,10 +402,17 @@ def test_snapshot_is_kept_small_relative_to_the_journal(
 def test_a_journal_keeps_zeros_ahead_while_its_thread_lives_and_gives_them_back_when_it_ends(
     tally: TallyRunner, counter: Callable[..., Runner[Any]], files: Any
 ) -> None:
-    """Zeros from the create on (so no step's fdatasync commits a new file size), cut off
-    once the thread is done, so a store of finished threads holds their records only."""
+    """Zeros from the create on (so no step's fdatasync commits a new file size), to the end
+    of the journal's block, then ``preallocate`` more once it outgrows them; cut off once the
+    thread is done, so a store of finished threads holds their records only."""
     tally(fsync=False, preallocate=4096).start("t")
-    assert len(files.journal("t").read_bytes()) == len(files.data("t")) + 4096  # waiting
+    waiting = files.journal("t").read_bytes()
+    assert len(waiting) == 4096 > len(files.data("t"))  # waiting: the rest of its block
+    assert not waiting[len(files.data("t")) :].strip(b"\0")
+    grown = counter(fsync=False, preallocate=4096)
+    assert grown.start("g", {"limit": 1000}).status == "done"
+    assert files.journal("g").read_bytes() == files.data("g")  # outgrew its block, then ended
+    assert len(files.data("g")) > 4096
     assert counter(fsync=False, preallocate=4096).start("c", {"limit": 3}).status == "done"
     assert files.journal("c").read_bytes() == files.data("c")
     assert len(files.records("c")) == 4

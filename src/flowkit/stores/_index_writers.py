@@ -79,6 +79,7 @@ class WriterFile:
         self.fd = fd
         self._slots: dict[str, int] = {}  # thread -> its slot, while its commit lasts
         self._free: list[int] = []
+        self._named: dict[int, str] = {}  # slot -> the thread it names on disk
 
     def committing(self, thread_id: str) -> None:
         """Note the thread whose journal is about to be written (until ``done``)."""
@@ -86,7 +87,9 @@ class WriterFile:
         if slot is None:
             slot = self._free.pop() if self._free else len(self._slots)
             self._slots[thread_id] = slot
-        os.pwrite(self.fd, thread_id.encode() + b"\n", _AT + slot * _SLOT)
+        if self._named.get(slot) != thread_id:  # a run's next commit: its slot says it already
+            os.pwrite(self.fd, thread_id.encode() + b"\n", _AT + slot * _SLOT)
+            self._named[slot] = thread_id
 
     def done(self, thread_id: str) -> None:
         """The thread's row is updated: its slot may take another commit (what it says on
