@@ -154,6 +154,12 @@ def test_human_in_the_loop_interrupt_then_command_resume(client: Any) -> None:
         client.runs.wait(thread_id, "drafts", input={"text": "again"})
     _status_error(not_resume, 409, "not_waiting")
 
+    # A run with nothing to answer: the pause again (LangGraph's node interrupts again).
+    history = client.threads.get_history(thread_id, limit=100)
+    again = client.runs.wait(thread_id, "drafts")
+    assert [item["id"] for item in again["__interrupt__"]] == ["review"]
+    assert client.threads.get_history(thread_id, limit=100) == history  # nothing written
+
     done = client.runs.wait(thread_id, "drafts", command={"resume": {"approved": True}})
     assert done["approved"] is True and "__interrupt__" not in done
     assert client.threads.get(thread_id)["status"] == "idle"

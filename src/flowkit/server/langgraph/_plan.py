@@ -127,7 +127,10 @@ def plan_run(
         _prevalidate(runner, current, ResumeRequest(input=value, gate=gate))
         return Plan(runner, thread_id, False, value, gate, update, principal)
     _refuse_restart(current, body.input is not None)
-    return Plan(runner, thread_id, False, None, None, update, principal)
+    # Nothing to answer a pause with: as LangGraph's interrupted node interrupts again, the
+    # run answers where the thread waits (after the update, if any), and runs nothing.
+    idle = current.status == "waiting"
+    return Plan(runner, thread_id, False, None, None, update, principal, idle=idle)
 
 
 def _named_checkpoint(body: RunCreate) -> int | None:
@@ -211,9 +214,10 @@ def _answer(current: RunResult[Any], resume: Any) -> tuple[Any, str | None]:
 
 
 def _refuse_restart(current: RunResult[Any], has_input: bool) -> None:
-    """A run without ``resume``: only a failed or interrupted (pending) run continues."""
+    """A run without ``resume``: a failed or interrupted (pending) run continues, one at a
+    pause answers where it waits; ``input`` for a thread that has started is refused."""
     thread_id = current.thread_id
-    if current.status == "waiting":
+    if current.status == "waiting" and has_input:
         names = ", ".join(f"`{gate}`" for gate in current.gates) or f"`{current.node}`"
         detail = (
             f"Thread `{thread_id}` waits at {names}; answer with command={{'resume': ...}} "
