@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _pg import fresh_schema, require_postgres
 
 from flowkit import Runner
 from flowkit.errors import CheckpointNotFoundError, ConflictError
@@ -58,6 +59,24 @@ def test_a_rewind_reads_back_the_same_after_a_restart(tmp_path: Path) -> None:
     with JsonFileStore(tmp_path, fsync=False) as store:
         fresh = Runner(flow, store=store).get_state("t")
     assert (fresh.status, fresh.version, fresh.state) == (kept.status, kept.version, kept.state)
+
+
+def test_a_rewind_reads_back_the_same_from_postgresql_in_a_fresh_store() -> None:
+    require_postgres()
+    from flowkit.stores.postgres import PostgresStore
+
+    with fresh_schema() as (url, schema):
+        with PostgresStore(url, schema=schema) as store:
+            runner = _reviewed(store)
+            back = runner.rewind("t", 1, reason="undo", actor="ada")
+            kept = runner.history("t")
+        with PostgresStore(url, schema=schema) as store:
+            fresh = Runner(flow, store=store)
+            state = fresh.get_state("t")
+            assert (state.status, state.gates, state.state) == (back.status, back.gates, back.state)
+            assert fresh.history("t") == kept
+            done = fresh.resume("t", {"approved": True}, actor="rita")
+    assert done.state.messages == ["draft 1 written", "published: cats: draft 1"]
 
 
 def test_an_unknown_checkpoint_or_a_moved_thread_is_refused(store: Store) -> None:

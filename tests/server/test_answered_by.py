@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import structlog
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from serve_common import AUTH, TOKEN
@@ -135,6 +136,20 @@ def test_an_answer_typed_on_the_chat_page_names_its_answerer(client: TestClient)
         while socket.receive_json()["type"] != "pause":
             pass
     assert answers(client, "talk") == [("input", "say", "rita")]
+
+
+def test_an_answer_typed_on_the_chat_page_leaves_an_audit_line(client: TestClient) -> None:
+    started(client, "chat", "talk-audited")
+    socket = client.websocket_connect("/threads/talk-audited/ws", headers=bearer("rita"))
+    with structlog.testing.capture_logs() as logs, socket as ws:
+        ws.send_text("SECRET-typed")
+        while ws.receive_json()["type"] != "pause":
+            pass
+    lines = [line for line in logs if line["event"] == "thread_answered"]
+    assert [(x["principal"], x["action"], x["thread_id"], x["pause"]) for x in lines] == [
+        ("rita", "resume", "talk-audited", "say")
+    ]
+    assert "SECRET" not in str(logs)
 
 
 @pytest.mark.parametrize("how", ["wait", "stream"])

@@ -432,6 +432,27 @@ def test_fork_refusals(client: TestClient) -> None:
     problem(client.post("/threads/ghost/fork", json={}, headers=AUTH), 404, "thread_not_found")
 
 
+def test_a_version_sent_as_true_or_false_is_refused_not_taken_for_1_or_0(
+    client: TestClient,
+) -> None:
+    start(client)
+    for flag in (True, False):
+        calls = [
+            client.post("/threads/doc/fork", json={"at": flag}, headers=AUTH),
+            client.post("/threads/doc/resume",
+                        json={"input": {"approved": True}, "expected_version": flag},
+                        headers=AUTH),
+            client.patch("/threads/doc/state",
+                         json={"values": {"topic": "x"}, "reason": "r", "expected_version": flag},
+                         headers=AUTH),
+        ]  # fmt: skip
+        for answer in calls:
+            problem(answer, 422, "invalid_request")
+    assert client.get("/threads/doc", headers=AUTH).json()["version"] == 1  # nothing written
+    forked = client.post("/threads/doc/fork", json={"at": 1.0}, headers=AUTH)  # 1.0 is whole
+    assert forked.status_code == 201
+
+
 # -- update_state ------------------------------------------------------------------------------
 
 

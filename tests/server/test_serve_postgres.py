@@ -94,3 +94,23 @@ def test_a_browser_sees_the_steps_another_process_commits(database: str) -> None
     hidden = database.replace(PASSWORD, "***")
     assert f"serving review from store {hidden} on {base}/" in out
     assert PASSWORD not in out + err
+
+
+def test_a_listing_bound_past_any_date_answers_as_the_json_store_does(database: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from flowkit.server import create_app
+
+    with PostgresStore(database) as store:
+        Runner(review, store=store).start("listed")
+        client = TestClient(create_app([review], store=store, token=TOKEN))
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        for query, expected in [
+            ("updated_before=1e300", ["listed"]),
+            ("updated_after=-1e300", ["listed"]),
+            ("updated_after=99999999999999999999999", []),
+            ("updated_before=-1e300", []),
+        ]:
+            answer = client.get(f"/threads?{query}", headers=auth)
+            assert answer.status_code == 200, (query, answer.text)
+            assert [t["thread_id"] for t in answer.json()["threads"]] == expected, query

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 __all__ = [
     "THREAD_ID_PATTERN",
@@ -42,6 +42,16 @@ class _Request(BaseModel):
 #: A JSON true or false: `0` or `"no"` is refused, as the document says, not taken for false.
 #: (Whole numbers stay lax: JSON Schema counts `3.0` as an integer.)
 Flag = Annotated[bool, Strict()]
+
+
+def _no_flag(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a version is a whole number, not true or false")
+    return value
+
+
+#: A checkpoint version: a whole number from 0 (`3.0` too), never `true` taken for 1.
+Version = Annotated[int, Field(ge=0), BeforeValidator(_no_flag)]
 
 
 class StartRequest(_Request):
@@ -79,8 +89,8 @@ class ResumeRequest(_Request):
         "a Map call `node[label]`, `subflow/gate` inside a subflow); refused unless it is open. "
         "Without it, a bare input answers the one open pause (refused when several are open)",
     )
-    expected_version: int | None = Field(
-        default=None, ge=0, description="Refuse (409) if the thread moved past this version"
+    expected_version: Version | None = Field(
+        default=None, description="Refuse (409) if the thread moved past this version"
     )
     wait: Flag = Field(default=True, description="As for start")
 
@@ -91,7 +101,7 @@ class ForkRequest(_Request):
     new_thread_id: str | None = Field(
         default=None, pattern=THREAD_ID_PATTERN, description="default: THREAD-fork-N"
     )
-    at: int | None = Field(default=None, ge=0, description="Checkpoint version (default: latest)")
+    at: Version | None = Field(default=None, description="Checkpoint version (default: latest)")
 
 
 class UpdateStateRequest(_Request):
@@ -102,7 +112,7 @@ class UpdateStateRequest(_Request):
         default=None, min_length=1, max_length=512, description="Also move it here (a state)"
     )
     reason: str = Field(default="", max_length=2000, description="Why (kept in history)")
-    expected_version: int | None = Field(default=None, ge=0)
+    expected_version: Version | None = None
 
 
 class GateInfo(BaseModel):

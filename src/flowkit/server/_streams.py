@@ -39,6 +39,7 @@ from ..errors import FlowkitError
 from ..foundation._untrusted import parse_json
 from ..records._events import Emitted, Event, TokenStreamed, Waiting
 from ..runtime._queue import Priority, classify_event
+from ._audit import answered
 from ._context import Server, ThreadId, open_thread, principal_for, server_of
 from ._hub import SHUTTING_DOWN, Subscription
 from ._journal import ShowPauses, frame, parse_event_id
@@ -388,4 +389,8 @@ def _answer(server: Server, thread_id: str, principal: str | None, text: str) ->
             f"Gate `{result.gates[0]}` takes a form, not one text; answer it with POST "
             f"/threads/{thread_id}/resume.",
         )
-    runner.resume(thread_id, {field: text}, gate=result.gates[0], actor=principal or "anonymous")
+    answered_at = runner.resume(
+        thread_id, {field: text}, gate=result.gates[0], actor=principal or "anonymous"
+    )
+    answered(principal, "resume", thread_id, flow=runner.flow.name, pause=result.gates[0],
+             version=answered_at.version)  # fmt: skip

@@ -21,6 +21,7 @@ __all__ = [
     "asked_checkpoint",
     "checkpoint_version",
     "find_thread",
+    "own_checkpoint",
     "registry_of",
     "times_of",
 ]
@@ -59,10 +60,10 @@ def times_of(server: Server, thread_id: str) -> tuple[float, float]:
 
 def checkpoint_version(checkpoint_id: str | None) -> int | None:
     """The version a checkpoint id names (``None``: none named); a 422 for an id this server
-    never gave."""
+    never gave (ASCII digits only: ``str.isdigit`` takes ``²`` and ``١`` too)."""
     if checkpoint_id is None or checkpoint_id == "":
         return None
-    if not checkpoint_id.isdigit():
+    if not (checkpoint_id.isascii() and checkpoint_id.isdigit()):
         raise Problem(
             422,
             "invalid_request",
@@ -72,8 +73,30 @@ def checkpoint_version(checkpoint_id: str | None) -> int | None:
     return int(checkpoint_id)
 
 
-def asked_checkpoint(checkpoint_id: str | None, checkpoint: dict[str, Any] | None) -> int | None:
-    """The version a request names by ``checkpoint_id`` or by a ``checkpoint`` (its
-    ``checkpoint_id``), the first if both."""
-    wanted = checkpoint_id or (checkpoint or {}).get("checkpoint_id")
+def asked_checkpoint(
+    thread_id: str, checkpoint_id: str | None, checkpoint: dict[str, Any] | None
+) -> int | None:
+    """The version a request on ``thread_id`` names by ``checkpoint_id`` or by a
+    ``checkpoint`` (its ``checkpoint_id``), the first if both; a checkpoint of another thread
+    is a 404 (see ``own_checkpoint``)."""
+    if checkpoint_id:
+        return checkpoint_version(checkpoint_id)
+    own_checkpoint(thread_id, checkpoint)
+    wanted = (checkpoint or {}).get("checkpoint_id")
     return checkpoint_version(None if wanted is None else str(wanted))
+
+
+def own_checkpoint(thread_id: str, checkpoint: dict[str, Any] | None) -> None:
+    """A 404 ``checkpoint_not_found`` for a checkpoint (or config) whose ``thread_id`` names
+    another thread: ids are versions, so another thread's would name some other position of
+    this one (a copy's versions start again at 0). Without a ``thread_id``, it is this one's;
+    a config naming no checkpoint names none, whatever its ``thread_id``."""
+    given = checkpoint or {}
+    named, wanted = given.get("thread_id"), given.get("checkpoint_id")
+    if wanted not in (None, "") and named not in (None, "", thread_id):
+        raise Problem(
+            404,
+            "checkpoint_not_found",
+            f"The checkpoint named is another thread's, not one of thread `{thread_id}`; take "
+            "it from this thread's state or history.",
+        )

@@ -24,6 +24,7 @@ from ...errors import CheckpointNotFoundError, NotWaitingError, RunError, Thread
 from ...runner._result import Checkpoint, RunResult
 from ...runner._runner import Runner
 from .._api import _prevalidate
+from .._audit import answered
 from .._context import Server
 from .._models import ResumeRequest
 from .._problems import Problem
@@ -33,7 +34,7 @@ from ._context import asked_checkpoint, find_thread
 from ._models import RunCreate, unsupported
 from ._registry import Registry
 
-__all__ = ["Plan", "execute", "plan_run"]
+__all__ = ["Plan", "apply_update", "audit_answer", "execute", "plan_run"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,9 @@ class Plan:
     """One run, decided: start the flow, or resume the thread (``gate``: the pause named).
 
     ``at``: the checkpoint it runs from, the thread first put back there unless that is
-    ``expected``, where it stood when planned (and must stand still); ``idle``: nothing runs
-    after that and the update (the thread waits at a pause, or is done)."""
+    ``expected``, where it stood when planned (and must stand still until it runs); ``idle``:
+    nothing runs after that and the update (the thread waits at a pause, or is done);
+    ``pause``: the pause answered, for the audit line (the one named, else the one open)."""
 
     runner: Runner[Any]
     thread_id: str
@@ -54,6 +56,7 @@ class Plan:
     at: int | None = None
     expected: int | None = None
     idle: bool = False
+    pause: str | None = None
 
 
 def _refuse_unsupported(body: RunCreate) -> None:
@@ -98,7 +101,7 @@ def plan_run(
     if info is not None and info.assistant_id not in (None, flow):
         raise _other_flow(thread_id, info.assistant_id, flow)
     if opened is None:
-        if _named_checkpoint(body) is not None:
+        if _named_checkpoint(thread_id, body) is not None:
             raise Problem(404, "checkpoint_not_found", f"Thread `{thread_id}` has no "
                           "checkpoints: no flow has run on it yet.")  # fmt: skip
         server.guard.require(principal, "start")
@@ -118,27 +121,27 @@ def plan_run(
     found, current = opened
     if found is not runner:
         raise _other_flow(thread_id, found.flow.name, flow)
-    version = _named_checkpoint(body)
+    version = _named_checkpoint(thread_id, body)
     if version is not None:  # it moves the thread, as a patch does: "update" too
         find_thread(server, registry, principal, "update", thread_id)
         return _travel(runner, current, version, body, principal)
+    base = Plan(runner, thread_id, False, None, None, update, principal, None, current.version)
     if "resume" in command:
         value, gate = _answer(current, command["resume"])
         _prevalidate(runner, current, ResumeRequest(input=value, gate=gate))
-        return Plan(runner, thread_id, False, value, gate, update, principal)
+        return replace(base, input=value, gate=gate, pause=_paused_at(current, gate))
     _refuse_restart(current, body.input is not None)
     # Nothing to answer a pause with: as LangGraph's interrupted node interrupts again, the
     # run answers where the thread waits (after the update, if any), and runs nothing.
-    idle = current.status == "waiting"
-    return Plan(runner, thread_id, False, None, None, update, principal, idle=idle)
+    return replace(base, idle=current.status == "waiting")
 
 
-def _named_checkpoint(body: RunCreate) -> int | None:
+def _named_checkpoint(thread_id: str, body: RunCreate) -> int | None:
     """The checkpoint a run names: ``checkpoint_id``, ``checkpoint`` or the config's
     ``configurable.checkpoint_id`` (``None``: none, the run goes on from the latest)."""
     configurable = (body.config or {}).get("configurable")
     configured = configurable if isinstance(configurable, dict) else None
-    return asked_checkpoint(body.checkpoint_id, body.checkpoint or configured)
+    return asked_checkpoint(thread_id, body.checkpoint_id, body.checkpoint or configured)
 
 
 def _travel(
@@ -171,7 +174,7 @@ def _travel(
             )
         value, gate = _answer(point, command["resume"])
         _prevalidate(runner, point, ResumeRequest(input=value, gate=gate))
-        return replace(base, input=value, gate=gate)
+        return replace(base, input=value, gate=gate, pause=_paused_at(point, gate))
     return replace(base, idle=point.status in ("waiting", "done"))
 
 
@@ -213,6 +216,11 @@ def _answer(current: RunResult[Any], resume: Any) -> tuple[Any, str | None]:
     return resume, None
 
 
+def _paused_at(current: RunResult[Any], gate: str | None) -> str | None:
+    """The pause an answer is for: the one named, else the one open (``None``: several)."""
+    return gate or (current.gates[0] if len(current.gates) == 1 else None)
+
+
 def _refuse_restart(current: RunResult[Any], has_input: bool) -> None:
     """A run without ``resume``: a failed or interrupted (pending) run continues, one at a
     pause answers where it waits; ``input`` for a thread that has started is refused."""
@@ -252,34 +260,56 @@ def _mapping(value: Any) -> Mapping[str, Any] | None:
 
 
 def execute(plan: Plan) -> RunResult[Any]:
-    """Run ``plan`` to its end: until the thread waits, finishes or fails."""
+    """Run ``plan`` to its end: until the thread waits, finishes or fails. A thread that
+    moved since the plan was made is a ``ConflictError`` (409), nothing written."""
     runner, thread_id = plan.runner, plan.thread_id
-    apply_update(plan)
+    expected = apply_update(plan)
     if plan.idle:
         return runner.get_state(thread_id)
     if plan.new:
         return runner.start(thread_id, plan.input)
-    return runner.resume(thread_id, plan.input, gate=plan.gate, actor=plan.principal or "anonymous")
+    result = runner.resume(
+        thread_id,
+        plan.input,
+        gate=plan.gate,
+        expected_version=expected,
+        actor=plan.principal or "anonymous",
+    )
+    audit_answer(plan, result.version)
+    return result
 
 
-def apply_update(plan: Plan) -> None:
+def audit_answer(plan: Plan, version: int | None = None) -> None:
+    """The audit line of a run that answered (or continued) the thread, as flowkit's own
+    resume route logs it (``version``: where the thread stands after)."""
+    answered(plan.principal, "resume", plan.thread_id, flow=plan.runner.flow.name,
+             pause=plan.pause, version=version)  # fmt: skip
+
+
+def apply_update(plan: Plan) -> int | None:
     """What comes before the run goes on, each an audited checkpoint: the way back to the
-    checkpoint it runs from, then ``Command(update=...)`` (and, from a checkpoint, ``input``)."""
-    at = plan.at
-    if at is not None and at != plan.expected:
-        plan.runner.rewind(
+    checkpoint it runs from, then ``Command(update=...)`` (and, from a checkpoint, ``input``).
+    Each write expects the thread where the plan found it (then where the last write left
+    it): a thread moved meanwhile is a ``ConflictError``. Answers the version to expect next."""
+    at, expected, runner, flow = plan.at, plan.expected, plan.runner, plan.runner.flow.name
+    if at is not None and at != expected:
+        expected = runner.rewind(
             plan.thread_id,
             at,
             reason=f"time travel to checkpoint {at} (LangGraph API)",
             actor=plan.principal or "anonymous",
-            expected_version=plan.expected,
-        )
+            expected_version=expected,
+        ).version
+        answered(plan.principal, "update", plan.thread_id, flow=flow, version=expected)
     if plan.update is not None:
-        plan.runner.update_state(
+        expected = runner.update_state(
             plan.thread_id,
             plan.update,
             reason="Command(update=...) (LangGraph API)"
             if at is None
             else f"input and Command(update=...) at checkpoint {at} (LangGraph API)",
             actor=plan.principal or "anonymous",
-        )
+            expected_version=expected,
+        ).version
+        answered(plan.principal, "update", plan.thread_id, flow=flow, version=expected)
+    return expected

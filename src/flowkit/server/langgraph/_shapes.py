@@ -145,7 +145,7 @@ def history_state_json(
             "flow": flow.name,
             "step": version,
             "source": point.kind,
-            "writes": {point.node: to_jsonable_python(point.update, fallback=str)}
+            "writes": {point.node: _masked_update(server, flow, point, principal)}
             if point.node
             else None,
             "actor": point.actor,
@@ -156,6 +156,15 @@ def history_state_json(
         "tasks": _tasks(point.next, interrupts, error),
         "interrupts": interrupts,
     }
+
+
+def _masked_update(
+    server: Server, flow: Flow, point: Checkpoint[Any], principal: str | None
+) -> Any:
+    """The checkpoint's update masked as the state is (and as flowkit's own history masks
+    it): a secret a node wrote or a person answered is never shown."""
+    update = to_jsonable_python(point.update, fallback=str)
+    return dict(server.redact(flow.name, update, principal)) if isinstance(update, dict) else update
 
 
 def thread_json(

@@ -25,7 +25,7 @@ from .._context import Server
 from .._problems import problem_of
 from .._redact import redact_with_pauses
 from ._models import unsupported
-from ._plan import Plan, apply_update
+from ._plan import Plan, apply_update, audit_answer
 from ._shapes import interrupts_of, values_output
 
 __all__ = ["EVENTS", "flowkit_modes", "frame", "sse_events"]
@@ -217,7 +217,7 @@ def sse_events(
     modes = list(dict.fromkeys(flowkit for mode in asked for flowkit in _MODES[mode]))
     status = "success"
     try:
-        apply_update(plan)
+        expected = apply_update(plan)
         if plan.idle:  # from a checkpoint where nothing runs: where the thread stands
             outcome["result"] = standing = plan.runner.get_state(plan.thread_id)
             yield from _standing(server, plan, asked, standing)
@@ -229,12 +229,15 @@ def sse_events(
             mode=modes,  # type: ignore[arg-type]  # checked by flowkit_modes
             new=plan.new,
             gate=plan.gate,
+            expected_version=expected,
             actor=plan.principal or "anonymous",
         )
         for mode, item in stream:
             yield from mapper.frames(mode, item)
         result: RunResult[Any] | None = stream.result
         outcome["result"] = result
+        if not plan.new:
+            audit_answer(plan, None if result is None else result.version)
         if result is not None and result.status == "failed" and result.error is not None:
             status = "error"
             message = result.error.message if plan.principal is not None else None

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Body, Path, Request, Response
 
 from ...errors import ThreadNotFoundError
 from .._api import _listed
+from .._audit import answered
 from .._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
 from .._problems import Problem
 from ._context import (
@@ -19,6 +20,7 @@ from ._context import (
     asked_checkpoint,
     checkpoint_version,
     find_thread,
+    own_checkpoint,
     registry_of,
     times_of,
 )
@@ -116,6 +118,7 @@ def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -
     if opened is not None:
         opened[0].delete(thread_id)  # ConflictError (409) while a run of it goes on
         server.served.forget(thread_id)
+        answered(principal, "delete", thread_id, flow=opened[0].flow.name)
     registry.drop_thread(thread_id)
     return Response(status_code=204)
 
@@ -201,6 +204,7 @@ def copy_thread(
     new = str(uuid.uuid4())
     runner.fork(thread_id, new)
     server.served.remember(new, runner.flow.name)
+    answered(principal, "fork", thread_id, flow=runner.flow.name)
     source = registry.thread(thread_id)
     registry.add_thread(new, dict(source.metadata) if source else {}, runner.flow.name)
     return _thread(server, registry, principal, new, find_thread(
@@ -250,14 +254,17 @@ def _state_at(
     return history_state_json(server, runner, page[-1], principal)
 
 
-def _checkpoint_id(before: str | dict[str, Any] | None) -> str | None:
+def _checkpoint_id(thread_id: str, before: str | dict[str, Any] | None) -> str | None:
     """The checkpoint id a ``before`` names: the id itself, a checkpoint (``checkpoint_id``)
-    or a config (``configurable.checkpoint_id``); a mapping naming none is a 422."""
+    or a config (``configurable.checkpoint_id``); a mapping naming none is a 422, one of
+    another thread a 404."""
     if before is None or isinstance(before, str):
         return before
     configurable = before.get("configurable")
+    own_checkpoint(thread_id, before)
     found = before.get("checkpoint_id")
     if found is None and isinstance(configurable, dict):
+        own_checkpoint(thread_id, configurable)
         found = configurable.get("checkpoint_id")
     if not isinstance(found, str):
         raise Problem(
@@ -288,6 +295,7 @@ def get_state_at(
 def get_state_of_checkpoint(
     request: Request, thread_id: ThreadId, body: StateCheckpointRequest, principal: Principal
 ) -> dict[str, Any]:
+    own_checkpoint(thread_id, body.checkpoint)
     wanted = body.checkpoint.get("checkpoint_id")
     return _state_at(request, thread_id, principal, str(wanted) if wanted is not None else None)
 
@@ -315,7 +323,7 @@ def update_state(
     if not isinstance(body.values, dict | None):
         raise unsupported("a list of updates in update_state", "Send one mapping of values.")
     runner, current = open_thread(server, principal, "update", thread_id)
-    version = asked_checkpoint(body.checkpoint_id, body.checkpoint)
+    version = asked_checkpoint(thread_id, body.checkpoint_id, body.checkpoint)
     actor = principal or "anonymous"
     result = current
     if version is not None and version != current.version:
@@ -336,6 +344,7 @@ def update_state(
         )
     if result is not current:
         registry_of(request).touch(thread_id)
+        answered(principal, "update", thread_id, flow=runner.flow.name, version=result.version)
     return {"checkpoint": checkpoint_ref(thread_id, result.version)}
 
 
@@ -355,7 +364,7 @@ def get_history(
     if opened is None:
         return []
     runner, _ = opened
-    version = checkpoint_version(_checkpoint_id(body.before))
+    version = checkpoint_version(_checkpoint_id(thread_id, body.before))
     if version is not None and version <= 0:
         return []
     page = runner.history(thread_id, limit=body.limit, before=version)

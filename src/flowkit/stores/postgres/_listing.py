@@ -52,8 +52,13 @@ class PostgresListing(QueriedListing):
         return int(row[0]) if row else 0
 
 
+#: Bounds past every stored time (about 4370 BC and 8300 AD) that PostgreSQL can still
+#: represent: a listing bound beyond them means the same and stays in range.
+_FARTHEST_MICROS = 200_000_000_000 * 1_000_000
+
+
 def _micros(seconds: float) -> int:
-    return round(seconds * 1_000_000)
+    return max(-_FARTHEST_MICROS, min(_FARTHEST_MICROS, round(seconds * 1_000_000)))
 
 
 def _where(query: ThreadQuery, *, keyset: bool) -> tuple[str, list[Any]]:
