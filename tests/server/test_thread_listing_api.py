@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from serve_common import AUTH, problem, start
 
 from flowkit.server import Access
+from flowkit.server._security import read_budget
 from flowkit.stores import Store
 
 
@@ -123,3 +124,36 @@ def test_with_an_authorization_hook_pages_hold_only_readable_threads_and_no_tota
         if cursor is None:
             break
     assert sorted(seen) == ["q0", "q2", "q4"]
+
+
+def test_a_caller_who_may_read_few_of_many_threads_gets_short_pages_never_a_whole_store_read(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """Each row costs a thread load when a hook decides: one request reads at most
+    `read_budget(limit)` rows, then answers what it found with a cursor to go on from."""
+    people = {"alice-token-0123456789": "alice", "bob-token-0123456789ab": "bob"}
+    reads: list[str] = []
+
+    def counted(access: Access) -> bool:
+        if access.action == "read":
+            reads.append(access.thread_id)
+        return mine(access)
+
+    client = make_client(authenticate=people.get, authorize=counted)
+    alice = {"Authorization": "Bearer alice-token-0123456789"}
+    bob = {"Authorization": "Bearer bob-token-0123456789ab"}
+    for index in range(260):  # alice's thread first, so it is the last listed (newest first)
+        who, name = (alice, "alice") if index == 0 else (bob, "bob")
+        made = client.post(
+            "/flows/owned/threads",
+            json={"thread_id": f"r{index:03d}", "input": {"initiator": name}},
+            headers=who,
+        )
+        assert made.status_code == 201, made.text
+    reads.clear()
+    first = _page(client, alice, limit=1)
+    assert first["threads"] == [] and first["next_cursor"] is not None  # short, not the end
+    assert len(reads) == read_budget(1)
+    second = _page(client, alice, limit=1, cursor=first["next_cursor"])
+    assert [t["thread_id"] for t in second["threads"]] == ["r000"]
+    assert second["next_cursor"] is None

@@ -51,7 +51,7 @@ from ._models import (
 from ._problems import Problem
 from ._redact import redact_with_pauses
 from ._roles import ROLES, is_admin, roles_of, stamp_starter
-from ._security import Access, _allow_all
+from ._security import Access, _allow_all, read_budget
 from ._served import gate_spec, gates_json, pause_spec
 
 __all__ = ["router", "state_response", "thread_state"]
@@ -217,16 +217,21 @@ def _listed(
     size = limit if deciding else min(limit + offset, 10_000)
     found: list[dict[str, Any]] = []
     skip = offset
+    # Rows a caller may not read cost a load each: at most this many per request (a page
+    # comes back short, with its cursor), unless an offset must be walked to the end.
+    budget = read_budget(limit) if deciding and not offset else None
     while True:
         page = stored.list_threads(server.served.store, **filters, limit=size, cursor=cursor)
         for index, summary in enumerate(page.threads):
+            if budget is not None:
+                budget -= 1
             if not _listable(server, principal, summary):
-                continue
-            if skip:
+                pass
+            elif skip:
                 skip -= 1
-                continue
-            found.append(_summary_json(summary))
-            if len(found) == limit:
+            else:
+                found.append(_summary_json(summary))
+            if len(found) == limit or (budget is not None and budget <= 0):
                 more = index + 1 < len(page.threads) or page.next_cursor is not None
                 return found, summary.cursor() if more else None
         if page.next_cursor is None:

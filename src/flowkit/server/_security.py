@@ -30,6 +30,7 @@ __all__ = [
     "Authorize",
     "Guard",
     "bearer_of",
+    "read_budget",
 ]
 
 #: The principal the server's own token stands for.
@@ -77,6 +78,18 @@ def bearer_of(header: str | None) -> str | None:
 
 def _allow_all(access: Access) -> bool:
     return True
+
+
+#: Rows one listing request may read to decide who sees them, per row asked for (at least
+#: ``_MIN_READS``): past that the page comes back short, with a cursor to go on from.
+_READS_PER_ROW = 10
+_MIN_READS = 200
+
+
+def read_budget(limit: int) -> int:
+    """How many rows one listing request may read (each a thread load, when access is decided
+    per thread) to fill a page of ``limit`` rows the caller may see."""
+    return max(_MIN_READS, _READS_PER_ROW * limit)
 
 
 class Guard:

@@ -20,7 +20,7 @@ from ..stores._protocol import DueTimer
 from ..stores._timer_listing import list_due_timers, timer_cursor
 from ._context import Principal, Server, server_of
 from ._problems import Problem
-from ._security import Access
+from ._security import Access, read_budget
 
 __all__ = ["DueTimerInfo", "TimerList", "router"]
 
@@ -108,16 +108,19 @@ def _listed(
     cursor: str | None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Up to ``limit`` due timers the caller may see, from ``cursor``, and the cursor after
-    the last one (``None``: no more)."""
+    the last one read (``None``: no more). Each entry costs a thread read, so a request
+    reads at most ``read_budget(limit)``: a caller who may see few of many gets a short page
+    and a cursor, never a request that reads the whole store."""
     found: list[dict[str, Any]] = []
+    budget = read_budget(limit)
     while True:
         page = list_due_timers(server.served.store, until, flow=flow, limit=limit, cursor=cursor)
         for index, timer in enumerate(page.timers):
             entry = _entry(server, principal, timer)
-            if entry is None:
-                continue
-            found.append(entry)
-            if len(found) == limit:
+            budget -= 1
+            if entry is not None:
+                found.append(entry)
+            if len(found) == limit or budget <= 0:  # a short page, if the reads ran out
                 more = index + 1 < len(page.timers) or page.next_cursor is not None
                 return found, timer_cursor(timer) if more else None
         if page.next_cursor is None:
