@@ -18,7 +18,16 @@ from _external import require
 from _live import free_port, serve_command
 from serve_common import TOKEN
 
-from flowkit.server.langgraph._registry import Registry, RunInfo, RunStatus
+from flowkit.server._problems import Problem
+from flowkit.server.langgraph._models import RunCreate
+from flowkit.server.langgraph._registry import (
+    MAX_ACTIVE,
+    MAX_QUEUED,
+    Registry,
+    RunInfo,
+    RunStatus,
+)
+from flowkit.server.langgraph._runs import _admit
 
 try:
     import langgraph_sdk
@@ -493,6 +502,24 @@ def test_the_registry_is_bounded_and_keeps_what_live_threads_need() -> None:
     assert [info.thread_id for info in registry.threads()] == ["a", "c"]
     registry.add_thread("d", {"big": "z" * 2_000}, "jobs")
     assert [info.thread_id for info in registry.threads()] == ["d"]  # over the bytes: c, a
+
+
+def test_runs_pending_or_running_are_bounded_per_thread_and_in_all() -> None:
+    """Each queued run holds a worker until its turn: past the bound a new one is a 429,
+    decided before anything about the run is read."""
+    registry = Registry()
+    for _ in range(MAX_QUEUED):
+        registry.add_run(RunInfo(str(uuid.uuid4()), "t", "jobs", 0.0, 0.0, {}, "enqueue"))
+    body = RunCreate(assistant_id="jobs")
+    with pytest.raises(Problem) as full:
+        _admit(None, registry, None, "t", body)  # type: ignore[arg-type]
+    assert (full.value.status, full.value.code) == (429, "too_many_runs")
+    registry = Registry()
+    for index in range(MAX_ACTIVE):
+        registry.add_run(RunInfo(str(uuid.uuid4()), f"t{index}", "jobs", 0.0, 0.0, {}, "enqueue"))
+    with pytest.raises(Problem) as busy:
+        _admit(None, registry, None, "another", body)  # type: ignore[arg-type]
+    assert busy.value.status == 429
 
 
 def test_the_token_goes_as_x_api_key_or_bearer(url: str) -> None:

@@ -8,7 +8,8 @@ in the server's memory (a restart forgets them; the threads' journals stay).
 Bounded (docs/server.md): at most ``MAX_RUNS`` runs, ``MAX_THREADS`` thread entries and
 ``MAX_BYTES`` of metadata and run outputs (their JSON). Over a bound, the oldest finished
 runs go first, then the thread entries least recently updated; a run still pending or
-running, and the entry of its thread, are never dropped.
+running, and the entry of its thread, are never dropped; so at most ``MAX_QUEUED`` runs of
+one thread, and ``MAX_ACTIVE`` in all, may be pending or running at once (more: a 429).
 """
 
 from __future__ import annotations
@@ -24,7 +25,17 @@ from pydantic_core import to_json
 
 from ._joined import RunFrames
 
-__all__ = ["MAX_BYTES", "MAX_RUNS", "MAX_THREADS", "Registry", "RunInfo", "RunStatus", "ThreadInfo"]
+__all__ = [
+    "MAX_ACTIVE",
+    "MAX_BYTES",
+    "MAX_QUEUED",
+    "MAX_RUNS",
+    "MAX_THREADS",
+    "Registry",
+    "RunInfo",
+    "RunStatus",
+    "ThreadInfo",
+]
 
 RunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 
@@ -34,6 +45,10 @@ MAX_RUNS = 10_000
 MAX_THREADS = 10_000
 #: How much metadata and run output (as JSON) is kept at most.
 MAX_BYTES = 64 * 1024 * 1024
+#: How many runs of one thread may be pending or running at once (each queued one waits).
+MAX_QUEUED = 32
+#: How many runs may be pending or running at once, over every thread.
+MAX_ACTIVE = 1_000
 
 
 def _size(value: Any) -> int:
@@ -175,6 +190,11 @@ class Registry:
         with self._lock:
             found = [run for run in self._runs.values() if run.thread_id == thread_id]
         return found[::-1]
+
+    def active(self) -> int:
+        """How many runs are pending or running, over every thread."""
+        with self._lock:
+            return sum(1 for run in self._runs.values() if run.active)
 
     def busy(self, thread_id: str) -> bool:
         """Whether a run of the thread is pending or running."""

@@ -25,7 +25,7 @@ from ._documents import RunDoc, answer
 from ._joined import RunFrames
 from ._models import RunCreate, unsupported
 from ._plan import Plan, execute, plan_run
-from ._registry import Registry, RunInfo
+from ._registry import MAX_ACTIVE, MAX_QUEUED, Registry, RunInfo
 from ._shapes import run_json, values_output
 from ._sse import EVENTS, flowkit_modes, frame, sse_events
 
@@ -80,6 +80,16 @@ def _admit(
     ``keep=False``: the caller registers the run once it starts."""
     strategy = body.multitask_strategy or "enqueue"
     earlier = [run for run in registry.runs_of(thread_id) if run.active]
+    if len(earlier) >= MAX_QUEUED or registry.active() >= MAX_ACTIVE:
+        # Every queued run holds a worker until its turn: a bound, not an ever-longer queue.
+        raise Problem(
+            429,
+            "too_many_runs",
+            f"Thread `{thread_id}` has {len(earlier)} runs pending or running (at most "
+            f"{MAX_QUEUED} per thread, {MAX_ACTIVE} in all); wait for them to end, or cancel "
+            "some.",
+            extra={"thread_id": thread_id},
+        )
     if earlier:
         if strategy == "reject":
             raise Problem(
