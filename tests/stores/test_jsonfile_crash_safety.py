@@ -81,11 +81,13 @@ TORN_TAILS = {
     "garbage without newline": (append_bytes(b'{"v":1,"version":5,"ts":17'), 4),
     "zero bytes after a power loss": (append_bytes(b'{"v":2,"ver' + b"\x00" * 4096), 4),
     "a lost sector, then the rest with a newline": (
-        append_after_lost_sectors(b"", b'{"v":1,"vers\n'),
+        append_after_lost_sectors(b"", b'"next":"x","crc":"0badf00d"}\n'),
         4,
     ),
     "a start, a lost sector, then the rest": (
-        append_after_lost_sectors(b'{"v":2,"version":5,"ts":17', b'0,"next":"x"}\n'),
+        append_after_lost_sectors(
+            b'{"v":2,"version":5,"ts":17', b'0,"next":"x","crc":"0badf00d"}\n'
+        ),
         4,
     ),
 }
@@ -171,6 +173,20 @@ def test_a_last_line_that_no_crash_can_leave_is_damage_naming_file_and_line(
     with pytest.raises(CorruptStoreError) as info:
         open_store().load("t")
     assert (info.value.path, info.value.line) == (str(files.journal("t")), 6)
+
+
+@pytest.mark.parametrize(
+    "rest", [b'{"kind":"step","v":1}\n', b'{"v":1,"vers\n'], ids=["a whole line", "half of one"]
+)
+def test_a_line_after_whole_sectors_of_zeros_that_does_not_end_a_record_is_damage(
+    tally: TallyRunner, files: Any, open_store: Callable[..., JsonFileStore], rest: bytes
+) -> None:
+    """A write that reached its newline ends with a record's seal: a line without one after
+    zeros (someone appended to the file) is damage, not a tear to skip and overwrite."""
+    tally_thread(tally)
+    append_after_lost_sectors(b"", rest)(files.journal("t"))
+    with pytest.raises(CorruptStoreError):
+        open_store().load("t")
 
 
 @pytest.mark.parametrize("content", NOT_A_TEAR.values(), ids=list(NOT_A_TEAR))

@@ -13,7 +13,8 @@ The rules, for the journal's last line (nothing but zeros after it); anything el
 - without zero runs, the line is torn when it has no newline and is the start of a JSON object
   (a valid prefix, not a complete value: a complete one would have been kept or is damaged);
 - with zero runs inside it, each run must start and end on a sector boundary (512 bytes, or
-  at the line's start), and the bytes before the first run must again be such a prefix.
+  at the line's start), the bytes before the first run must again be such a prefix, and a
+  line that reached its newline must end with a record's seal (what flowkit writes last).
 
 A whole sector zeroed inside the last record looks exactly like a lost sector of a torn
 write: that one case cannot be told apart, and is read as torn.
@@ -34,6 +35,7 @@ SECTOR = 512
 
 _SEAL_ANYWHERE = re.compile(rb',"crc":"([0-9a-f]{8})"\}')
 _SEAL_LEN = 18
+_SEAL_AT_END = re.compile(rb',"crc":"[0-9a-f]{8}"\}\Z')
 _RECORD_START = re.compile(rb'\{"v":')
 _ZEROS = re.compile(rb"\0+")
 #: Pairs of (start, seal) tried before giving up: past it, a complete record cannot be ruled
@@ -82,6 +84,8 @@ def torn_write(raw: bytes, *, ended: bool, at: int) -> bool:
     holes = [(m.start(), m.end()) for m in _ZEROS.finditer(raw)]
     if not holes:
         return not ended and _json_prefix(raw)
+    if ended and not _SEAL_AT_END.search(raw):
+        return False  # a write that reached its line end ends with flowkit's seal
     for start, end in holes:
         if (start and (at + start) % SECTOR) or (at + end) % SECTOR:
             return False  # zeros that are not whole lost sectors: something else wrote them
