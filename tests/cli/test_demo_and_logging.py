@@ -43,11 +43,32 @@ def test_review_demo_picks_a_free_thread_id(
     assert JsonFileStore(tmp_path).threads() == ["review-1", "review-2"]
 
 
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_dialogue_demo_runs_offline_and_again_on_the_same_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lang: str
+) -> None:
+    """Three conversations end as they should, the last continued by a new Dialogue; a second
+    run on the same store books a week later, so its booking ledger has the slot free."""
+    store = str(tmp_path / "store")
+    assert main(["demo", "dialogue", "--lang", lang, "--store", store]) == 0
+    assert main(["demo", "dialogue", "--lang", lang, "--store", store]) == 0
+    out = capsys.readouterr().out
+    assert "2025-03-11" in out and "2025-03-18" in out
+    assert "(a new Dialogue on the same store continues)" in out
+    assert len(JsonFileStore(store).threads()) == 6
+
+
 @pytest.mark.parametrize(
     ("words", "message"),
     [
-        (["quality", "--lang", "ja"], "--lang is for `flowkit demo roundtable` only"),
-        (["review", "--lang", "en"], "--lang is for `flowkit demo roundtable` only"),
+        (
+            ["quality", "--lang", "ja"],
+            "--lang is for `flowkit demo roundtable` and `flowkit demo dialogue` only",
+        ),
+        (
+            ["review", "--lang", "en"],
+            "--lang is for `flowkit demo roundtable` and `flowkit demo dialogue` only",
+        ),
         (["roundtable", "--output-dir", "out"], "--output-dir is for `flowkit demo sas` only"),
     ],
 )

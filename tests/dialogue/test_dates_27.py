@@ -33,3 +33,16 @@ def test_a_date_in_words_is_the_day_its_digits_say(text: str, day: str) -> None:
 @pytest.mark.parametrize("text", ["the 31st of February", "十三月一日", "the first of them"])
 def test_what_is_not_a_day_is_no_date(text: str) -> None:
     assert _find_dates("date", text, TODAY) == []
+
+
+@pytest.mark.parametrize("said", ["yesterday", "Yesterday, please", "昨日", "きのう"])
+def test_yesterday_is_the_day_before_and_a_booking_refuses_it_as_past(said: str) -> None:
+    from flowkit.dialogue import Dialogue
+
+    from .conftest import monday
+
+    assert [found.value for found in _find_dates("date", said, TODAY)] == ["2026-11-26"]
+    bot = Dialogue("robot_cell", clock=monday)
+    bot.send("y", "book maintenance for robot 1")
+    reply = bot.send("y", said)
+    assert reply.response_id == "slot_invalid" and reply.missing_slots[0] == "date"

@@ -112,3 +112,15 @@ def test_generated_and_plain_ids_are_accepted(generated: str) -> None:
     from flowkit.dialogue.threads import check_opaque
 
     assert check_opaque(generated) == generated
+
+
+@pytest.mark.parametrize("wrong", [9012345678, None, b"t1", ["t1"]])
+def test_a_thread_id_that_is_not_text_is_a_typed_error_that_does_not_repeat_it(
+    wrong: object,
+) -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    with pytest.raises(InvalidThreadIdError) as caught:
+        bot.send(wrong, "hello")  # type: ignore[arg-type]
+    assert "must be a string" in str(caught.value) and "9012345678" not in str(caught.value)
+    with pytest.raises(InvalidThreadIdError):
+        bot.open(wrong)  # type: ignore[arg-type]

@@ -191,6 +191,15 @@ def test_parse_event() -> None:
             parse_event(bad)
 
 
+def test_parse_event_takes_quoted_values_with_spaces() -> None:
+    line = "/event report_fault faulty_machine=\"robot 2\" note='gripper stuck'"
+    assert parse_event(line) == (
+        "report_fault",
+        {"faulty_machine": "robot 2", "note": "gripper stuck"},
+    )
+    assert parse_event("/event x name=O'Brien") == ("x", {"name": "O'Brien"})  # a lone quote
+
+
 def test_the_chat_command_takes_an_external_event(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -143,3 +143,17 @@ def test_the_state_store_holds_no_manuscript_text(make_checker: Make, episode_ja
         for s in checker.store.step_executions(checker.history(1)[0].session_id, principal=AKI)
         if s.manuscript_hash_refs
     }
+
+
+def test_a_manuscript_named_by_something_that_is_not_a_path_is_a_quality_input_error(
+    make_checker: Make,
+) -> None:
+    import pytest
+
+    from flowkit.quality.errors import QualityInputError
+
+    checker = make_checker()
+    for wrong in (5, None, "chapter\x00one.txt"):
+        with pytest.raises(QualityInputError):
+            checker.check(wrong, episode=1)  # type: ignore[arg-type]
+    assert checker.store.latest_session(1, principal=AKI) is None  # no session was begun

@@ -8,7 +8,15 @@ import pytest
 from lxml import etree
 
 from flowkit.errors import InvalidProgramError
-from flowkit.robot import Program, Step, TaskSteps, compile_program, decompile
+from flowkit.robot import (
+    Program,
+    Step,
+    TaskSteps,
+    compile_program,
+    decompile,
+    validate_steps,
+    validate_xml,
+)
 from flowkit.robot.compile import ID_ALPHABET
 
 NS = "{https://developers.google.com/blockly/xml}"
@@ -194,3 +202,35 @@ def test_source_comments_are_opt_in_and_read_back() -> None:
     xml = compile_program(steps, source_comments=True, deterministic=True)
     assert '<comment pinned="false">go to the safe point</comment>' in xml
     assert decompile(xml).stacks[0][1].source == "go to the safe point"
+
+
+def _long_chain(moves: int) -> list[Step]:
+    head = [
+        Step(type="select_robot", fields={"robotName": "dobot_mg400"}),
+        Step(type="set_motor", fields={"state_list": "on"}),
+    ]
+    return head + [Step(type="moveP", fields={"point_name_list": "P1"})] * moves
+
+
+def test_a_chain_the_xml_readers_refuse_is_refused_before_it_is_written() -> None:
+    """Blockly nests each next block inside the one before, and XML readers refuse documents
+    deeper than 256 elements: a chain that long validates as steps only if its XML reads back.
+    Refused with the step where it gets too deep, before any (quadratically large) XML is
+    written."""
+    longest = _long_chain(125)  # 127 blocks: the deepest field sits at level 255
+    assert validate_steps(longest) == []
+    assert validate_xml(compile_program(longest, deterministic=True)) == []
+    problems = validate_steps(_long_chain(126))
+    assert [(p.code, p.step) for p in problems] == [("too_deep", "128")]
+    with pytest.raises(InvalidProgramError) as caught:
+        compile_program(_long_chain(1_000), deterministic=True)
+    assert [p.code for p in caught.value.problems] == ["too_deep"]
+
+
+def test_bodies_nested_inside_each_other_count_towards_the_depth() -> None:
+    body: list[Step] = [Step(type="moveP", fields={"point_name_list": "P1"})]
+    for _ in range(200):
+        body = [Step(type="loop", inputs={"DO": body})]
+    steps = [Step(type="select_robot", fields={"robotName": "dobot_mg400"}), *body]
+    codes = [p.code for p in validate_steps(steps)]
+    assert codes.count("too_deep") == 1

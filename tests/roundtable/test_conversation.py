@@ -112,6 +112,20 @@ def test_the_person_may_address_a_character_first() -> None:
     assert round_.texts[0][0] == "ノクス"
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t\u3000"])
+def test_a_blank_message_is_refused_and_no_character_is_asked(blank: str) -> None:
+    from flowkit.errors import InvalidResumeInputError
+
+    llms = {name: turns(name, "はい。") for name in ("LUMINA", "CLARIS", "NOX")}
+    bot = Roundtable(table(), llms=llms, memory=None)
+    bot.send("s", "こんにちは")
+    with pytest.raises(InvalidResumeInputError):
+        bot.send("s", blank)
+    state = bot.state("s")
+    assert state.round_index == 1 and state.turn_index == 3  # no second round
+    assert [e.speaker for e in state.conversation_log].count("USER") == 1
+
+
 @pytest.mark.parametrize("auto_loops", [1, 2, 5])
 def test_auto_loops_bounds_the_characters_turns(auto_loops: int) -> None:
     chatty = {
@@ -267,3 +281,17 @@ def test_characters_without_an_llm_use_the_runners_or_are_refused() -> None:
     bot = Roundtable(table(), llm=shared, memory=None)
     assert len(bot.send("s", "やあ").texts) == 3
     assert bot.runner.llm_calls("s")  # the runner's LLM is journaled with the thread
+
+
+def test_a_session_of_one_table_is_not_continued_at_another(tmp_path: Any) -> None:
+    from flowkit.roundtable import RoundtableConfigError
+    from flowkit.stores import JsonFileStore
+
+    store = JsonFileStore(tmp_path)
+    llms = {name: turns(name, "はい。") for name in ("LUMINA", "CLARIS", "NOX")}
+    Roundtable(table(), llms=llms, store=store, memory=None).send("s", "こんにちは")
+    other = Roundtable(table(name="other"), llms=llms, store=store, memory=None)
+    with pytest.raises(RoundtableConfigError, match="`trio`"):
+        other.send("s", "もう一度")
+    kept = Roundtable(table(), llms=llms, store=store, memory=None).state("s")
+    assert kept.round_index == 1 and kept.config_name == "trio"

@@ -111,8 +111,16 @@ def test_any_reply_is_short_and_free_of_directives(raw: str) -> None:
         ("Sure." + "{" + '"next": "NOX", ' * 5_000, "Sure." + "{" + '"next": "NOX", ' * 5_000),
         ("Sure. {" + '"next": "NOX", ' * 5_000 + "}", "Sure."),
         ("Sure. [Next:" + " " * 50_000 + "]", "Sure."),
+        ("Sure. " + "[Next: " * 100_000, "Sure. " + "[Next: " * 100_000),
+        ("Sure. " + "[Next: " * 100_000 + "NOX]", "Sure. " + "[Next: " * 99_999),
     ],
-    ids=["unclosed object", "closed object", "tag with a long run of spaces"],
+    ids=[
+        "unclosed object",
+        "closed object",
+        "tag with a long run of spaces",
+        "unclosed tags",
+        "unclosed tags, the last closed",
+    ],
 )
 def test_directives_in_hostile_replies_are_removed_in_linear_time(raw: str, expected: str) -> None:
     assert remove_directives(raw) == expected.strip()

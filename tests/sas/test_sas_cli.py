@@ -545,3 +545,147 @@ def test_the_generic_start_with_the_demo_cassette_gives_the_demos_advice_too(
     state = json.loads(capsys.readouterr().out)["state"]
     assert "answer only the demo's own request" in state["error_message"]
     assert "--record" not in state["error_message"]
+
+
+# -- two reviewers at once -------------------------------------------------------------------
+
+
+def test_an_approval_raced_by_another_process_never_approves_the_next_review(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two reviewers run `approve` on the task list at once: exactly one wins. The other is
+    refused with a conflict, never applied to the module steps review nobody has seen yet."""
+    from flowkit import Runner
+    from flowkit.sas import cli as sas_cli
+    from flowkit.sas import flow
+    from flowkit.stores import JsonFileStore
+
+    llm = f"scripted:{rules_file(tmp_path)}"
+    store = str(tmp_path / "store")
+    common = ("--store", store, "--llm", llm)
+    start = ("sas", "start", "Pick and place, forever.", "--thread", "c", *common)
+    assert main([*start, "--output-dir", str(tmp_path / "out")]) == 0
+    real_runner = sas_cli._runner
+
+    def raced(store_: object, llm_: object) -> Runner:
+        runner = real_runner(store_, llm_)
+        looked = runner.get_state
+
+        def get_state(thread: str) -> object:
+            current = looked(thread)  # the reviewer looked; then the other reviewer approves
+            other = Runner(flow, store=JsonFileStore(store), llm=sas_cli.llm_for_spec(llm))
+            other.resume(thread, {"action": "approve"})
+            return current
+
+        monkeypatch.setattr(runner, "get_state", get_state)
+        return runner
+
+    monkeypatch.setattr(sas_cli, "_runner", raced)
+    capsys.readouterr()
+    assert main(["sas", "approve", "c", *common]) == 1
+    refused = capsys.readouterr()
+    assert "Module steps to review" not in refused.out
+    assert "flowkit sas status c" in refused.err
+    monkeypatch.undo()
+    after = Runner(flow, store=JsonFileStore(store)).get_state("c")
+    assert (after.status, after.node) == ("waiting", "sas_awaiting_module_steps_review")
+    assert not after.state.module_steps_accepted
+
+
+def test_start_refuses_an_output_dir_that_holds_the_teaching_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm = f"scripted:{rules_file(tmp_path)}"
+    (tmp_path / "cell").mkdir()
+    table = teaching_file(tmp_path / "cell")
+    store = tmp_path / "store"
+    start = ["sas", "start", "Pick and place", "--thread", "c", "--llm", llm, "--store"]
+    code = main([*start, str(store), "--teaching", str(table), "--output-dir", str(table.parent)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--output-dir" in err and "teaching" in err
+    assert not store.exists(), "refused before any thread was started"
+
+
+def test_approving_a_thread_mid_step_says_it_is_running_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A thread whose step is running (another command works on it, or one was killed
+    mid-step) is not answered: the reviewer is told to wait, or to retry a stopped step."""
+    from flowkit import Runner
+    from flowkit.sas import flow
+    from flowkit.stores import JsonFileStore
+
+    llm = f"scripted:{rules_file(tmp_path)}"
+    store = str(tmp_path / "store")
+    assert (
+        main(["sas", "start", "Pick and place", "--thread", "c", "--llm", llm, "--store", store])
+        == 0
+    )
+    runner = Runner(flow, store=JsonFileStore(store))
+    moved = runner.update_state("c", {}, goto="task_list_to_module_steps", reason="mid-step")
+    assert moved.status == "pending"
+    capsys.readouterr()
+    assert main(["sas", "approve", "c", "--store", store]) == 1
+    err = capsys.readouterr().err
+    assert "task_list_to_module_steps" in err and "flowkit sas retry c" in err
+    assert "without input" not in err
+    assert runner.get_state("c").version == moved.version
+
+
+def test_validate_and_compile_take_your_own_block_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A program with your own blocks (a run's `--catalog`) is checked against the same
+    catalog offline; without it, its blocks are unknown."""
+    catalog = tmp_path / "my-blocks.json"
+    catalog.write_text(
+        json.dumps(
+            {
+                "format_version": 1,
+                "name": "my-cell",
+                "blocks": {
+                    "vacuum": {
+                        "role": "process",
+                        "description": "Switches the vacuum gripper.",
+                        "fields": [
+                            {"name": "state", "kind": "enum", "values": ["on", "off"]},
+                        ],
+                    }
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    steps = tmp_path / "steps.txt"
+    steps.write_text("## main Main\n1. select_robot my_robot\n2. vacuum state=off\n")
+    xml = str(tmp_path / "flow.xml")
+    assert main(["sas", "compile", str(steps), "-o", xml]) == 1
+    assert main(["sas", "compile", str(steps), "-o", xml, "--catalog", str(catalog)]) == 0
+    assert main(["sas", "validate", xml]) == 1
+    capsys.readouterr()
+    assert main(["sas", "validate", xml, "--catalog", str(catalog)]) == 0
+    assert "valid (0 error(s)" in capsys.readouterr().out
+    assert main(["sas", "validate", xml, "--catalog", str(tmp_path / "nope.json")]) == 2
+    assert "--catalog" in capsys.readouterr().err
+
+
+def test_the_check_hint_of_a_run_with_its_own_catalog_names_the_catalog() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from flowkit.sas import SasState
+    from flowkit.sas._cli_output import print_result
+
+    state = SasState(
+        config={"catalog_file": "/cells/my blocks.json"},
+        final_flow_xml_path="/out/flow.xml",
+    )
+    result = SimpleNamespace(
+        thread_id="c", status="done", node="final_xml_generated_success", state=state
+    )
+    out = io.StringIO()
+    print_result(result, out, err=io.StringIO())
+    assert "Check it: flowkit sas validate /out/flow.xml --catalog '/cells/my blocks.json'" in (
+        out.getvalue()
+    )

@@ -115,6 +115,40 @@ def test_a_broken_edit_is_refused_and_the_thread_keeps_waiting(tmp_path: Path) -
     assert runner.get_state("cell").node == "sas_awaiting_module_steps_review"
 
 
+def test_feedback_for_one_task_at_the_task_list_review_is_refused_not_widened(
+    tmp_path: Path,
+) -> None:
+    """`task` targets one task's module steps; at the task-list review there are none yet, so
+    the feedback is refused (the thread keeps waiting) instead of re-planning everything."""
+    llm = scripted()
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    first = start(runner, tmp_path)
+    calls = len(llm.calls)
+    with pytest.raises(InvalidResumeInputError, match="module steps"):
+        runner.resume("cell", {"action": "feedback", "message": "slower", "task": "Pick_Part"})
+    after = runner.get_state("cell")
+    assert (after.node, after.version) == ("sas_awaiting_task_list_review", first.version)
+    assert len(llm.calls) == calls and after.state.feedback == []
+
+
+def test_an_output_folder_holding_the_teaching_table_is_refused_before_any_llm_call(
+    tmp_path: Path,
+) -> None:
+    """Parameter mapping writes the updated table as `teaching.yaml` in the output folder, so
+    that folder may not hold the input table: refused at once, not after both reviews."""
+    llm = scripted()
+    runner: Runner[SasState] = Runner(flow, llm=llm)
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    table = teaching_file(cell)
+    config = {"output_dir": str(cell), "teaching_file": str(table)}
+    first = runner.start("cell", {"user_input": REQUEST, "config": config})
+    assert (first.status, first.node) == ("waiting", "sas_awaiting_task_list_review")
+    assert first.state.is_error and first.state.failed_step == "initial"
+    assert "teaching.yaml" in (first.state.error_message or "")
+    assert llm.calls == [] and sorted(p.name for p in cell.iterdir()) == ["teaching.yaml"]
+
+
 def test_one_failing_task_is_isolated_and_retried_on_approval(tmp_path: Path) -> None:
     calls = {"n": 0}
 

@@ -4,7 +4,7 @@ The review demo drafts a document, pauses at the review gate, gets feedback, red
 gets approval and publishes; then a fresh runner reloads the thread from disk to show
 that the store, not the process, holds the run. The sas demo lives in ``flowkit.sas.demo``,
 the roundtable demo in ``flowkit.roundtable.demo``,
-the quality demo in ``flowkit.quality.demo``.
+the quality demo in ``flowkit.quality.demo``, the dialogue demo in ``flowkit.dialogue.demo``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ _DEMOS = {
     "review": "draft -> review gate -> feedback -> redraft -> approve -> publish",
     "roundtable": "three LLM characters talk with you, each on its own (scripted) model",
     "quality": "manuscript check -> fix -> re-check with issue lifecycle, offline (recorded LLM)",
+    "dialogue": "the robot_cell assistant: slot filling, a confirmation, a step-by-step "
+    "procedure, offline",
 }
 
 
@@ -49,21 +51,25 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     demo.add_argument(
         "--lang", choices=["en", "ja"],
-        help="roundtable: the table's language (default: en)",
+        help="roundtable, dialogue: the language (default: en)",
     )  # fmt: skip
     demo.set_defaults(run=_cmd_demo)
 
 
 #: Options only some demos use: option -> (its dest, the demos that use it).
-_ONLY_FOR = {"--output-dir": ("output_dir", "sas"), "--lang": ("lang", "roundtable")}
+_ONLY_FOR = {
+    "--output-dir": ("output_dir", ("sas",)),
+    "--lang": ("lang", ("roundtable", "dialogue")),
+}
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    for option, (dest, demo) in _ONLY_FOR.items():
-        if getattr(args, dest) is not None and args.name != demo:
+    for option, (dest, demos) in _ONLY_FOR.items():
+        if getattr(args, dest) is not None and args.name not in demos:
+            names = " and ".join(f"`flowkit demo {demo}`" for demo in demos)
             raise CommandError(
-                f"{option} is for `flowkit demo {demo}` only; the {args.name} demo has no "
-                "such choice, so leave it out.",
+                f"{option} is for {names} only; the {args.name} demo has no such choice, so "
+                "leave it out.",
                 code=2,
             )
     if args.name == "sas":
@@ -78,6 +84,10 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         from ..quality.demo import run_quality_demo
 
         return run_quality_demo(args.store, out)
+    if args.name == "dialogue":
+        from ..dialogue.demo import run_dialogue_demo
+
+        return run_dialogue_demo(args.store, out, language=args.lang or "en")
     return run_demo(args.name, args.store, out)
 
 

@@ -120,6 +120,10 @@ REASONS: Final[dict[str, dict[str, str]]] = {
         "en": "{label} is not in the expected format.",
         "ja": "{label}の形式が正しくありません。",
     },
+    "choice": {
+        "en": "{label} is not one of the choices.",
+        "ja": "{label}は選択肢の中から選んでください。",
+    },
     "not_past": {"en": "That date is in the past.", "ja": "その日付は過去です。"},
     "max_days_ahead": {
         "en": "Bookings open at most {max_days_ahead} days ahead.",

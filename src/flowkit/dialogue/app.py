@@ -148,7 +148,7 @@ class Dialogue:
             DomainError: the domain has no such intent.
             NotWaitingError: the conversation has ended.
         """
-        if intent not in self.domain.intents:
+        if not isinstance(intent, str) or intent not in self.domain.intents:
             raise DomainError(
                 [
                     f"domain `{self.domain.name}` has no intent `{intent}`; trigger one of "
@@ -156,7 +156,8 @@ class Dialogue:
                 ]
             )
         self.open(thread_id)
-        event = {"intent": intent, "entities": dict(entities or {})}
+        # Entities of the wrong shape are refused by the Start Gate's input model.
+        event = {"intent": intent, "entities": {} if entities is None else entities}
         return Reply.of(self.runner.resume(thread_id, event, gate=SG))
 
     def fire_due(self) -> list[Reply]:

@@ -7,6 +7,7 @@ and prints the replies of its own conversation as they come, between the person'
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -74,10 +75,16 @@ class Deliverer:
 def parse_event(line: str) -> tuple[str, dict[str, str]] | None:
     """``/event INTENT name=value ...`` -> (intent, entities); ``None`` for other lines.
 
+    A value with spaces is quoted as in a shell (``name="Sato Taro"``); a line whose quotes
+    do not pair up (``name=O'Brien``) is split at whitespace.
+
     Raises:
         ValueError: ``/event`` without an intent, or an entity without ``=``.
     """
-    parts = line.split()
+    try:
+        parts = shlex.split(line)
+    except ValueError:  # an unpaired quote is part of a value
+        parts = line.split()
     if not parts or parts[0] != "/event":
         return None
     if len(parts) < 2:

@@ -82,6 +82,8 @@ _DATE_RELATIVE = (
     (re.compile(r"\bday after tomorrow\b|明後日|あさって", re.I), 2),
     (re.compile(r"\btoday\b|今日|きょう|本日", re.I), 0),
     (re.compile(r"\btomorrow\b|明日|あした|あす", re.I), 1),
+    # A past day is read too, so a slot's `not_past` rule refuses it with its reason.
+    (re.compile(r"\byesterday\b|(?<!一)昨日|きのう", re.I), -1),
 )
 _DATE_IN_DAYS = re.compile(r"\bin (?P<n>\d{1,3}) days?\b|(?P<jn>\d{1,3})日後", re.I)
 _DATE_ISO = re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")

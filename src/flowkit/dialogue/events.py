@@ -18,6 +18,7 @@ a reminder; the timer is set again when the turn ends.
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from ._models import Domain
 from .actions import ActionResult
 from .nlu import Understanding
-from .state import DialogueState, Entity, Event, TraceEntry
+from .state import DialogueState, Entity, Event, JsonScalar, TraceEntry
 
 __all__ = [
     "Pending",
@@ -116,13 +117,35 @@ def event_understanding(domain: Domain, event: Event) -> Understanding:
     """IR's result for ``event``: its intent (``SMALL_TALK`` for a small-talk one, whose name
     NP answers with) and its entities; a name that is a slot's fills that slot."""
     entities: list[Entity] = []
-    for name, value in event.entities.items():
+    for name, given in event.entities.items():
+        if given is None:  # an entity without a value was not given
+            continue
         slot = domain.slots.get(name)
         if name not in domain.entities and slot is not None and slot.entity is not None:
-            entities.append(Entity(entity=slot.entity, value=value, text=str(value), slot=name))
+            value = _canonical(domain, slot.entity, given)
+            entities.append(Entity(entity=slot.entity, value=value, text=str(given), slot=name))
         else:
-            entities.append(Entity(entity=name, value=value, text=str(value)))
+            value = _canonical(domain, name, given)
+            entities.append(Entity(entity=name, value=value, text=str(given)))
     spec = domain.intents.get(event.intent)
     kind = spec.kind if spec is not None else "task"
     intent_type = "SMALL_TALK" if kind == "small_talk" else event.intent
     return Understanding(intent_type, entities, 1.0, match=event.intent)
+
+
+def _canonical(domain: Domain, entity: str, value: JsonScalar) -> JsonScalar:
+    """A choice named by its canonical value or any synonym (case, width, spaces and ``_``
+    folded) as its canonical value, as typed text gets it; anything else as given (SE
+    refuses a value that is none of the choices)."""
+    spec = domain.entities.get(entity)
+    if spec is None or spec.kind != "choice" or not isinstance(value, str):
+        return value
+    wanted = _folded(value)
+    for key, names in spec.values.items():
+        if wanted in {_folded(key), *(_folded(n) for ns in names.values() for n in ns)}:
+            return key
+    return value
+
+
+def _folded(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().replace("_", " ").split())

@@ -34,6 +34,8 @@ def opaque_thread_id(user_key: str, *, secret: str | bytes = b"", prefix: str = 
 def check_opaque(thread_id: str) -> str:
     """``thread_id`` if it does not look like personal data, else ``InvalidThreadIdError``
     (whose message does not repeat the id)."""
+    if not isinstance(thread_id, str):  # an int may be a phone number: name only its type
+        raise InvalidThreadIdError(f"<{type(thread_id).__name__}>", "it must be a string")
     local, at, domain = thread_id.partition(_EMAIL_AT)
     if (at and local and "." in domain) or _PHONE.search(thread_id):
         raise InvalidThreadIdError(

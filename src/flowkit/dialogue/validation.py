@@ -7,6 +7,7 @@ recorded in ``exec_trace`` and logged without leaking personal data.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Any
 
@@ -16,6 +17,9 @@ from ._models import Domain
 from .state import JsonScalar
 
 __all__ = ["check_value", "reason_text", "slot_label"]
+
+#: A time slot's value: what the recogniser writes (``15:00``), 00:00 to 23:59.
+_HH_MM = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
 
 
 def check_value(
@@ -48,7 +52,11 @@ def check_value(
             return "not_past", {}
         if rules.max_days_ahead is not None and (day - today).days > rules.max_days_ahead:
             return "max_days_ahead", {"max_days_ahead": rules.max_days_ahead}
+    if kind == "choice" and entity is not None and entity.values and value not in entity.values:
+        return "choice", {}
     if kind == "time":
+        if not _HH_MM.fullmatch(text):
+            return "pattern", {}
         if rules.earliest is not None and text < rules.earliest:
             return "earliest", {"earliest": rules.earliest}
         if rules.latest is not None and text > rules.latest:

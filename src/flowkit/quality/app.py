@@ -51,7 +51,14 @@ class CheckOutcome:
 
 def read_manuscript(path: str | os.PathLike[str]) -> str:
     """The UTF-8 text of a manuscript file, or a ``QualityInputError`` saying what is wrong."""
+    if not isinstance(path, str | os.PathLike):
+        raise QualityInputError(
+            f"The manuscript is named by a file path (str or os.PathLike), not by a "
+            f"{type(path).__name__}."
+        )
     file = Path(path)
+    if "\0" in str(file):
+        raise QualityInputError("The manuscript's path contains a NUL character; remove it.")
     try:
         size = file.stat().st_size
         if not file.is_file():

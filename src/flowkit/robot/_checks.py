@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ._check_blocks import Context, Finding, Unit, top_chain
+from ._depth import MAX_XML_DEPTH, first_too_deep
 from .catalog import Catalog
 from .problems import Problem
 from .steps import Program, Step
@@ -81,6 +82,18 @@ def check_units(
     for unit in units:
         ctx = Context(catalog, unit)
         top_chain(ctx, unit)
+        deep = first_too_deep(unit.chain, wrapper=unit.wrapper)
+        if deep is not None:
+            step, path = deep
+            ctx.add(
+                "too_deep",
+                f"the program nests deeper here than the {MAX_XML_DEPTH} XML levels readers "
+                "accept (Blockly writes each next block inside the one before: a chain of "
+                "about 127 blocks, less with bodies); move steps into sub-programs "
+                "(procedures_callnoreturn) to shorten the chain",
+                step,
+                path,
+            )
         findings.extend(ctx.findings)
         calls.extend(ctx.calls)
         head = unit.chain[0] if unit.chain else None

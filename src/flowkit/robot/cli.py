@@ -17,6 +17,7 @@ from flowkit.foundation._untrusted import parse_json
 
 from ..foundation._atomic import write_atomically
 from ._xml import read_program_file
+from .catalog import Catalog
 from .compile import compile_program
 from .decompile import decompile
 from .problems import errors_only
@@ -89,19 +90,23 @@ def compile_command(
     output: str | Path,
     *,
     fragment: bool = False,
+    catalog: Catalog | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Compile a steps file (JSON or text) into Blockly XML at ``output``; offline.
 
-    With ``fragment`` the steps are a part of a program (see ``validate_xml``).
+    With ``fragment`` the steps are a part of a program (see ``validate_xml``); ``catalog``
+    (default: the shipped one) is the block catalog they are checked against.
 
     What was written goes to ``out`` (stdout); problems and errors go to ``err`` (stderr).
     """
     out, err = out or sys.stdout, err or sys.stderr
     try:
         target = writable_output(output)
-        xml = compile_program(load_steps(steps_path), deterministic=True, fragment=fragment)
+        xml = compile_program(
+            load_steps(steps_path), catalog=catalog, deterministic=True, fragment=fragment
+        )
     except InvalidProgramError as exc:
         report_problems(f"{steps_path}: not compiled", exc, err)
         return 1
@@ -119,10 +124,12 @@ def validate_command(
     *,
     as_json: bool = False,
     fragment: bool = False,
+    catalog: Catalog | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
     """Validate a Blockly XML program; print every problem with its line; 1 on any error.
+    ``catalog`` (default: the shipped one) is the block catalog it is checked against.
 
     The findings are the command's output (``out``); a file that cannot be read is an error
     (``err``). With ``as_json``, one JSON object: path, valid, counts and every problem.
@@ -130,7 +137,7 @@ def validate_command(
     """
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        problems = validate_xml(Path(path), fragment=fragment)
+        problems = validate_xml(Path(path), catalog, fragment=fragment)
     except RobotProgramError as exc:
         err.write(f"flowkit: error: {exc}\n")
         return 1

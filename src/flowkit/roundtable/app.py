@@ -110,13 +110,27 @@ class Roundtable:
         )
 
     def open(self, session: str) -> RunResult[RoundtableState]:
-        """Session ``session``, started (waiting for the person) if it does not exist yet."""
+        """Session ``session``, started (waiting for the person) if it does not exist yet.
+
+        Raises:
+            RoundtableConfigError: the session was started at another table (its characters,
+                memory and transcript are that table's).
+        """
         try:
-            return self.runner.get_state(session)
+            result = self.runner.get_state(session)
         except ThreadNotFoundError:
             return self.runner.start(
                 session, {"session_id": session, "config_name": self.config.name}
             )
+        started_at = result.state.config_name
+        if started_at and started_at != self.config.name:
+            raise RoundtableConfigError(
+                [
+                    f"session `{session}` belongs to table `{started_at}`, not "
+                    f"`{self.config.name}`; open it with that table or use another session id"
+                ]
+            )
+        return result
 
     def stream(self, session: str, text: str) -> Stream[RoundtableState]:
         """Run one round for the person's ``text``, yielding each event payload (status and

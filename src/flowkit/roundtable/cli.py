@@ -94,6 +94,7 @@ def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
     from ..errors import InvalidResumeInputError
     from ..foundation._plain import shorten
     from .app import Roundtable
+    from .errors import RoundtableConfigError
 
     shared = None
     if args.llm:
@@ -104,7 +105,10 @@ def _talk(args: argparse.Namespace, config: Any, out: TextIO) -> int:
     store = open_for_writing(store_path(args))
     thread = args.thread or f"table-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     with Roundtable(config, store=store, llms=llms) as bot:
-        state = bot.open(thread).state
+        try:
+            state = bot.open(thread).state
+        except RoundtableConfigError:  # a session of another table: said just below
+            state = bot.state(thread)
         if state.config_name and state.config_name != config.name:
             raise CommandError(
                 f"session `{thread}` is at table `{state.config_name}`, not `{config.name}`; "

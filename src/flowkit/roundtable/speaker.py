@@ -55,8 +55,9 @@ _ASCII_HONORIFICS = re.compile(r"(?i)(?<![-\s])[-\s]++(san|sama|chan|kun|dono)$"
 _THINK = re.compile(r"<(think|thought)>.*?(</\1>|$)", re.IGNORECASE | re.DOTALL)
 # Some chat templates open the section themselves, so only its close reaches us.
 _STRAY_CLOSE = re.compile(r"</(?:think|thought)>", re.IGNORECASE)
-# The name keeps its trailing spaces (stripped after): a lazy name before \s* was cubic.
-_TAG = re.compile(r"\[\s*+next\s*+:\s*+([^\]\n]*+)\s*+\]", re.IGNORECASE)
+# The name keeps its trailing spaces (stripped after): a lazy name before \s* was cubic. It
+# stops at the next "[", so unclosed tags are not each read to the end (quadratic).
+_TAG = re.compile(r"\[\s*+next\s*+:\s*+([^\[\]\n]*+)\s*+\]", re.IGNORECASE)
 _JSON_NEXT = re.compile(r'\{(?>[^{}]*?"next"\s*:\s*"([^"\n]*)")[^{}]*+\}', re.IGNORECASE)
 
 

@@ -31,8 +31,10 @@ EMPTY_TEXT = "（応答なし）"
 
 # The object's key is found in an atomic group, so an unclosed object is not searched again
 # from every "next" in it (quadratic in a long reply); its close is the same for any of them.
+# A tag's name stops at the next opening bracket, so unclosed tags are not each read to the
+# end of the reply (quadratic too).
 _DIRECTIVES = (
-    re.compile(r"[\[［]\s*next\s*[:：][^\]］\n]*[\]］]", re.IGNORECASE),
+    re.compile(r"[\[［]\s*next\s*[:：][^\[［\]］\n]*[\]］]", re.IGNORECASE),
     re.compile(r'[\{｛](?>[^{}｛｝]*?["“”]next["“”]\s*[:：])[^{}｛｝]*+[\}｝]', re.IGNORECASE),
 )
 _GREETINGS = (

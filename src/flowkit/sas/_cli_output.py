@@ -82,7 +82,11 @@ def print_result(
         )
     elif result.status == "done":
         out.write(f"\nRobot program: {state.final_flow_xml_path}\n")
-        out.write(f"Check it: flowkit sas validate {shlex.quote(str(state.final_flow_xml_path))}\n")
+        catalog = state.config.catalog_file
+        own = f" --catalog {shlex.quote(catalog)}" if catalog else ""  # its own blocks
+        out.write(
+            f"Check it: flowkit sas validate {shlex.quote(str(state.final_flow_xml_path))}{own}\n"
+        )
     if result.status == "failed":
         message = state.error_message or (result.error.message if result.error else "")
         err.write(f"flowkit: error: {message}\n")

@@ -7,7 +7,7 @@ from functools import cache
 from ..robot.catalog import Catalog, default_catalog, load_catalog
 from .state import SasConfig
 
-__all__ = ["catalog_for"]
+__all__ = ["catalog_for", "catalog_from_file"]
 
 
 @cache
@@ -17,6 +17,13 @@ def _merged(path: str) -> Catalog:
 
 def catalog_for(config: SasConfig) -> Catalog:
     """The catalog for a run's config (cached per file; catalogs are immutable)."""
-    if config.catalog_file:
-        return _merged(config.catalog_file)
-    return default_catalog()
+    return catalog_from_file(config.catalog_file)
+
+
+def catalog_from_file(path: str | None) -> Catalog:
+    """The shipped catalog merged with your own file (``--catalog``), or alone without one.
+
+    Raises:
+        CatalogError: the file is not a valid block catalog.
+    """
+    return _merged(path) if path else default_catalog()

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import ConflictError
 from ..foundation._plain import shorten
 from ..terminal.errors import CommandError
 from ..terminal.inputs import DEMO_LLM, read_limited
@@ -38,6 +39,7 @@ __all__ = ["DEMO_LLM", "add_commands", "print_result"]
 _MAX_EDIT_BYTES = 1_000_000
 #: Longest feedback the review gate accepts.
 _MAX_FEEDBACK = 20_000
+_CATALOG_HELP = "your own block catalog (JSON), merged with the shipped one, as a run's --catalog"
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -88,6 +90,11 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     files.add_argument("dir", metavar="DIR", help="folder to write them into (created)")
     files.set_defaults(run=_cmd_demo_files)
 
+    _add_offline_commands(sub, common)
+
+
+def _add_offline_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``compile``, ``validate`` and ``decompile``: the robot-program tools, offline."""
     compile_ = sub.add_parser(
         "compile",
         parents=[common],
@@ -111,6 +118,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a part of a program (procedure file, loop fragment, relation file): what it "
         "lacks is a warning, not an error",
     )
+    compile_.add_argument("--catalog", metavar="FILE", help=_CATALOG_HELP)
     compile_.set_defaults(run=_cmd_compile)
     validate = sub.add_parser("validate", parents=[common], help="check a robot program")
     validate.add_argument("xml", metavar="FLOW.xml")
@@ -121,6 +129,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a part of a program (procedure file, loop fragment, relation file): what it "
         "lacks is a warning, not an error",
     )
+    validate.add_argument("--catalog", metavar="FILE", help=_CATALOG_HELP)
     validate.set_defaults(run=_cmd_validate)
     decompile = sub.add_parser("decompile", parents=[common], help="flow.xml -> module steps")
     decompile.add_argument("xml", metavar="FLOW.xml")
@@ -221,6 +230,7 @@ def _runner(store: Any, llm: Any) -> Any:
 
 
 def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
+    from ..nodes.sas.output_dir import holds_teaching_table
     from ..nodes.sas.task_list import MAX_REQUEST
 
     text = args.text.strip()
@@ -236,6 +246,13 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     for option, given in (("--teaching", args.teaching), ("--catalog", args.catalog)):
         if given is not None and not Path(given).is_file():
             raise _error(f"{option} {shorten(given)}: no such file.", code=2)
+    if output_dir is not None and holds_teaching_table(output_dir, args.teaching):
+        raise _error(
+            f"--output-dir {shorten(args.output_dir)} holds the --teaching table, which the run "
+            "would write its updated table over; input tables are never modified in place, so "
+            "name another folder for the program.",
+            code=2,
+        )
     spec = args.llm or os.environ.get("FLOWKIT_LLM") or None
     resolved = resolve_llm_spec(spec) if spec else None
     llm = llm_for_spec(resolved)
@@ -290,8 +307,26 @@ def _resume(args: argparse.Namespace, out: TextIO, value: Any, *, retry: bool = 
     again = _again(args, recorded)
     if retry:
         value = _retry_value(current, again)
+    elif current.status == "pending":  # a step runs now, or a killed command left it half-way
+        thread = shlex.quote(args.thread)
+        raise _error(
+            f"Thread `{shorten(args.thread)}` is in step {current.node}, not at a review: "
+            "another command is running it, or one was stopped half-way; nothing was sent.\n"
+            f"Wait for it: flowkit sas status {thread}{again}\n"
+            f"If no command runs it any more, finish the step: flowkit sas retry {thread}{again}"
+        )
     show_progress(args.progress, runner, current.state, sys.stderr)
-    result = runner.resume(args.thread, value)
+    try:
+        # Only the review this command looked at: a reviewer racing another one must never
+        # approve the next review, which nobody has seen yet.
+        result = runner.resume(args.thread, value, expected_version=current.version)
+    except ConflictError as exc:
+        raise _error(
+            f"Thread `{shorten(args.thread)}` was moved by another command while this one ran "
+            f"(at {current.node}); nothing was sent.\n"
+            f"See where it stands now, then decide again: flowkit sas status "
+            f"{shlex.quote(args.thread)}{again}"
+        ) from exc
     return print_result(result, out, again=again, store=shown(store_location(args)))
 
 
@@ -392,13 +427,17 @@ def _cmd_demo_files(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_compile(args: argparse.Namespace, out: TextIO) -> int:
     from .offline import compile_file
 
-    return compile_file(args.steps, args.output, args.teaching, out, fragment=args.fragment)
+    return compile_file(
+        args.steps, args.output, args.teaching, out, fragment=args.fragment, catalog=args.catalog
+    )
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from .offline import validate_file
 
-    return validate_file(args.xml, out, as_json=args.json, fragment=args.fragment)
+    return validate_file(
+        args.xml, out, as_json=args.json, fragment=args.fragment, catalog=args.catalog
+    )
 
 
 def _cmd_decompile(args: argparse.Namespace, out: TextIO) -> int:

@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import FlowkitError, InvalidProgramError
+from ..errors import CatalogError, FlowkitError, InvalidProgramError
+from ..foundation._plain import shorten
+from ..robot.catalog import Catalog
+from ..terminal.errors import CommandError
 
 __all__ = ["compile_file", "decompile_file", "validate_file"]
 
@@ -24,19 +27,23 @@ def compile_file(
     err: TextIO | None = None,
     *,
     fragment: bool = False,
+    catalog: str | None = None,
 ) -> int:
+    """Compile ``steps`` into ``output``, checked against the shipped block catalog merged
+    with ``catalog`` (a file of your own, as a run's ``--catalog``)."""
     from ..foundation._atomic import write_atomically
     from ..robot.cli import compile_command, load_steps, report_problems, writable_output
     from ..robot.compile import compile_program, to_program
     from ..robot.params import apply_teaching
 
     err = err or sys.stderr
+    blocks = _catalog(catalog)
     if teaching is None:
-        return compile_command(steps, output, fragment=fragment, out=out, err=err)
+        return compile_command(steps, output, fragment=fragment, catalog=blocks, out=out, err=err)
     try:
         target = writable_output(output)
         program, report = apply_teaching(to_program(load_steps(steps)), teaching, target.parent)
-        xml = compile_program(program, deterministic=True, fragment=fragment)
+        xml = compile_program(program, catalog=blocks, deterministic=True, fragment=fragment)
         write_atomically(target, xml)
     except InvalidProgramError as exc:
         report_problems(f"{steps}: not compiled", exc, err)
@@ -72,13 +79,33 @@ def validate_file(
     *,
     as_json: bool = False,
     fragment: bool = False,
+    catalog: str | None = None,
     err: TextIO | None = None,
 ) -> int:
+    """Validate the program at ``path`` against the shipped block catalog merged with
+    ``catalog`` (a file of your own, as a run's ``--catalog``)."""
     from ..robot.cli import validate_command
 
     return validate_command(
-        path, as_json=as_json, fragment=fragment, out=out, err=err or sys.stderr
+        path,
+        as_json=as_json,
+        fragment=fragment,
+        catalog=_catalog(catalog),
+        out=out,
+        err=err or sys.stderr,
     )
+
+
+def _catalog(path: str | None) -> Catalog:
+    """The catalog for ``--catalog``; a file that cannot be used is a usage error (exit 2)."""
+    from .catalogs import catalog_from_file
+
+    if path is not None and not Path(path).is_file():
+        raise CommandError(f"--catalog {shorten(path)}: no such file.", code=2)
+    try:
+        return catalog_from_file(path)
+    except CatalogError as exc:
+        raise CommandError(f"--catalog {shorten(path or '')}: {exc}", code=2) from exc
 
 
 def decompile_file(path: str, output: str, out: TextIO, err: TextIO | None = None) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...definition._node import Context, node
+from ...robot._tables import TeachingTable
 from ...routing.sas import INITIAL
 from ...sas.state import SasState
-from .output_dir import choose_output_directory
+from .output_dir import choose_output_directory, holds_teaching_table
 
 __all__ = ["initialize"]
 
@@ -60,4 +61,14 @@ def initialize(state: SasState, ctx: Context) -> dict[str, Any]:
             )
             return update
         update["run_output_directory"] = str(choice.path)
+    folder = update.get("run_output_directory", state.run_output_directory)
+    if folder is not None and holds_teaching_table(folder, state.config.teaching_file):
+        update["is_error"] = True
+        update["failed_step"] = INITIAL
+        update["error_message"] = (
+            f"The output directory {folder} holds the input teaching table "
+            f"{TeachingTable.filename}, which parameter mapping would overwrite with the "
+            "updated one; input tables are never modified in place. Start again with another "
+            "output directory (--output-dir)."
+        )
     return update

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-__all__ = ["OutputChoice", "choose_output_directory", "default_base"]
+from ...robot._tables import TeachingTable, same_file
+
+__all__ = ["OutputChoice", "choose_output_directory", "default_base", "holds_teaching_table"]
 
 _PACKAGE = Path(__file__).resolve().parents[2]  # .../flowkit
 
@@ -73,3 +75,12 @@ def choose_output_directory(provided: str | None, base: str | None, now: datetim
         suffix += 1
         candidate = root / f"run_{stamp}_{suffix}"
     return OutputChoice(_make(candidate, warnings, "run directory"), warnings)
+
+
+def holds_teaching_table(folder: str | os.PathLike[str], teaching_file: str | None) -> bool:
+    """Whether ``folder`` holds the input ``teaching_file`` as the file parameter mapping
+    writes the updated table to (``teaching.yaml``): that run could only fail at the end, as
+    an input table is never modified in place, so it is refused at the start."""
+    if not teaching_file:
+        return False
+    return same_file(Path(folder) / TeachingTable.filename, Path(teaching_file))

@@ -93,6 +93,11 @@ def _retry(state: SasState) -> dict[str, Any]:
 
 
 def review_task_list(state: SasState, value: ReviewInput) -> dict[str, Any]:
+    if value.task is not None:  # never widened to the whole plan behind the reviewer's back
+        raise ValueError(
+            f"task {value.task!r}: feedback for one task is for its module steps, which the "
+            "task-list review has none of yet; send the feedback without a task"
+        )
     decision = value.decision()
     if decision == "retry":
         return _retry(state)
