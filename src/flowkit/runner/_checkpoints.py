@@ -83,6 +83,17 @@ def history_of(
     return found
 
 
+def _check_texts(thread_id: str, what: str, reason: object, actor: object) -> None:
+    """``reason`` and ``actor`` are text kept in the history: ``InvalidStateError`` if not."""
+    for name, text in (("reason", reason), ("actor", actor)):
+        if not isinstance(text, str):
+            raise InvalidStateError(
+                f"Cannot {what} thread `{thread_id}` with a {type(text).__name__} as `{name}`: "
+                f"`{name}` is text, kept in the thread's history; pass a str.",
+                thread_id=thread_id,
+            )
+
+
 def _checked_version(thread_id: str, at: object, what: str, latest: str = "") -> None:
     if not isinstance(at, int) or isinstance(at, bool):
         raise RunError(
@@ -133,13 +144,7 @@ def rewind_thread(
     """Put the thread back where it stood at checkpoint ``at``, under its lock (see
     ``Runner.rewind``); the cursor after the rewind."""
     _checked_version(thread_id, at, "rewind")
-    for name, text in (("reason", reason), ("actor", actor)):
-        if not isinstance(text, str):
-            raise InvalidStateError(
-                f"Cannot rewind thread `{thread_id}` with a {type(text).__name__} as "
-                f"`{name}`: `{name}` is text, kept in the thread's history; pass a str.",
-                thread_id=thread_id,
-            )
+    _check_texts(thread_id, "rewind", reason, actor)
     with threads.lock(thread_id):
         cursor = threads.load(thread_id, migrate=True)
         if expected_version is not None:
@@ -171,13 +176,7 @@ def patch_thread(
             "state fields to new values, e.g. {'count': 3}.",
             thread_id=thread_id,
         )
-    for name, text in (("reason", reason), ("actor", actor)):
-        if not isinstance(text, str):
-            raise InvalidStateError(
-                f"Cannot patch thread `{thread_id}` with a {type(text).__name__} as `{name}`: "
-                f"`{name}` is text, kept in the thread's history; pass a str.",
-                thread_id=thread_id,
-            )
+    _check_texts(thread_id, "patch", reason, actor)
     flow = runner.flow
     if child is None and goto is not None and goto not in flow.states:
         raise InvalidStateError(

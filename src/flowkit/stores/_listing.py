@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeGuard, cast
 
 from ..errors import InvalidCursorError, InvalidListingError
 from ._ids import is_thread_id
@@ -73,8 +73,7 @@ class ThreadSummary:
     def cursor(self, order: Order = "updated") -> str:
         """A cursor that continues a listing in ``order`` just after this thread."""
         key: list[Any] = [self.updated, self.thread_id] if order == "updated" else [self.thread_id]
-        text = json.dumps({"o": order, "k": key}, separators=(",", ":"))
-        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+        return make_cursor(order, key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,10 +203,15 @@ def _seconds(name: str, value: float | datetime | None) -> float | None:
     return float(value)
 
 
-def _read_cursor(cursor: str | None, order: Order) -> tuple[float | None, str | None]:
-    """The sort key a cursor holds, checked against the listing's order."""
-    if cursor is None:
-        return None, None
+def make_cursor(order: str, key: list[Any]) -> str:
+    """An opaque cursor: the listing's ``order`` and the sort ``key`` of the row it follows."""
+    text = json.dumps({"o": order, "k": key}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def cursor_key(cursor: object, order: str) -> object:
+    """The key ``cursor`` holds (unchecked), once it is shown to be a cursor (``make_cursor``)
+    of a listing in ``order``; ``InvalidCursorError`` otherwise."""
     try:
         if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR:
             raise ValueError("not a cursor")
@@ -224,6 +228,14 @@ def _read_cursor(cursor: str | None, order: Order) -> tuple[float | None, str | 
             f"The cursor continues a listing in order {str(made_for)[:20]!r}, not {order!r}; "
             "page on in the order it was made for, or start again without it."
         )
+    return key
+
+
+def _read_cursor(cursor: str | None, order: Order) -> tuple[float | None, str | None]:
+    """The sort key a cursor holds, checked against the listing's order."""
+    if cursor is None:
+        return None, None
+    key = cursor_key(cursor, order)
     if order == "id" and _is_key(key, 1):
         return None, key[0]
     if order == "updated" and _is_key(key, 2):
@@ -233,7 +245,7 @@ def _read_cursor(cursor: str | None, order: Order) -> tuple[float | None, str | 
     )
 
 
-def _is_key(key: object, size: int) -> bool:
+def _is_key(key: object, size: int) -> TypeGuard[list[Any]]:
     """Whether ``key`` is a cursor's key: ``[thread id]`` or ``[updated, thread id]``."""
     if not isinstance(key, list) or len(key) != size or not isinstance(key[-1], str):
         return False

@@ -9,22 +9,18 @@ a cursor names the last timer handed out, and the next page starts just after it
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import FlowkitError, InvalidCursorError, InvalidListingError
 from ._ids import is_thread_id
-from ._listing import DEFAULT_LIMIT, MAX_LIMIT
+from ._listing import DEFAULT_LIMIT, MAX_LIMIT, cursor_key, make_cursor
 from ._protocol import DueTimer, Store, timer_index
 
 __all__ = ["TimerPage", "list_due_timers", "timer_cursor"]
 
-#: A cursor is a short key; anything much longer was not made here.
-_MAX_CURSOR = 600
+#: The order a timer listing's cursors are made for (``make_cursor``).
 _ORDER = "due"
 #: Year 1 to year 9999 in seconds since the epoch: no timer is due outside (a later ``until``
 #: lists the same timers as this one, and a database need not read an impossible time).
@@ -117,30 +113,14 @@ def _limit(limit: int) -> int:
 def timer_cursor(timer: DueTimer) -> str:
     """A cursor that continues a listing just after ``timer`` (for a caller that stops
     within a page, e.g. after leaving out the timers it may not show)."""
-    text = json.dumps({"o": _ORDER, "k": [timer.due, timer.thread_id]}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    return make_cursor(_ORDER, [timer.due, timer.thread_id])
 
 
 def _read_cursor(cursor: str | None) -> DueTimer | None:
     """The timer a cursor names (``None``: the first page)."""
     if cursor is None:
         return None
-    try:
-        if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR:
-            raise ValueError("not a cursor")
-        padded = cursor + "=" * (-len(cursor) % 4)
-        data = json.loads(base64.b64decode(padded, altchars=b"-_", validate=True))
-        made_for, key = data["o"], data["k"]
-    except (ValueError, binascii.Error, TypeError, KeyError):
-        raise InvalidCursorError(
-            f"Cursor {str(cursor)[:40]!r} is not one a timer listing gave; start from the "
-            "first page (no cursor) and page on with each page's next_cursor."
-        ) from None
-    if made_for != _ORDER:
-        raise InvalidCursorError(
-            f"The cursor continues a listing in order {str(made_for)[:20]!r}, not a timer "
-            "listing; start again without it."
-        )
+    key = cursor_key(cursor, _ORDER)
     if (
         isinstance(key, list)
         and len(key) == 2
