@@ -46,7 +46,9 @@ def initial_cursor(
         if state is None:
             model = flow.state()
         elif isinstance(state, flow.state):
-            model = state
+            # A deep copy: a node changing a list or dict of its state in place must never
+            # reach the caller's object.
+            model = state.model_copy(deep=True)
         else:
             unknown = unknown_keys(flow.state, state)
             if unknown:
