@@ -26,6 +26,16 @@ def is_retryable(error: BaseException) -> bool:
     return is_transient(error)
 
 
+def _text_of(exc: BaseException) -> str:
+    """``str(exc)``, or its type's name when that is empty or cannot be read (a ``__str__``
+    that raises must not turn a recorded node failure into an engine crash)."""
+    try:
+        text = str(exc)
+    except Exception:  # any failure of foreign code: fall back to the type
+        return f"{type(exc).__name__} (its message could not be read)"
+    return text or type(exc).__name__
+
+
 class NodeError(BaseModel):
     """A node failure recorded in state: routed by tables like any other field.
 
@@ -50,7 +60,7 @@ class NodeError(BaseModel):
         Masked here, where it is built, once: every reader gets the same text, and a node
         that succeeds never pays for it.
         """
-        message = str(exc) or type(exc).__name__
+        message = _text_of(exc)
         return cls(
             type=type(exc).__name__,
             message=message if text == "raw" else mask_text(message),
