@@ -22,6 +22,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── InvalidResumeInputError  resume input fails the gate's model (.errors)
     │   ├── InvalidStateError      a start state or patch the state model rejects
     │   ├── StepLimitError         a run took more steps than its limit (a loop without exit?)
+    │   ├── RunCancelledError      ``Runner.cancel`` stopped the run after its last saved step
     │   ├── CheckpointNotFoundError
     │   ├── InvariantViolation     a step made a state that breaks a flow invariant; not saved
     │   └── IncompatibleThreadError  a stored thread no longer fits its changed flow (.version,
@@ -116,6 +117,7 @@ __all__ = [
     "ReplayMismatchError",
     "RobotProgramError",
     "RouteError",
+    "RunCancelledError",
     "RunError",
     "ServerConfigError",
     "StepLimitError",
@@ -362,6 +364,20 @@ class StepLimitError(RunError):
             f"Thread `{thread_id}` ran {limit} steps in one run without pausing or finishing "
             f"(next: `{node}`); check the flow for a loop without exit, or raise step_limit. "
             "Everything so far is saved; resume continues from here.",
+            thread_id=thread_id,
+        )
+
+
+class RunCancelledError(RunError):
+    """``Runner.cancel`` stopped the run: the step in progress finished and was saved, then no
+    other node ran. The thread stands ``pending`` at ``node``; ``resume`` goes on from there."""
+
+    def __init__(self, thread_id: str, version: int, node: str) -> None:
+        self.version = version
+        self.node = node
+        super().__init__(
+            f"The run of thread `{thread_id}` was cancelled after checkpoint {version}; it "
+            f"stands at `{node}`, pending. Everything so far is saved; resume it to go on.",
             thread_id=thread_id,
         )
 

@@ -74,3 +74,26 @@ writer = Flow(
     nodes={"summarise": node(_summarise, reads=["ask"], writes=["summary"])},
     routes={"summarise": END},
 )
+
+
+class Two(BaseModel):
+    done: list[str] = []
+
+
+def _long(state: Two) -> dict[str, Any]:
+    time.sleep(1.0)  # long enough for runs.cancel to find it running
+    return {"done": [*state.done, "long"]}
+
+
+def _short(state: Two) -> dict[str, Any]:
+    return {"done": [*state.done, "short"]}
+
+
+#: Two nodes: a run cancelled during the first stops before the second.
+two_steps = Flow(
+    name="two_steps",
+    state=Two,
+    start="long",
+    nodes={"long": _long, "short": _short},
+    routes={"long": "short", "short": END},
+)

@@ -44,6 +44,7 @@ TARGETS = (
     f"{HERE / 'langgraph_flows.py'}:slow",
     f"{HERE / 'langgraph_flows.py'}:jobs",
     f"{HERE / 'langgraph_flows.py'}:writer",
+    f"{HERE / 'langgraph_flows.py'}:two_steps",
 )
 #: The LLM of the served flows (``writer`` streams its answer word by word).
 RULES = {"rules": [], "default": "Pick and place, then report."}
@@ -92,7 +93,7 @@ def _status_error(exc: pytest.ExceptionInfo[Any], status: int, code: str) -> dic
 def test_assistants_are_the_served_flows(client: Any) -> None:
     found = client.assistants.search(limit=20)
     assert [a["assistant_id"] for a in found] == [
-        "review", "drafts", "pairs", "chat", "slow", "jobs", "writer",
+        "review", "drafts", "pairs", "chat", "slow", "jobs", "writer", "two_steps",
     ]  # fmt: skip
     assert client.assistants.search(graph_id="pairs")[0]["graph_id"] == "pairs"
     review = client.assistants.get("review")
@@ -682,6 +683,27 @@ def test_a_client_that_leaves_a_stream_stops_its_run(base: str) -> None:
         assert resumed.json()["ok"] is True
     else:
         assert resumed.json()["__interrupt__"][0]["id"] == "confirm"
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["background", "streamed"])
+def test_a_running_run_is_cancelled_after_its_saved_step(client: Any, streamed: bool) -> None:
+    """runs.cancel on a run in progress: its node finishes (saved), no other runs; the run
+    ends `interrupted` and a new run without input goes on from there."""
+    thread_id = client.threads.create()["thread_id"]
+    kind = {"stream_mode": ["values"]} if streamed else {}
+    run = client.runs.create(thread_id, "two_steps", input={}, **kind)
+    deadline = time.monotonic() + 10
+    while client.runs.get(thread_id, run["run_id"])["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    client.runs.cancel(thread_id, run["run_id"])
+    client.runs.join(thread_id, run["run_id"])
+    assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
+    state = client.threads.get_state(thread_id)
+    # Stopped before its next node: after `long` (saved), or before it when the cancel came
+    # as the run took the thread.
+    assert (state["values"]["done"], state["next"]) in ((["long"], ["short"]), ([], ["long"]))
+    assert client.runs.wait(thread_id, "two_steps")["done"] == ["long", "short"]
 
 
 def test_join_stream_follows_a_background_run(client: Any) -> None:

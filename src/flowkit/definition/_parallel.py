@@ -122,8 +122,15 @@ class Map(BatchNode):
         if isinstance(self.fn, Node) and self.fn.runs_child:
             self._over_subflow()
             return
-        if self.asks is None and isinstance(self.fn, Node) and self.fn.asks is not None:
-            object.__setattr__(self, "asks", self.fn.asks)  # @node(asks=...) on the function
+        if isinstance(self.fn, Node) and not self.fn.composite:
+            # @node(...) on the function: its contract holds for each call (where the Map
+            # declares none of its own), and the call is the function's own (state, item),
+            # (state, item, ctx), sync or async; the Node wrapper would hide all of that.
+            declared = self.fn
+            for name in ("reads", "writes", "timeout", "retry", "asks"):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, getattr(declared, name))
+            object.__setattr__(self, "fn", declared.fn)
         Node.__post_init__(self)
         if self.over is None or not callable(self.over):
             raise TypeError("Map needs over=, a function state -> the items to map over")

@@ -17,9 +17,7 @@ from ..definition._node import Node, check_update
 from ..definition._parallel import Map, Parallel
 from ..definition._sleep import SleepUntil
 from ..definition._subflow import Subflow
-from ..errors import (
-    StepLimitError,
-)
+from ..errors import RunCancelledError, StepLimitError
 from ..records._events import (
     NodeFinished,
 )
@@ -52,9 +50,12 @@ def run_steps(  # noqa: PLR0915
     statuses = flow.statuses
     arrivals = flow.arrivals
     debug = runner._log.debug_enabled()
+    cancels = runner._threads.cancels
     steps = 0
     while cursor.status == "pending":
         name = cursor.node
+        if cancels and thread_id in cancels:  # Runner.cancel: stop before the next node
+            raise RunCancelledError(thread_id, cursor.version, name)
         node = flow.nodes[name]
         steps += 1
         if steps > runner.step_limit:

@@ -30,6 +30,9 @@ class Commits(Protocol):
     @property
     def stamp(self) -> Callable[[], float]: ...
 
+    #: Threads whose run ``Runner.cancel`` asked to stop before its next node.
+    cancels: set[str]
+
     def dump(self, update: Mapping[str, Any], *, thread_id: str, who: str) -> dict[str, Any]: ...
 
     def commit(

@@ -50,6 +50,11 @@ class Threads:
         self._cache: OrderedDict[str, Cursor] = OrderedDict()
         self._cache_size = cache_size
         self._local_locks: dict[str, threading.Lock] = {}
+        #: Threads this object holds the lock of (how many holds), and those of them whose
+        #: run ``cancel`` asked to stop; ``run_steps`` reads ``cancels`` before each node.
+        self._held: dict[str, int] = {}
+        self.cancels: set[str] = set()
+        self._cancelling = threading.Lock()
 
     def dump(self, update: Mapping[str, Any], *, thread_id: str, who: str) -> dict[str, Any]:
         """The JSON form of an update, or nothing when there is no store to keep it.
@@ -136,9 +141,29 @@ class Threads:
 
     def lock(self, thread_id: str) -> AbstractContextManager[None]:
         check_thread_id(thread_id)
-        if self.store is not None:
-            return self.store.lock(thread_id)
-        return self._local_lock(thread_id)
+        held = self.store.lock(thread_id) if self.store is not None else None
+        return _Held(self, thread_id, held or self._local_lock(thread_id))
+
+    def cancel(self, thread_id: str) -> bool:
+        """Ask the run of ``thread_id`` going on under this object's lock to stop before its
+        next node; whether one was going on (a request lasts until that lock is let go)."""
+        with self._cancelling:
+            if thread_id not in self._held:
+                return False
+            self.cancels.add(thread_id)
+            return True
+
+    def _enter(self, thread_id: str) -> None:
+        with self._cancelling:
+            self._held[thread_id] = self._held.get(thread_id, 0) + 1
+
+    def _leave(self, thread_id: str) -> None:
+        with self._cancelling:
+            left = self._held.pop(thread_id) - 1
+            if left:
+                self._held[thread_id] = left
+            else:
+                self.cancels.discard(thread_id)
 
     @contextmanager
     def _local_lock(self, thread_id: str) -> Iterator[None]:
@@ -307,3 +332,25 @@ class Threads:
         if self.store is None:
             return sorted(self._cache)
         return self.store.threads()
+
+
+class _Held:
+    """The thread's lock, noting while it is held that a run of the thread may be cancelled
+    (``Threads.cancel``). A class, not ``@contextmanager``: every run takes one."""
+
+    __slots__ = ("_held", "_thread_id", "_threads")
+
+    def __init__(
+        self, threads: Threads, thread_id: str, held: AbstractContextManager[None]
+    ) -> None:
+        self._threads = threads
+        self._thread_id = thread_id
+        self._held = held
+
+    def __enter__(self) -> None:
+        self._held.__enter__()
+        self._threads._enter(self._thread_id)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._threads._leave(self._thread_id)
+        self._held.__exit__(*exc)

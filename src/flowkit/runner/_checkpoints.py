@@ -13,17 +13,27 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..definition._flow import Flow
+from ..definition._parallel import Map, Parallel
+from ..definition._subflow import Subflow
 from ..errors import CheckpointNotFoundError, ConflictError, InvalidStateError, RunError
 from ..execution._cursor import Cursor
 from ..execution._outside_steps import patch_step, rewind_step
 from ..execution._pages import check_page, replay_page
 from ..execution._port import RunPort
 from ..execution._threads import Threads
+from ..execution.batch._children import forked_child_id
 from ..execution.subflows._journal import unwrap
 from ..execution.subflows._run import patch_child
 from ._result import Checkpoint, Pause
 
-__all__ = ["check_version", "fork_cursor", "history_of", "patch_thread", "rewind_thread"]
+__all__ = [
+    "check_version",
+    "fork_children",
+    "fork_cursor",
+    "history_of",
+    "patch_thread",
+    "rewind_thread",
+]
 
 
 def check_version(thread_id: str, actual: int, expected: int) -> None:
@@ -130,6 +140,66 @@ def fork_cursor(threads: Threads, thread_id: str, at: int | None) -> tuple[Curso
         due=cursor.due,
     )
     return fresh, cursor.version
+
+
+def fork_children(
+    flow: Flow,
+    cursor: Cursor,
+    thread_id: str,
+    new_thread_id: str,
+    child_runner: Callable[[Flow], Any],
+    taken: Callable[[str], bool],
+) -> Cursor:
+    """``cursor``, a fork's start, with the child thread of each waiting ``Subflow`` call of
+    a batch (at any depth of plain ``Subflow`` nodes) forked too, at the version the child
+    stood at then, so that the fork answers children of its own and never moves the
+    original's. Nothing is copied when ``new_thread_id`` is ``taken`` (the fork is then
+    refused as it would be anyway)."""
+    if not _has_children(cursor) or taken(new_thread_id):
+        return cursor
+    return _with_forked_children(flow, cursor, thread_id, new_thread_id, child_runner)
+
+
+def _has_children(cursor: Cursor) -> bool:
+    """Whether a batch's ``Subflow`` call waits in a child thread at ``cursor``."""
+    at: Cursor | None = cursor
+    while at is not None:
+        if any(isinstance(e, Mapping) and "thread" in e for e in (at.pauses or {}).values()):
+            return True
+        at = at.sub
+    return False
+
+
+def _with_forked_children(
+    flow: Flow,
+    cursor: Cursor,
+    thread_id: str,
+    new_thread_id: str,
+    child_runner: Callable[[Flow], Any],
+) -> Cursor:
+    node = flow.nodes[cursor.node]
+    if cursor.sub is not None and isinstance(node, Subflow):  # the child's own batch
+        inner = _with_forked_children(node.flow, cursor.sub, thread_id, new_thread_id, child_runner)
+        cursor = cursor._replace(sub=inner)
+    waiting = {
+        key: entry
+        for key, entry in (cursor.pauses or {}).items()
+        if isinstance(entry, Mapping) and "thread" in entry
+    }
+    if not waiting:
+        return cursor
+    assert isinstance(node, Map | Parallel), "only a batch's calls run child threads"
+    calls = node.calls(cursor.state)
+    pauses = dict(cursor.pauses or {})
+    for key, entry in waiting.items():
+        sub = calls[int(entry["index"])].node
+        assert isinstance(sub, Subflow)
+        tid = str(entry["thread"])
+        copy = forked_child_id(tid, thread_id, new_thread_id)
+        # A record made before children's versions were kept forks the child as it stands.
+        forked = child_runner(sub.flow).fork(tid, copy, at=entry.get("version"))
+        pauses[key] = {**entry, "thread": copy, "version": forked.version}
+    return cursor._replace(pauses=pauses)
 
 
 def rewind_thread(

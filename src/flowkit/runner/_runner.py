@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from ..definition._flow import UNSET, Flow
+from ..errors import ThreadNotFoundError
 from ..execution._cursor import Cursor, Steps
 from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ..execution._steps import announce
@@ -29,12 +30,20 @@ from ..foundation._progress import OnProgress
 from ..records._events import Event, Subscriber
 from ..records._node_error import ERROR_TEXTS, ErrorText
 from ..records._records import new_run_id, record_clock
+from ..stores._ids import check_thread_id
 from ..stores._list_threads import list_threads
 from ..stores._listing import ThreadPage
 from ..stores._protocol import AttemptMarks, Store, attempt_marks
 from ..stores._work_queue import queue_input
 from ..stores.memory import MemoryStore
-from ._checkpoints import check_version, fork_cursor, history_of, patch_thread, rewind_thread
+from ._checkpoints import (
+    check_version,
+    fork_children,
+    fork_cursor,
+    history_of,
+    patch_thread,
+    rewind_thread,
+)
 from ._fired import Fired
 from ._preparing import pauses_of, resume_steps, start_steps
 from ._result import Checkpoint, Pause, RunResult
@@ -432,8 +441,20 @@ class Runner(Generic[S, D]):
         fresh, version = fork_cursor(self._threads, thread_id, at)
         with self._threads.lock(new_thread_id):
             origin = {"thread_id": thread_id, "version": version}
+            if fresh.pauses or fresh.sub is not None:  # the fork copies waiting child threads
+                fresh = fork_children(
+                    self.flow, fresh, thread_id, new_thread_id, self._child_runner, self._taken
+                )
             self._threads.create(new_thread_id, fresh, origin)
         return self._result(new_thread_id, fresh, None)
+
+    def _taken(self, thread_id: str) -> bool:
+        """Whether the store holds thread ``thread_id`` already."""
+        try:
+            self._threads.load(thread_id)
+        except ThreadNotFoundError:
+            return False
+        return True
 
     def update_state(
         self,
@@ -477,6 +498,16 @@ class Runner(Generic[S, D]):
         """
         cursor = rewind_thread(self, self._threads, thread_id, at, reason, actor, expected_version)
         return self._result(thread_id, cursor, None)
+
+    def cancel(self, thread_id: str) -> bool:
+        """Stop the run of ``thread_id`` going on in this runner (another thread of this
+        process, or a task) before its next node: the node running now finishes and is saved,
+        then that run raises ``RunCancelledError`` and the thread stands ``pending`` there,
+        for ``resume`` to go on. Whether a run (or another call holding the thread) was going
+        on; a run in another process or runner is not reached (it goes on to its next pause or
+        end).
+        """
+        return self._threads.cancel(check_thread_id(thread_id))
 
     def submit(
         self,

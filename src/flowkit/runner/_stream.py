@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, Typ
 from pydantic import BaseModel
 
 from ..definition._flow import Flow
-from ..errors import RunError, ThreadNotFoundError
+from ..errors import RunCancelledError, RunError, ThreadNotFoundError
 from ..execution._cursor import Cursor, Steps
 from ..execution._invoke import advance_sync, perform_async, refuse_inside_event_loop
 from ..execution._threads import Threads
@@ -272,6 +272,9 @@ def sync_items(
                     instruction = advance_sync(steps, instruction)
             except StopIteration as stop:
                 cursor: Cursor = stop.value
+            except RunCancelledError:
+                yield from collector.drain()  # what was saved before the stop goes out first
+                raise
             finally:
                 steps.close()  # abandoned mid-run: the last committed step stands
             result = runner._result(thread_id, cursor, run_id)
@@ -323,6 +326,10 @@ async def async_items(
                     instruction = steps.send(node.result())
             except StopIteration as stop:
                 cursor: Cursor = stop.value
+            except RunCancelledError:
+                for item in collector.drain():
+                    yield item
+                raise
             finally:
                 steps.close()
             result = runner._result(thread_id, cursor, run_id)

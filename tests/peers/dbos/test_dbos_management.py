@@ -21,7 +21,12 @@ import pytest
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Runner
-from flowkit.errors import CheckpointNotFoundError, ConflictError, ThreadNotFoundError
+from flowkit.errors import (
+    CheckpointNotFoundError,
+    ConflictError,
+    RunCancelledError,
+    ThreadNotFoundError,
+)
 from flowkit.stores import JsonFileStore
 
 
@@ -73,12 +78,9 @@ def test_a_cancelled_thread_resumes_from_where_it_stood(tmp_path: Path) -> None:
     assert runs == {"one": 1, "two": 1, "three": 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="missing feature: no Runner.cancel(thread_id) that stops a run in progress (from "
-    "another thread or process) at its next step boundary, as DBOS cancel_workflow does",
-)
 def test_a_running_thread_is_cancelled_at_its_next_step(tmp_path: Path) -> None:
+    """DBOS cancel_workflow: the step in progress finishes and is saved, nothing after it runs
+    (the run raises RunCancelledError, as DBOS's awaited handle raises); resume goes on."""
     entered, release = threading.Event(), threading.Event()
 
     def slow(state: Steps) -> dict[str, Any]:
@@ -98,16 +100,27 @@ def test_a_running_thread_is_cancelled_at_its_next_step(tmp_path: Path) -> None:
     )
     with JsonFileStore(tmp_path / "store") as store:
         runner = Runner(flow, store=store)
-        results: list[Any] = []
-        worker = threading.Thread(target=lambda: results.append(runner.start("wf-run")))
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                runner.start("wf-run")
+            except RunCancelledError as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=run)
         worker.start()
         try:
             assert entered.wait(10)
-            runner.cancel("wf-run")  # type: ignore[attr-defined]
+            assert runner.cancel("wf-run")
         finally:
             release.set()
             worker.join(10)
-        assert results[0].state.done == ["slow"]  # `after` never ran
+        assert [type(e) for e in errors] == [RunCancelledError]
+        stopped = Runner(flow, store=store).get_state("wf-run")
+        assert (stopped.status, stopped.node, stopped.state.done) == ("pending", "after", ["slow"])
+        assert not runner.cancel("wf-run")  # nothing runs now
+        assert runner.resume("wf-run").state.done == ["slow", "after"]
 
 
 def test_a_fork_from_a_step_reuses_the_steps_before_and_reruns_the_rest(tmp_path: Path) -> None:

@@ -34,16 +34,19 @@ __all__ = [
     "child_output",
     "child_pauses",
     "child_thread_id",
+    "forked_child_id",
 ]
 
 
 class ChildPaused(Ask):
-    """A ``Subflow`` call's child waits: its open pauses, by the child's own ids."""
+    """A ``Subflow`` call's child waits: its open pauses, by the child's own ids, and the
+    child's version then (a fork of the parent forks the child at that version)."""
 
-    def __init__(self, thread: str, pauses: Mapping[str, Any]) -> None:
+    def __init__(self, thread: str, pauses: Mapping[str, Any], version: int) -> None:
         super().__init__(None)
         self.thread = thread
         self.pauses = dict(pauses)
+        self.version = version
 
 
 def child_thread_id(thread_id: str, version: int, node: str, index: int, attempt: int) -> str:
@@ -54,6 +57,18 @@ def child_thread_id(thread_id: str, version: int, node: str, index: int, attempt
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:32]
     return f"{thread_id[: MAX_THREAD_ID - 40]}:sub:{digest}"
+
+
+def forked_child_id(tid: str, thread_id: str, new_thread_id: str) -> str:
+    """The id of the copy of child thread ``tid`` (of ``thread_id``) that a fork of the parent
+    into ``new_thread_id`` answers: named after the fork, and marked so that no call the fork
+    runs later (``child_thread_id``) can ever take the same name."""
+    rest = tid[len(thread_id) :] if tid.startswith(f"{thread_id}:") else f":{tid}"
+    name = f"{new_thread_id}{rest}.fork"
+    if len(name) <= MAX_THREAD_ID and is_thread_id(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:32]
+    return f"{new_thread_id[: MAX_THREAD_ID - 40]}:sub:{digest}"
 
 
 def child_pauses(result: Any) -> dict[str, Any]:
@@ -109,7 +124,7 @@ def child_call(runner: RunPort, name: str, call: Call, version: int) -> Node:
 
     def outcome(state: Any, tid: str, result: Any) -> Mapping[str, Any]:
         if result.status == "waiting":
-            raise ChildPaused(tid, child_pauses(result))
+            raise ChildPaused(tid, child_pauses(result), result.version)
         return child_output(sub, label, state, result)
 
     if sub.is_async:

@@ -163,7 +163,7 @@ def answer_child_call(
         raise outcome.error  # an answer the child refused: nothing of the parent changed
     result = outcome.value
     if result.status == "waiting":
-        added = {key: {**entry, "pauses": child_pauses(result)}}
+        added = {key: {**entry, "pauses": child_pauses(result), "version": result.version}}
         return checkpoint_pauses(runner, thread_id, run_id, cursor, added)
     name = cursor.node
     label = label_of(name, call)

@@ -164,7 +164,12 @@ def _commit_ask(
     assert isinstance(ask, Ask)
     entry: dict[str, Any]
     if isinstance(ask, ChildPaused):  # a Subflow call whose child waits
-        entry = {"index": call.index, "thread": ask.thread, "pauses": ask.pauses}
+        entry = {
+            "index": call.index,
+            "thread": ask.thread,
+            "pauses": ask.pauses,
+            "version": ask.version,
+        }
     else:
         check_ask(label, call.node.asks, ask)
         raw = check_update(ask.update, label)

@@ -53,6 +53,8 @@ class ChildRunner:
         self._subscribers = parent._subscribers
         self._marks = None  # an attempt marker names a node of the flow the runner runs
         self._threads = self
+        #: A cancelled run of the thread stops between the child's nodes too.
+        self.cancels = parent._threads.cancels
         #: The parent's cursor to announce (waiting or failed inside the child), held until
         #: the child's own events for the step that got it there have gone out.
         self._untold: tuple[str, Cursor] | None = None

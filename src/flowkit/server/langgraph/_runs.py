@@ -15,9 +15,10 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from ...errors import FlowkitError
+from ...errors import FlowkitError, RunCancelledError
 from ...foundation._logging import get_logger
 from ...runner._result import RunResult
+from ...runner._runner import Runner
 from .._context import Principal, Server, ThreadId, server_of
 from .._problems import Problem, problem_of
 from ._context import find_thread, registry_of
@@ -138,6 +139,11 @@ def _run(
         if plan is None:
             plan = plan_run(server, registry, principal, run.thread_id, body)
         result = execute(plan) if run.frames is None else _streamed(server, plan, run.frames, run)
+    except RunCancelledError:  # runs.cancel while it ran: it stopped after its saved step
+        assert plan is not None  # only a run that started can be cancelled so
+        output = values_output(server, plan.runner, plan.runner.get_state(run.thread_id), principal)
+        registry.set_status(run, "interrupted", output)
+        return output
     except (FlowkitError, Problem) as exc:
         problem = exc if isinstance(exc, Problem) else problem_of(exc)
         output = {"__error__": {"error": problem.code, "message": problem.detail}}
@@ -163,6 +169,8 @@ def _streamed(server: Server, plan: Plan, frames: RunFrames, run: RunInfo) -> Ru
     for event in sse_events(server, plan, frames.modes, run.run_id, outcome):
         frames.add(event)
     result: RunResult[Any] | None = outcome.get("result")
+    if outcome.get("cancelled") and result is not None:
+        raise RunCancelledError(plan.thread_id, result.version, result.node)
     if result is None:  # refused before it ran (the error event says why)
         error = outcome.get("error") or {"error": "internal_error", "message": "The run failed."}
         raise Problem(409, str(error["error"]), str(error["message"]))
@@ -350,18 +358,36 @@ def join_run(request: Request, thread_id: ThreadId, run_id: RunId, principal: Pr
 def cancel_run(
     request: Request, thread_id: ThreadId, run_id: RunId, principal: Principal
 ) -> Response:
-    """Cancel a run still queued; a running one finishes its step (409), as does an ended one."""
-    server_of(request).guard.require(principal, "resume")
+    """Cancel a run: one still queued never runs; a running one stops after the step in
+    progress (saved) and ends ``interrupted``; an ended one is a 409."""
+    server = server_of(request)
+    server.guard.require(principal, "resume")
     run = _the_run(request, thread_id, run_id, principal)
     if registry_of(request).move(run, "interrupted"):
+        return Response(status_code=204)
+    if run.status == "running" and _stop(server.served.runner(run.assistant_id), run):
         return Response(status_code=204)
     raise Problem(
         409,
         "run_not_cancellable",
-        f"Run `{run_id}` is {run.status}: only a run still queued can be cancelled; a "
-        "running flowkit step finishes (and is saved) before the run stops.",
+        f"Run `{run_id}` is {run.status}: only a queued or running run can be cancelled.",
         extra={"thread_id": thread_id},
     )
+
+
+def _stop(runner: Runner[Any], run: RunInfo) -> bool:
+    """Ask the runner to stop ``run``'s thread before its next node; whether it took the
+    request. A run marked running may not hold the thread yet: asked again for a moment."""
+    deadline = time.monotonic() + _STOP_WAIT_S
+    while not runner.cancel(run.thread_id):
+        if run.done.is_set() or time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+#: How long a cancel waits for a run marked running to take its thread's lock (seconds).
+_STOP_WAIT_S = 2.0
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_json, to_jsonable_python
 
-from ...errors import FlowkitError
+from ...errors import FlowkitError, RunCancelledError
 from ...records._events import Emitted, Event, NodeFinished, NodeStarted, TokenStreamed
 from ...runner._result import RunResult
 from ...runner._stream import PAUSE, Paused
@@ -243,6 +243,10 @@ def sse_events(
             message = result.error.message if plan.principal is not None else None
             outcome["error"] = {"error": result.error.type, "message": message or ""}
             yield frame("error", outcome["error"])
+    except RunCancelledError:  # runs.cancel: stopped after its saved step, not failed
+        status = "interrupted"
+        outcome["cancelled"] = True
+        outcome["result"] = plan.runner.get_state(plan.thread_id)
     except FlowkitError as exc:
         status = "error"
         problem = problem_of(exc)
