@@ -12,6 +12,7 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   └── InvalidUpdateError     wrote a value the state model rejects
     ├── NodeTimeoutError           a node ran past its timeout (becomes error state)
     ├── NodeStillRunningError      a timed-out attempt still runs, so the node is not rerun
+    ├── AttemptsExhaustedError     a retried node's attempts ran out with its dying process
     ├── SubflowError               an attempt of a Subflow node failed (.error, its NodeError):
     │                              what the node's ``RetryPolicy(retry_on=callable)`` is asked
     ├── RunError                   a runner call that cannot proceed
@@ -23,6 +24,8 @@ and carries its context as attributes (``thread_id``, ``node``, ``path``, ``line
     │   ├── InvalidStateError      a start state or patch the state model rejects
     │   ├── StepLimitError         a run took more steps than its limit (a loop without exit?)
     │   ├── RunCancelledError      ``Runner.cancel`` stopped the run after its last saved step
+    │   ├── RecoveryLimitError     a node's process died in it past max_recovery_attempts
+    │   │                          (recorded as the thread's failure, never raised)
     │   ├── CheckpointNotFoundError
     │   ├── InvariantViolation     a step made a state that breaks a flow invariant; not saved
     │   └── IncompatibleThreadError  a stored thread no longer fits its changed flow (.version,
@@ -81,6 +84,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 __all__ = [
+    "AttemptsExhaustedError",
     "CatalogError",
     "CheckpointNotFoundError",
     "ConflictError",
@@ -113,6 +117,7 @@ __all__ = [
     "NumberTooLongError",
     "ParameterTableError",
     "QueueClosedError",
+    "RecoveryLimitError",
     "RecoveryPolicyError",
     "ReplayMismatchError",
     "RobotProgramError",
@@ -230,6 +235,12 @@ class NodeStillRunningError(FlowkitError):
             "two attempts of a node never run at once. Make the node return when "
             "`ctx.cancelled` is set, then resume the thread."
         )
+
+
+class AttemptsExhaustedError(FlowkitError):
+    """A node with a ``RetryPolicy`` had made all its attempts when its process died: it is
+    not run again. Raised by no call; it is the error the thread records (``NodeError.type``),
+    routed like any failure."""
 
 
 class _RecordedFailure(Protocol):
@@ -364,6 +375,23 @@ class StepLimitError(RunError):
             f"Thread `{thread_id}` ran {limit} steps in one run without pausing or finishing "
             f"(next: `{node}`); check the flow for a loop without exit, or raise step_limit. "
             "Everything so far is saved; resume continues from here.",
+            thread_id=thread_id,
+        )
+
+
+class RecoveryLimitError(RunError):
+    """A node's process died inside it more often than the runner's
+    ``max_recovery_attempts``: it is not run again. Raised by no call; it is the error a
+    thread records when it fails for this reason (``NodeError.type``), routed like any."""
+
+    def __init__(self, thread_id: str, node: str, crashes: int, limit: int) -> None:
+        self.node = node
+        self.crashes = crashes
+        self.limit = limit
+        super().__init__(
+            f"Node `{node}` of thread `{thread_id}` was interrupted by its process dying "
+            f"{crashes} times (max_recovery_attempts={limit}); it was not run again. Fix "
+            "what kills it, then resume the thread.",
             thread_id=thread_id,
         )
 

@@ -17,7 +17,9 @@ from ..definition._invariants import check_invariants
 from ..definition._node import Context, Node, RetryPolicy
 from ..definition._route_table import END
 from ..errors import (
+    AttemptsExhaustedError,
     InvalidUpdateError,
+    RecoveryLimitError,
     StoreError,
     UndeclaredWriteError,
 )
@@ -37,7 +39,7 @@ from ..records._records import (
     StepRecord,
     prebuilt,
 )
-from ._cursor import AttemptSteps, CallNode, Cursor, Sleep
+from ._cursor import AttemptSteps, CallNode, Cursor, Outcome, Sleep
 from ._open import open_pauses
 from ._port import RunPort
 
@@ -181,11 +183,21 @@ def attempts(
     # A node that takes no context and has no timeout never sees one: don't build it.
     needs_ctx = node.takes_context or node.timeout is not None
     owner = runner.store if runner.store is not None else runner
-    attempt = 0
+    attempt, crashes = 0, 0
+    noted = runner._marks is not None or (node.retry is not None and index is None)
+    if noted and index is None and runner._attempt_store is not None:
+        # A current marker of another run: that run's process died inside this node.
+        attempt, crashes = _carried(runner, thread_id, run_id, name, cursor.version)
+        limit = runner._max_recoveries
+        if limit is not None and crashes > limit:
+            error = RecoveryLimitError(thread_id, name, crashes, limit)
+            return Outcome(error=error), attempt, []
+        if node.retry is not None and attempt >= node.retry.max_attempts:
+            return Outcome(error=_exhausted(thread_id, name, attempt)), attempt, []
     while True:
         attempt += 1
-        if runner._marks is not None:  # opt-in: the default path pays one attribute test
-            mark(runner, thread_id, run_id, name, cursor.version, attempt)
+        if noted and runner._attempt_store is not None:  # opt-in, or a node that retries
+            mark(runner, thread_id, run_id, name, cursor.version, attempt, crashes)
         if runner._subscribers:
             runner._emit(NodeStarted(thread_id, run_id, name, attempt))
         calls: list[dict[str, Any]] = []
@@ -247,18 +259,54 @@ def back_off(
     yield Sleep(delay)
 
 
-def mark(
-    runner: RunPort, thread_id: str, run_id: str, node: str, version: int, attempt: int
-) -> None:
-    """Note durably that ``node`` starts from ``version``; a failed note is only logged."""
-    from ..records._marker import AttemptMarker  # loaded once, by runners that track attempts
+def _carried(
+    runner: RunPort, thread_id: str, run_id: str, node: str, version: int
+) -> tuple[int, int]:
+    """The attempts of ``node`` at ``version`` made by runs whose process died in it, and how
+    many such runs there were (``0, 0``: none, or no marker to tell)."""
+    assert runner._attempt_store is not None
+    try:
+        last = runner._attempt_store.last_attempt(thread_id)
+    except StoreError:
+        return 0, 0
+    if last is None or last.version != version or last.node != node or last.run_id == run_id:
+        return 0, 0
+    return last.attempt, last.crashes + 1
 
-    assert runner._marks is not None
+
+def _exhausted(thread_id: str, node: str, attempts: int) -> Exception:
+    """What a node that used all its attempts before its process died fails with."""
+    return AttemptsExhaustedError(
+        f"Node `{node}` of thread `{thread_id}` used its {attempts} attempts (the last ended "
+        "with its process); it was not run again. Resume the thread to start a new round."
+    )
+
+
+def mark(
+    runner: RunPort,
+    thread_id: str,
+    run_id: str,
+    node: str,
+    version: int,
+    attempt: int,
+    crashes: int = 0,
+) -> None:
+    """Note that ``node`` starts from ``version`` (it only has to outlive the process); a
+    failed note is only logged."""
+    from ..records._marker import AttemptMarker  # loaded once, by runners that mark attempts
+
+    store = runner._attempt_store
+    assert store is not None
     marker = AttemptMarker.model_construct(
-        version=version, node=node, attempt=attempt, run_id=run_id, ts=runner._threads.stamp()
+        version=version,
+        node=node,
+        attempt=attempt,
+        run_id=run_id,
+        ts=runner._threads.stamp(),
+        crashes=crashes,
     )
     try:
-        runner._marks.mark_attempt(thread_id, marker)
+        store.mark_attempt(thread_id, marker)
     except StoreError as exc:  # a marker only sharpens crash diagnosis; never fail a run
         runner._log.warning(
             "attempt_marker_failed", thread_id=thread_id, node=node, error_type=type(exc).__name__

@@ -32,3 +32,6 @@ class AttemptMarker(BaseModel):
     attempt: int = 1
     run_id: str | None = None
     ts: float
+    #: How many earlier runs died inside this node at this checkpoint (each found by the next
+    #: run as a current marker of another run): counted against ``max_recovery_attempts``.
+    crashes: int = 0

@@ -72,6 +72,11 @@ class Runner(Generic[S, D]):
     ``llm`` is handed to nodes as ``ctx.llm``. ``step_limit`` stops a run that never pauses.
     ``track_attempts=True`` has the store note each node before it runs (the store must have
     the ``AttemptMarks`` capability), so recovery can name the node a dead process was in.
+    ``max_recovery_attempts`` (implies ``track_attempts``): a node inside which the process
+    died more than this many times is not run again; the thread fails with a
+    ``RecoveryLimitError`` instead (routed like any failure). A node with a ``RetryPolicy``
+    notes its attempts wherever the store keeps markers, so its ``max_attempts`` counts the
+    attempts a dead process made too.
     ``deps`` is handed to nodes as ``ctx.deps`` (a call may pass its own: ``start(...,
     deps=...)``); it is never stored. ``memory`` (a ``flowkit.memory.Memory``) is long-term
     memory shared across threads, handed to nodes as ``ctx.memory``. ``cache`` is where nodes
@@ -94,6 +99,7 @@ class Runner(Generic[S, D]):
         step_limit: int = 10_000,
         cache_size: int = 1024,
         track_attempts: bool = False,
+        max_recovery_attempts: int | None = None,
         deps: D | None = None,
         memory: Memory | None = None,
         cache: Memory | None = None,
@@ -118,7 +124,20 @@ class Runner(Generic[S, D]):
         self._threads = Threads(flow, self.store, record_clock(clock), cache_size)
         self._subscribers: list[Subscriber] = []
         self._log = get_logger()
-        self._marks: AttemptMarks | None = attempt_marks(self.store) if track_attempts else None
+        if max_recovery_attempts is not None and (
+            isinstance(max_recovery_attempts, bool)
+            or not isinstance(max_recovery_attempts, int)
+            or max_recovery_attempts < 0
+        ):
+            raise ValueError(
+                "Runner max_recovery_attempts is a whole number of at least 0, or None, not "
+                f"{max_recovery_attempts!r:.40}."
+            )
+        tracked = track_attempts or max_recovery_attempts is not None
+        self._marks: AttemptMarks | None = attempt_marks(self.store) if tracked else None
+        #: Where a retried node notes its attempts (any store that keeps markers).
+        self._attempt_store = self.store if isinstance(self.store, AttemptMarks) else None
+        self._max_recoveries = max_recovery_attempts
         self._clock_given = clock
         #: Runners of the flows that ``Subflow`` calls of a batch run as child threads.
         self._children: dict[int, Runner[Any, Any]] = {}

@@ -23,7 +23,7 @@ import pytest
 from pydantic import BaseModel
 
 from flowkit import END, Flow, Runner
-from flowkit.errors import ConflictError, IncompatibleThreadError, RunError
+from flowkit.errors import ConflictError, IncompatibleThreadError
 from flowkit.stores import JsonFileStore
 
 from . import _child
@@ -201,12 +201,6 @@ def test_a_thread_whose_step_is_gone_from_the_flow_is_refused_with_a_typed_error
     assert caught.value.thread_id == "wf-old" and caught.value.problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="missing feature: no limit on recovery attempts (DBOS max_recovery_attempts); "
-    "a node that kills its process on every attempt is resumed forever, never parked as "
-    "dead-lettered",
-)
 def test_a_thread_that_crashes_every_recovery_is_parked_after_the_limit(tmp_path: Path) -> None:
     def poison(state: Job) -> dict[str, Any]:
         raise Died
@@ -219,12 +213,13 @@ def test_a_thread_that_crashes_every_recovery_is_parked_after_the_limit(tmp_path
         routes={"poison": END},
     )
     with JsonFileStore(tmp_path / "store") as store:
-        runner = Runner(flow, store=store, max_recovery_attempts=2)  # type: ignore[call-arg]
+        runner = Runner(flow, store=store, max_recovery_attempts=2)
         with pytest.raises(Died):
             runner.start("wf-poison")
         for _ in range(2):
             with pytest.raises(Died):
                 runner.resume("wf-poison")
-        with pytest.raises(RunError):
-            runner.resume("wf-poison")
+        parked = runner.resume("wf-poison")  # a third recovery: over the limit, not run
+        assert parked.status == "failed" and parked.error is not None
+        assert parked.error.type == "RecoveryLimitError"
         assert runner.get_state("wf-poison").status == "failed"

@@ -476,11 +476,6 @@ class ProcessDied(BaseException):
     """Stands in for the process dying inside a node: nothing catches it."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="missing feature: a node's retry attempts are not journaled, so a crash between "
-    "attempts starts the count again and max_attempts is exceeded across restarts",
-)
 def test_max_attempts_hold_across_a_crash_between_retries(durable_store: Store) -> None:
     """test_durable_retry.py::test_durable_retry_max_attempts_across_restart."""
     seen: list[int] = []

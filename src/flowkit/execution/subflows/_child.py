@@ -52,6 +52,8 @@ class ChildRunner:
         self._log = parent._log
         self._subscribers = parent._subscribers
         self._marks = None  # an attempt marker names a node of the flow the runner runs
+        self._attempt_store = None
+        self._max_recoveries = None
         self._threads = self
         #: A cancelled run of the thread stops between the child's nodes too.
         self.cancels = parent._threads.cancels
