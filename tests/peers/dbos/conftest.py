@@ -1,33 +1,7 @@
-"""DBOS peer fixtures: PostgreSQL stores on a fresh schema of the test (the suite's ``_pg``)."""
+"""DBOS peer fixtures: PostgreSQL stores on a fresh schema of the test (the suite's own)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from _pg_fixtures import open_pg, pg
 
-import pytest
-from _pg import fresh_schema, require_postgres
-
-from flowkit.stores.postgres import PostgresStore
-
-
-@pytest.fixture
-def pg() -> Iterator[tuple[str, str]]:
-    """``(url, schema)`` of an empty, migrated schema (skips without PostgreSQL)."""
-    require_postgres()
-    with fresh_schema() as found:
-        yield found
-
-
-@pytest.fixture
-def open_pg(pg: tuple[str, str]) -> Iterator[Callable[..., PostgresStore]]:
-    """``open_pg(**options)``: a new PostgresStore on the test's schema; all closed at the end."""
-    opened: list[PostgresStore] = []
-
-    def open_(**options: float) -> PostgresStore:
-        url, schema = pg
-        opened.append(PostgresStore(url, schema=schema, **options))  # type: ignore[arg-type]
-        return opened[-1]
-
-    yield open_
-    for store in opened:
-        store.close()
+__all__ = ["open_pg", "pg"]
