@@ -11,6 +11,7 @@ chose), never from a clock.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,10 @@ def test_a_step_timeout_is_retried_and_a_final_timeout_is_recorded(tmp_path: Pat
         failed = runner.start("wf-t")
         assert failed.status == "failed" and failed.error is not None
         assert (failed.error.type, failed.error.attempts) == ("NodeTimeoutError", 2)
+        # The last abandoned attempt returns on its own thread after the run has failed.
+        deadline = time.monotonic() + 10
+        while len(attempts) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert attempts == [(1, True), (2, True)]
     with JsonFileStore(tmp_path / "store") as store:  # the timeout was saved, not lost
         runner = Runner(_one_node(step), store=store)
