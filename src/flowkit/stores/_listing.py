@@ -15,6 +15,7 @@ import binascii
 import heapq
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -261,9 +262,10 @@ def _is_key(key: object, size: int) -> TypeGuard[list[Any]]:
     )
 
 
-class QueriedListing:
+class QueriedListing(ABC):
     """``list_threads`` and ``count_threads`` for a store: the arguments checked into a
-    ``ThreadQuery`` once, here; the store answers ``_page`` and ``_count``."""
+    ``ThreadQuery`` once, here; the store answers ``_page`` and ``_count`` (a store that
+    lacks one cannot be made)."""
 
     def list_threads(
         self,
@@ -300,8 +302,10 @@ class QueriedListing:
         )
         return self._count(query)
 
+    @abstractmethod
     def _page(self, query: ThreadQuery) -> ThreadPage:
-        raise NotImplementedError
+        """The page ``query`` asks for."""
 
+    @abstractmethod
     def _count(self, query: ThreadQuery) -> int:
-        raise NotImplementedError
+        """How many threads pass ``query``'s filters."""

@@ -8,7 +8,7 @@ Ported from langchain-ai/langgraph, libs/langgraph/tests:
   test_should_retry_on_single_exception, test_should_retry_on_subclass_of_exception,
   test_should_retry_on_callable
 - test_durable_retry.py::test_retry_writes_are_overwritten_on_success,
-  test_durable_retry_max_attempts_across_restart (xfail: attempts are not journaled)
+  test_durable_retry_max_attempts_across_restart (attempts go on counting across a crash)
 - test_pregel.py::test_checkpoint_errors (a saver that fails: the error reaches the caller)
 - test_pregel.py::test_in_one_fan_out_state_graph_waiting_edge_multiple (with_cache: a cached
   node reached again in a loop is skipped; ``clear_cache``),
