@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from itertools import islice
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Request, Response
@@ -133,26 +134,22 @@ def search_threads(
 ) -> list[dict[str, Any]]:
     """Threads most recently updated first: those created empty, then the store's (from its
     thread index, a page at a time); ``metadata`` matches what was set through this API."""
+    server_of(request).guard.require(principal, "read")
+    return list(islice(_found(request, body, principal), body.offset, body.offset + body.limit))
+
+
+def _found(request: Request, body: ThreadSearch, principal: str | None) -> Iterator[dict[str, Any]]:
+    """The threads that match ``body``'s filters, in search order, among the first ``_SCAN``
+    the caller may look at."""
     server, registry = server_of(request), registry_of(request)
-    server.guard.require(principal, "read")
-    wanted = body.offset + body.limit
-    rows: list[dict[str, Any]] = []
-    scanned = 0
-    for thread_id in _candidates(server, registry, principal, body):
-        scanned += 1
-        if scanned > _SCAN:
-            break
+    for thread_id in islice(_candidates(server, registry, principal, body), _SCAN):
         try:
             found = find_thread(server, registry, principal, "read", thread_id)
         except (ThreadNotFoundError, Problem):
             continue
         thread = _thread(server, registry, principal, thread_id, found)
-        if not _matches(thread, body):
-            continue
-        rows.append(thread)
-        if len(rows) >= wanted:
-            break
-    return rows[body.offset : wanted]
+        if _matches(thread, body):
+            yield thread
 
 
 #: How many threads a search looks at, at most (filters on metadata and values read each).
@@ -183,7 +180,9 @@ def _candidates(
 
 @router.post("/threads/count")
 def count_threads(request: Request, body: ThreadSearch, principal: Principal) -> int:
-    return len(search_threads(request, body.model_copy(update={"limit": 1000}), principal))
+    server_of(request).guard.require(principal, "read")
+    found = islice(_found(request, body, principal), body.offset, body.offset + 1000)
+    return sum(1 for _ in found)
 
 
 @router.post(
