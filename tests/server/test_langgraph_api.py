@@ -505,6 +505,14 @@ def test_the_registry_is_bounded_and_keeps_what_live_threads_need() -> None:
     assert [info.thread_id for info in registry.threads()] == ["d"]  # over the bytes: c, a
 
 
+def test_threads_count_counts_past_a_thousand(client: Any) -> None:
+    """threads.count is every match, not one page of a search (it stopped at 1,000)."""
+    tag = str(uuid.uuid4())
+    for _ in range(1_005):
+        client.threads.create(metadata={"count_tag": tag})
+    assert client.threads.count(metadata={"count_tag": tag}) == 1_005
+
+
 def test_runs_pending_or_running_are_bounded_per_thread_and_in_all() -> None:
     """Each queued run holds a worker until its turn: past the bound a new one is a 429,
     decided before anything about the run is read."""
