@@ -328,6 +328,21 @@ def test_a_journal_deleted_behind_an_open_store_is_never_written_into(
     assert [r.version for r in open_store().records("t")] == [0, 1]
 
 
+def test_a_thread_folder_moved_away_behind_an_open_store_is_never_written_into(
+    open_store: OpenStore, root: Path
+) -> None:
+    """A folder renamed away (as a delete does before it removes it, or a person moving it
+    aside) keeps its journal linked: the open descriptor must not follow it there."""
+    store = open_store()
+    store.create("t", start())
+    store.append("t", [step(1)], expected_version=0)
+    aside = root / "threads" / ".aside"
+    (root / "threads" / "t").rename(aside)
+    with pytest.raises(ThreadNotFoundError):
+        store.append("t", [step(2)], expected_version=1)
+    assert len((aside / "journal.jsonl").read_bytes().rstrip(b"\0").splitlines()) == 2
+
+
 def test_a_journal_replaced_behind_an_open_store_is_reread_not_truncated(
     open_store: OpenStore, root: Path
 ) -> None:

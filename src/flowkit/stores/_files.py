@@ -151,10 +151,18 @@ def sweep_temp_files(directory: Path, thread_id: str, *, locked: bool = False) -
 
 
 class JournalHandles:
-    """Open journal descriptors, least recently used closed first, reopened when unlinked."""
+    """Open journal descriptors, least recently used closed first, reopened when unlinked.
+
+    A cached descriptor is checked before each use by the name the kernel gives it
+    (``/proc/self/fd``): a journal deleted, renamed away or replaced behind our back no
+    longer carries the name it was opened under. Not by ``fstat``: on Linux 6.13+ reading a
+    file's times makes the next write stamp a fine-grained time, so every step's
+    ``fdatasync`` had an inode to commit too (~40 µs a step on ext4). Where ``/proc`` is
+    missing, the link count (``fstat``) says whether the file was unlinked.
+    """
 
     def __init__(self, max_open: int) -> None:
-        self._fds: OrderedDict[str, int] = OrderedDict()
+        self._fds: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
         self._max_open = max_open
 
     def get(self, thread_id: str, path: Callable[[], Path], *, create: bool) -> tuple[int, bool]:
@@ -162,14 +170,15 @@ class JournalHandles:
 
         ``path`` is only called to open the file: building paths costs more than a cached hit.
         """
-        fd = self._fds.get(thread_id)
-        if fd is not None:
-            if os.fstat(fd).st_nlink:
+        held = self._fds.get(thread_id)
+        if held is not None:
+            fd, name = held
+            if _still_named(fd, name):
                 self._fds.move_to_end(thread_id)
                 return fd, False
             # The journal was deleted (and maybe recreated) behind our back: never write
             # into the unlinked file, where the data would silently vanish.
-            os.close(self._fds.pop(thread_id))
+            os.close(self._fds.pop(thread_id)[0])
         journal = path()
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
         try:
@@ -179,25 +188,45 @@ class JournalHandles:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
             raise os_error("open", journal, exc, thread_id=thread_id) from exc
-        self._fds[thread_id] = fd
+        self._fds[thread_id] = (fd, _name_of(fd))
         while len(self._fds) > self._max_open:
-            _, old = self._fds.popitem(last=False)
+            _, (old, _) = self._fds.popitem(last=False)
             os.close(old)
         return fd, True
 
     def drop(self, thread_id: str) -> None:
         """Close the thread's descriptor, if open (its files are going away)."""
-        fd = self._fds.pop(thread_id, None)
-        if fd is not None:
-            os.close(fd)
+        held = self._fds.pop(thread_id, None)
+        if held is not None:
+            os.close(held[0])
 
     def close(self) -> None:
         while self._fds:
-            os.close(self._fds.popitem()[1])
+            os.close(self._fds.popitem()[1][0])
 
     def __del__(self) -> None:
         # Stores are often made inline (``Runner(flow, store=JsonFileStore("runs"))``) and
         # never closed; collected handles must not leak their descriptors.
-        for fd in getattr(self, "_fds", {}).values():
+        for fd, _ in getattr(self, "_fds", {}).values():
             with suppress(OSError):
                 os.close(fd)
+
+
+#: What the kernel appends to the name of an open file that was unlinked.
+_DELETED = " (deleted)"
+
+
+def _name_of(fd: int) -> str | None:
+    """The path the kernel gives the open file ``fd`` (``None`` without ``/proc``)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _still_named(fd: int, name: str | None) -> bool:
+    """Whether ``fd`` is still the file at the path it was opened under (``name``)."""
+    if name is None:
+        return os.fstat(fd).st_nlink > 0
+    now = _name_of(fd)
+    return now is not None and now == name and not now.endswith(_DELETED)

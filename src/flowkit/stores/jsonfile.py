@@ -269,7 +269,11 @@ class JsonFileStore(JsonFileReader, IndexedListing):
             fd = os.dup(self._fd(thread_id, create=True))
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                if os.fstat(fd).st_size:
+                # One stat, before the write: a file's times read after it would make the
+                # next write stamp a fine-grained time, an inode for the first step's sync
+                # to commit (Linux 6.13+; see ``JournalHandles``).
+                stat = os.fstat(fd)
+                if stat.st_size:
                     try:
                         self._full_scan(thread_id)
                     except ThreadNotFoundError:
@@ -302,7 +306,7 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                     len(data),
                     0,
                     capacity=capacity,
-                    ino=os.fstat(fd).st_ino,
+                    ino=stat.st_ino,
                     due=record.due,
                     flow=record.flow,
                     snapshot_line=1,
