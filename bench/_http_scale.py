@@ -32,9 +32,12 @@ import json
 import os
 import secrets
 import statistics
+import itertools
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -72,6 +75,7 @@ def _count_disk_calls(root: Path, *, fsync: bool) -> dict[str, list[Op]]:
     runner.start("warm-up", None)
     runner.resume("warm-up", ANSWER)
     ops: list[Op] = []
+    main = threading.main_thread()
     prefix = str(root.resolve()) + "/"
     thread = "counted"
 
@@ -91,7 +95,8 @@ def _count_disk_calls(root: Path, *, fsync: bool) -> dict[str, list[Op]]:
         def counted(*args: Any, **kwargs: Any) -> Any:
             op = record(*args)
             result = original(*args, **kwargs)
-            if op is not None and op[1] is not None:
+            # The request's own calls: not the store's background refill of spare folders.
+            if op is not None and op[1] is not None and threading.current_thread() is main:
                 ops.append(op)
             return result
 
@@ -141,6 +146,56 @@ class ResumeBody(BaseModel):
     wait: bool = True
 
 
+#: Where flowkit's store keeps the thread folders it makes ahead (``JsonFileStore(spares=)``).
+SPARES = "spares/"
+
+
+class _FloorSpares:
+    """The floor's own thread folders made ahead on a thread of their own, as flowkit's store
+    makes its spares, so that neither makes a new thread's folder and journal on the request
+    path: a replayed call on a path under ``spares/`` goes to one of these."""
+
+    def __init__(self, folder: Path, keep: int = 8) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self._folder, self._keep = folder, keep
+        self._numbers = itertools.count()
+        self._ready: queue.Queue[Path] = queue.Queue()
+        self._wake = threading.Event()
+        self._wake.set()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def take(self) -> Path:
+        try:
+            path = self._ready.get_nowait()
+        except queue.Empty:
+            path = self._make()  # none ready: made on the spot, as flowkit's store does
+        self._wake.set()
+        return path
+
+    def _make(self) -> Path:
+        path = self._folder / str(next(self._numbers))
+        path.mkdir()
+        fd = os.open(path / "journal.jsonl", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            os.pwrite(fd, bytes(4096), 0)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        folder_fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(folder_fd)
+        finally:
+            os.close(folder_fd)
+        return path
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while self._ready.qsize() < self._keep:
+                self._ready.put(self._make())
+
+
 def _floor_app(root: Path, plan: dict[str, list[Op]]) -> Any:
     """A plain FastAPI app replaying ``plan``'s disk calls per start and resume."""
     import hmac
@@ -154,10 +209,19 @@ def _floor_app(root: Path, plan: dict[str, list[Op]]) -> Any:
         if authorization is None or not hmac.compare_digest(authorization.encode(), expected):
             raise HTTPException(401, "bad token")
 
+    uses_spares = any(op[1].startswith(SPARES) for ops in plan.values() for op in ops)
+    spares = _FloorSpares(root / "floor-spares") if uses_spares else None
+
     def replay(ops: list[Op], thread_id: str) -> None:
         fds: dict[str, int] = {}
+        taken: dict[str, Path] = {}  # flowkit's spare folder -> the floor's
 
         def path(name: str) -> str:
+            if spares is not None and name.startswith(SPARES):
+                spare = "/".join(name.split("/")[:3])  # spares/<owner>/<n>
+                if spare not in taken:
+                    taken[spare] = spares.take()
+                return str(taken[spare]) + name[len(spare) :]
             return str(root / name.replace("{t}", thread_id))
 
         def fd_of(name: str, *, directory: bool = False) -> int:
@@ -181,6 +245,7 @@ def _floor_app(root: Path, plan: dict[str, list[Op]]) -> Any:
                     is_dir = os.path.isdir(path(name))
                     getattr(os, kind)(fd_of(name, directory=is_dir))
                 elif kind == "rename":
+                    os.makedirs(os.path.dirname(path(op[2])), exist_ok=True)
                     os.replace(path(name), path(op[2]))
         finally:
             for fd in fds.values():

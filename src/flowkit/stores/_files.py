@@ -188,11 +188,20 @@ class JournalHandles:
             raise ThreadNotFoundError(thread_id) from None
         except OSError as exc:
             raise os_error("open", journal, exc, thread_id=thread_id) from exc
+        self._keep(thread_id, fd)
+        return fd, True
+
+    def adopt(self, thread_id: str, fd: int) -> None:
+        """Keep ``fd``, now the journal of ``thread_id`` at its path, as its descriptor (the
+        handles close it from now on)."""
+        self.drop(thread_id)
+        self._keep(thread_id, fd)
+
+    def _keep(self, thread_id: str, fd: int) -> None:
         self._fds[thread_id] = (fd, _name_of(fd))
         while len(self._fds) > self._max_open:
             _, (old, _) = self._fds.popitem(last=False)
             os.close(old)
-        return fd, True
 
     def drop(self, thread_id: str) -> None:
         """Close the thread's descriptor, if open (its files are going away)."""

@@ -52,12 +52,19 @@ class ThreadLockFile:
     A class, not ``@contextmanager``: every run takes one.
     """
 
-    __slots__ = ("_created", "_exists", "_fd", "_path", "_thread_id", "remove")
+    __slots__ = ("_created", "_exists", "_fd", "_path", "_spare", "_thread_id", "remove")
 
-    def __init__(self, path: Path, thread_id: str, exists: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        thread_id: str,
+        exists: Callable[[str], bool],
+        spare: Callable[[], Path | None] | None = None,
+    ) -> None:
         self._path = path
         self._thread_id = thread_id
         self._exists = exists
+        self._spare = spare
         self._fd = -1
         self._created = False
         self.remove = False
@@ -107,6 +114,9 @@ class ThreadLockFile:
             except FileNotFoundError:
                 pass
             self._created = True
+            spare = self._spare() if self._spare is not None else None
+            if spare is not None and _linked(spare, self._path):
+                return os.open(self._path, os.O_RDWR)
             try:
                 return os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
             except FileNotFoundError:  # the store's first lock: make the folder (not per thread)
@@ -116,6 +126,20 @@ class ThreadLockFile:
             raise os_error(
                 "open the lock file", self._path, exc, thread_id=self._thread_id
             ) from exc
+
+
+def _linked(spare: Path, path: Path) -> bool:
+    """Whether the empty file ``spare`` (``_spares``) now stands at ``path`` too (``link``
+    never replaces a file already there: then, or where links fail, the caller creates or
+    opens the file itself). The spare's own name goes either way."""
+    try:
+        os.link(spare, path)
+    except OSError:
+        return False
+    finally:
+        with suppress(OSError):
+            os.unlink(spare)
+    return True
 
 
 def _names(path: Path, fd: int) -> bool:

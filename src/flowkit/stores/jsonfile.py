@@ -11,7 +11,8 @@ loss, is detected, skipped, reported and cut off by the next writer; a complete 
 is (``_tears`` tells the two apart), and damage anywhere else fails only that thread, naming
 the file and line. A snapshot is used only if intact and lined up with the journal.
 ``index/`` holds the thread index (``_thread_index``), which listings read instead of every
-journal, kept with each commit.
+journal, kept with each commit. ``spares/`` holds thread folders and lock files made ahead by
+a background refill (``_spares``), so starting a thread makes no new inode.
 
 Snapshots are also kept in ``snapshots.jsonl``, from which pages of history are replayed
 (``_jsonfile_pages``: the ``HistoryPages`` capability).
@@ -44,6 +45,7 @@ from ._listing import ThreadSummary
 from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
 from ._protocol import AnyRecord, DueTimer, RecordRange, check_compaction, check_versions
 from ._snapshot_policy import SnapshotPolicy
+from ._spares import Spare, SpareFolders
 from ._thread_index import JsonThreadIndex
 from ._timer_files import TIMERS, TimerFiles
 
@@ -53,6 +55,8 @@ __all__ = ["JsonFileStore"]
 PREALLOCATE_BYTES = 64 * 1024
 #: The file system's block: the first zeros of a new journal fill its last block only.
 _BLOCK = 4096
+#: Spare thread folders kept ready, with fsync (``_spares``).
+SPARES = 8
 #: Statuses after which a journal's preallocated zeros are given back.
 _ENDED = frozenset({"done", "failed"})
 #: Locks that keep the commits to one thread in this process one at a time (by hash of its
@@ -78,6 +82,12 @@ class JsonFileStore(JsonFileReader, IndexedListing):
     ``fdatasync`` need not commit a new file size (about a quarter cheaper on ext4). A new
     journal starts with zeros to the end of its first block only; one that outgrows them gets
     ``preallocate`` bytes more at once. A zero tail is free space to readers, never a record.
+    ``spares``: thread folders (each with its journal's first zeros synced) and lock files
+    kept made ahead by a short-lived background thread (default 8 with fsync and
+    preallocation, else 0: none, and no thread), so a new thread takes a folder by a rename
+    and its lock file by a link instead of making three inodes and syncing them on the
+    caller's time. ``close()`` removes those not taken; a process that ends without closing
+    leaves them to the next store object that makes spares in the same folder.
     """
 
     def __init__(
@@ -91,6 +101,7 @@ class JsonFileStore(JsonFileReader, IndexedListing):
         max_open_files: int = 64,
         preallocate: int | None = None,
         verify_on_open: bool = False,
+        spares: int | None = None,
     ) -> None:
         super().__init__(root, max_open_files=max_open_files, verify_on_open=verify_on_open)
         self.fsync = fsync
@@ -105,6 +116,11 @@ class JsonFileStore(JsonFileReader, IndexedListing):
         self._leftovers_swept = False
         self._index = JsonThreadIndex(self.root, fsync=fsync)
         self._stripes = tuple(threading.Lock() for _ in range(_STRIPES))
+        if spares is None:
+            spares = SPARES if fsync and self.preallocate else 0
+        self._spares = SpareFolders(
+            self.root, count=spares, size=min(self.preallocate, _BLOCK), fsync=fsync
+        )
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
@@ -114,6 +130,7 @@ class JsonFileStore(JsonFileReader, IndexedListing):
         with self._guard:
             self._handles.close()
             self._index.close()
+        self._spares.close()
 
     def __enter__(self) -> JsonFileStore:
         return self
@@ -262,6 +279,9 @@ class JsonFileStore(JsonFileReader, IndexedListing):
             new_dir = not directory.exists()
             # Before the thread's first file: a new index made now sees no threads to catch up.
             self._index.committing(thread_id)
+            spare = self._spares.take() if new_dir else None
+            if spare is not None and self._create_in(spare, thread_id, record, data):
+                return
             try:
                 directory.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -299,30 +319,80 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                     raise os_error(
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
-                self._tails[thread_id] = JournalTail(
-                    record.version,
-                    len(data),
-                    1,
-                    len(data),
-                    0,
-                    capacity=capacity,
-                    ino=stat.st_ino,
-                    due=record.due,
-                    flow=record.flow,
-                    snapshot_line=1,
-                    waiting=record.status == "waiting",
-                    crc=zlib.crc32(data),
-                )
-                created = record.ts if record.version == 0 else None
-                self._index.created(
-                    ThreadSummary(
-                        thread_id, record.flow, record.status, record.next, record.version,
-                        record.ts, created,
-                    )
-                )  # fmt: skip
+                self._created(thread_id, record, data, capacity, stat.st_ino)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+
+    def _create_in(self, spare: Spare, thread_id: str, record: StartRecord, data: bytes) -> bool:
+        """``create`` in a spare folder (``_spares``): the start record written over its
+        journal's zeros and synced, the folder renamed into ``threads/`` and that synced.
+        False when the spare could not be used (another process's create of the same thread
+        got its folder there first, or the disk refused): ``create`` goes the direct way,
+        which finds the one or reports the other."""
+        # The spare's zeros are on disk already: only the record is written over them (a
+        # whole block rewritten costs its sync more), unless it is longer than they are.
+        capacity = max(self._first_capacity(len(data)), spare.size)
+        written = data if len(data) <= spare.size else data + bytes(capacity - len(data))
+        try:
+            fd = os.open(spare.journal, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            self._spares.discard(spare)
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # others may open the journal once it is renamed in
+            if record.due is not None:  # before the record: never a timer without it
+                self._timers.add(thread_id, record.due, record.flow)
+            try:
+                write_all(fd, written, 0)
+                with self._unguarded():
+                    self._sync(fd)
+                os.rename(spare.path, self._dir(thread_id))
+            except OSError:
+                self._spares.discard(spare)  # what it holds is no thread's (see ``_spares``)
+                os.close(fd)
+                return False
+            try:
+                with self._unguarded():
+                    sync_dir(self.fsync, self._threads_dir)
+            except OSError as exc:
+                os.ftruncate(fd, 0)  # no thread yet, as on the direct path
+                raise os_error("create", self._dir(thread_id), exc, thread_id=thread_id) from exc
+            self._created(thread_id, record, data, capacity, spare.ino)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._handles.adopt(thread_id, fd)  # the journal's descriptor from now on
+        return True
+
+    def _created(
+        self, thread_id: str, record: StartRecord, data: bytes, capacity: int, ino: int
+    ) -> None:
+        """What a create that wrote ``data`` (with ``capacity`` bytes of zeros after the
+        record, in the journal of inode ``ino``) knows of the thread: its tail and index row.
+        Called with the journal's lock held."""
+        self._tails[thread_id] = JournalTail(
+            record.version,
+            len(data),
+            1,
+            len(data),
+            0,
+            capacity=capacity,
+            ino=ino,
+            due=record.due,
+            flow=record.flow,
+            snapshot_line=1,
+            waiting=record.status == "waiting",
+            crc=zlib.crc32(data),
+        )
+        created = record.ts if record.version == 0 else None
+        self._index.created(
+            ThreadSummary(
+                thread_id, record.flow, record.status, record.next, record.version,
+                record.ts, created,
+            )
+        )  # fmt: skip
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
@@ -551,4 +621,4 @@ class JsonFileStore(JsonFileReader, IndexedListing):
         """``lock``, as the class ``delete`` and ``compact`` hold (``delete`` sets ``remove``)."""
         # Lock files live apart from thread folders, so locking never creates a thread.
         path = self._locks_dir / f"{check_thread_id(thread_id)}{LOCK_SUFFIX}"
-        return ThreadLockFile(path, thread_id, self._exists)
+        return ThreadLockFile(path, thread_id, self._exists, self._spares.take_lock_file)

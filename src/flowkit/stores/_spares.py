@@ -1,0 +1,346 @@
+"""Spare thread folders and lock files of the JSON-file store, made ahead of the threads that
+take them.
+
+A new thread's folder, its journal and the journal's first zeros cost a directory, an inode
+and three syncs when made on the spot (the file's data and allocation, its folder's entry,
+the threads folder's): on ext4 as much as three or four steps. ``SpareFolders`` makes them
+beforehand, off the caller's thread (a refill thread that runs while fewer than half are
+left, several at a time), each with its journal's zeros written, their blocks synced and its
+folder's entry synced. ``JsonFileStore.create`` then only writes the start record into a
+spare's journal (overwriting zeros: a sync with no allocation to commit), renames the folder
+into ``threads/`` and syncs that folder: no new inode on the caller's thread. So PostgreSQL
+makes its WAL segments ahead of the writes that fill them. A new thread's lock file comes the
+same way: a spare empty file hard-linked at the lock's path (``_locks``; a link fails where a
+file is, so it never replaces another process's lock). Making an inode is the costly part
+of a file system's namespace work, and on a busy or fragmented ext4 it costs hundreds of
+microseconds; a rename or a link costs tens.
+
+Layout: ``spares/<owner>/<n>/journal.jsonl`` and ``spares/<owner>/<n>.lock``. ``<owner>``
+is one store object in one
+process, which holds an exclusive ``flock`` on its owner folder while it has spares there.
+A spare never holds a thread: ``create`` returns only after the folder's rename into
+``threads/`` is synced, so what a spare holds after a crash is a create that never returned
+(as a crash before a journal's first record is, on the direct path). Such leftovers go with
+their owner's folder, removed by the first refill of any store object that finds the
+owner's lock free.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import os
+import secrets
+import shutil
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import StoreError
+from ..foundation._logging import get_logger
+from ._files import sync_dir
+from ._jsonl import write_all
+
+__all__ = ["MAX_SPARES", "SPARES", "Spare", "SpareFolders"]
+
+#: The folder of spare thread folders, under the store's root.
+SPARES = "spares"
+#: The journal's name in a thread folder (as ``_jsonfile_reader``'s).
+_JOURNAL = "journal.jsonl"
+#: The most spare folders a store keeps (each is a folder, a journal and a lock file).
+MAX_SPARES = 1024
+#: Seconds after which a half-made owner folder (``.new-*``: its process died between making
+#: and locking it) is swept.
+_HALF_MADE_S = 3600.0
+#: Seconds a pool whose refill failed (disk full, no permission) waits before it tries again;
+#: meanwhile ``create`` takes the direct path, which reports the error where it matters.
+_RETRY_S = 10.0
+
+
+@dataclass(frozen=True)
+class Spare:
+    """A ready folder: its path, and its journal's inode and length (zeros, synced)."""
+
+    path: Path
+    ino: int
+    size: int
+
+    @property
+    def journal(self) -> Path:
+        return self.path / _JOURNAL
+
+
+class SpareFolders:
+    """Up to ``count`` spare thread folders under ``root/spares``, each journal ``size``
+    bytes of zeros; ``fsync`` as the store's (without it nothing is synced)."""
+
+    def __init__(self, root: Path, *, count: int, size: int, fsync: bool) -> None:
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_SPARES:
+            raise StoreError(
+                f"spares must be a whole number from 0 to {MAX_SPARES}; got {count!r:.40}. It "
+                "is how many thread folders the store keeps made ahead (default 8; 0: none)."
+            )
+        self.folder = root / SPARES
+        self.count = count
+        self.size = size
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self._state = _State()
+        self._finalizer = weakref.finalize(self, self._state.release)  # not the refill's: it
+        # holds the pool, so a pool is collected only when no refill runs
+        _LIVE.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: a lock the parent's refill held at the fork stays held there."""
+        self._lock = threading.Lock()
+        self._state.forked()
+
+    def take(self) -> Spare | None:
+        """A ready spare folder, now the caller's (``None``: none ready; make the folder
+        directly). Starts a refill when half or fewer are left."""
+        if self.count <= 0:
+            return None
+        with self._lock:
+            state = self._taking()
+            spare = state.ready.popleft() if state.ready else None
+            self._top_up(state)
+            return spare
+
+    def take_lock_file(self) -> Path | None:
+        """A ready empty lock file, now the caller's to link at a lock's path and unlink here
+        (``None``: none ready; create the lock file directly)."""
+        if self.count <= 0:
+            return None
+        with self._lock:
+            state = self._taking()
+            path = state.locks.popleft() if state.locks else None
+            self._top_up(state)
+            return path
+
+    def _taking(self) -> _State:
+        state = self._state
+        if state.pid != os.getpid():  # forked without ``os.register_at_fork`` hooks running
+            state.forked()
+        return state
+
+    def _top_up(self, state: _State) -> None:
+        """Start a refill if half or fewer of either kind are left (and none runs)."""
+        low = self.count // 2
+        if (
+            state.refill is None
+            and not state.stopping
+            and min(len(state.ready), len(state.locks)) <= low
+            and time.monotonic() >= state.retry_at
+        ):
+            state.refill = threading.Thread(target=self._refill, name="flowkit-spares", daemon=True)
+            state.refill.start()
+
+    def wait(self) -> None:
+        """Until the refill running now, if any, has finished (benchmarks, tests)."""
+        with self._lock:
+            refill = self._state.refill
+        if refill is not None:
+            refill.join()
+
+    def discard(self, spare: Spare) -> None:
+        """Remove a spare that was taken and not used (its journal may hold a record that no
+        thread owns: a spare's content is never read; the taker closes what it opened)."""
+        _remove(spare)
+
+    def close(self) -> None:
+        """Remove the spares not taken and give up the owner folder (the pool starts anew
+        at the next ``take``)."""
+        with self._lock:
+            refill = self._state.refill
+            self._state.stopping = True
+        if refill is not None:
+            refill.join()
+        with self._lock:
+            self._state.release()
+            self._state.reset()
+
+    # -- the refill thread -------------------------------------------------------------------
+
+    def _refill(self) -> None:
+        state = self._state
+        try:
+            while True:
+                with self._lock:
+                    folders = self.count - len(state.ready)
+                    locks = self.count - len(state.locks)
+                    if state.stopping or max(folders, locks) <= 0:
+                        return
+                    owner = state.owner
+                if owner is None:
+                    owner = self._own(state)
+                made = self._make(owner, folders, state.numbers)
+                with self._lock:
+                    state.ready.extend(made)  # removed by ``close`` if it is stopping
+                made_locks = _make_lock_files(owner, locks, state.numbers)
+                with self._lock:
+                    state.locks.extend(made_locks)
+        except OSError as exc:
+            get_logger().warning(
+                "spare_folders_failed", folder=str(self.folder), reason=exc.strerror or str(exc)
+            )
+            with self._lock:
+                state.retry_at = time.monotonic() + _RETRY_S
+        finally:
+            with self._lock:
+                state.refill = None
+
+    def _own(self, state: _State) -> _Owner:
+        """This pool's owner folder, locked (the leftovers of dead owners removed first).
+        Made under a hidden name and locked before it gets its own, so no sweep takes it
+        for a dead owner's in between."""
+        self.folder.mkdir(exist_ok=True)
+        _sweep(self.folder)
+        name = f"{os.getpid()}-{secrets.token_hex(4)}"
+        making = self.folder / f".new-{name}"
+        making.mkdir()
+        fd = os.open(making, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        path = self.folder / name
+        os.rename(making, path)
+        owner = _Owner(path, fd)
+        with self._lock:
+            state.owner = owner
+        return owner
+
+    def _make(self, owner: _Owner, count: int, numbers: itertools.count[int]) -> list[Spare]:
+        """``count`` new spares in ``owner``'s folder: written, then synced together (the
+        file system commits the lot in a few journal commits, not one each)."""
+        made: list[Spare] = []
+        fds: list[int] = []
+        try:
+            for _ in range(count):
+                path = owner.path / str(next(numbers))
+                path.mkdir()
+                fd = os.open(
+                    path / _JOURNAL, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+                )
+                fds.append(fd)
+                made.append(Spare(path, os.fstat(fd).st_ino, self.size))
+                write_all(fd, bytes(self.size), 0)
+            if self.fsync:
+                if hasattr(os, "posix_fadvise"):
+                    for fd in fds:  # writeback of all starts now, not one sync at a time
+                        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                for fd in fds:
+                    os.fdatasync(fd)
+                for spare in made:
+                    sync_dir(True, spare.path)
+        except OSError:
+            for spare in made:
+                _remove(spare)
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return made
+
+
+#: The pools of this process, put right in a forked child.
+_LIVE: weakref.WeakSet[SpareFolders] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_LIVE):
+        pool._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """A pool's owner folder and the descriptor that holds its lock."""
+
+    path: Path
+    fd: int
+
+
+class _State:
+    """What a pool holds between ``close`` calls (and what its finalizer releases)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Empty, with no owner folder yet (in this process)."""
+        self.pid = os.getpid()
+        self.ready: deque[Spare] = deque()
+        self.locks: deque[Path] = deque()
+        self.owner: _Owner | None = None
+        self.refill: threading.Thread | None = None
+        self.stopping = False
+        self.retry_at = 0.0
+        self.numbers = itertools.count()
+
+    def release(self) -> None:
+        """Remove the spares not taken and the owner folder, unlocking it. With a refill
+        still running (a finalizer at exit: refills are daemon threads), it only asks it to
+        stop: what it leaves is swept by the next store to make spares there."""
+        self.stopping = True
+        if self.refill is not None and self.refill.is_alive():
+            return
+        while self.ready:
+            _remove(self.ready.popleft())
+        self.locks.clear()  # removed with the owner folder
+        owner, self.owner = self.owner, None
+        if owner is not None:
+            shutil.rmtree(owner.path, ignore_errors=True)
+            os.close(owner.fd)
+
+    def forked(self) -> None:
+        """In a child process: the parent's spares and owner folder stay the parent's."""
+        if self.owner is not None:
+            os.close(self.owner.fd)
+        self.reset()
+
+
+def _make_lock_files(owner: _Owner, count: int, numbers: itertools.count[int]) -> list[Path]:
+    """``count`` new empty lock files in ``owner``'s folder (never synced: a lock only has to
+    outlive its process)."""
+    made: list[Path] = []
+    for _ in range(count):
+        path = owner.path / f"{next(numbers)}.lock"
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        made.append(path)
+    return made
+
+
+def _remove(spare: Spare) -> None:
+    shutil.rmtree(spare.path, ignore_errors=True)
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the owner folders under ``folder`` whose lock nobody holds (their process
+    ended, or closed its store without removing them)."""
+    now = time.time()
+    with os.scandir(folder) as entries:
+        names = [
+            e.name
+            for e in entries
+            if e.is_dir(follow_symlinks=False)
+            and (not e.name.startswith(".") or now - e.stat().st_mtime > _HALF_MADE_S)
+        ]
+    for name in names:
+        path = folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue  # removed meanwhile by another sweeper
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # a live owner's
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)

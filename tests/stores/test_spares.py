@@ -1,0 +1,342 @@
+"""Spare thread folders and lock files (``flowkit.stores._spares``): a new thread takes a folder
+made ahead by a rename and its lock file by a link, never shares one, is as durable as one made
+on the spot, and what a spare holds is never taken for a thread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from flowkit.errors import ConflictError, StoreError, ThreadExistsError, ThreadNotFoundError
+from flowkit.records._records import StartRecord, StepRecord
+from flowkit.stores import JsonFileStore
+from flowkit.stores import _spares as spares_module
+from flowkit.stores import jsonfile as jsonfile_module
+
+
+def start(**state: Any) -> StartRecord:
+    return StartRecord(
+        version=0, ts=0.0, next="n", status="pending", flow="f", state=state or {"x": 1}
+    )
+
+
+def step(version: int) -> StepRecord:
+    return StepRecord(
+        version=version, ts=0.0, next="n", status="pending", node="n", update={"x": version}
+    )
+
+
+def warm(store: JsonFileStore) -> None:
+    """Create one thread under its lock (which starts the refill and makes the lock folder)
+    and wait for the refill to end."""
+    with store.lock("warm-up"):
+        store.create("warm-up", start())
+    store._spares.wait()
+
+
+def owner_folders(root: Path) -> list[Path]:
+    folder = root / spares_module.SPARES
+    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
+
+
+def spare_inodes(root: Path) -> tuple[set[int], set[int]]:
+    """The inodes of the spare journals and of the spare lock files now on disk."""
+    journals, locks = set(), set()
+    for owner in owner_folders(root):
+        for entry in owner.iterdir():
+            if entry.suffix == ".lock":
+                locks.add(entry.stat().st_ino)
+            else:
+                journals.add((entry / "journal.jsonl").stat().st_ino)
+    return journals, locks
+
+
+def test_a_new_thread_takes_a_spare_folder_and_a_spare_lock_file(tmp_path: Path) -> None:
+    with JsonFileStore(tmp_path) as store:
+        warm(store)
+        journals, locks = spare_inodes(tmp_path)
+        assert len(journals) >= 1 and len(locks) >= 1
+        with store.lock("t"):
+            store.create("t", start(x=5))
+            store.append("t", [step(1), step(2)], expected_version=0)
+        assert (tmp_path / "threads" / "t" / "journal.jsonl").stat().st_ino in journals
+        assert (tmp_path / "locks" / "t.lock").stat().st_ino in locks
+        assert [r.version for r in store.records("t")] == [0, 1, 2]
+    with JsonFileStore(tmp_path) as reopened:
+        records = reopened.records("t")
+        assert [r.version for r in records] == [0, 1, 2]
+        assert records[0].state == {"x": 5}  # type: ignore[union-attr]
+
+
+def test_spares_are_never_handed_out_twice_across_threads_of_one_store(tmp_path: Path) -> None:
+    with JsonFileStore(tmp_path) as store:
+        warm(store)
+        ids = [f"t{i}" for i in range(40)]
+
+        def create(chunk: list[str]) -> None:
+            for thread_id in chunk:
+                store.create(thread_id, start(id=thread_id))
+                store.append(thread_id, [step(1)], expected_version=0)
+
+        workers = [threading.Thread(target=create, args=(ids[i::4],)) for i in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        inodes = {(tmp_path / "threads" / t / "journal.jsonl").stat().st_ino for t in ids}
+        assert len(inodes) == len(ids)
+        for thread_id in ids:
+            records = store.records(thread_id)
+            assert records[0].state == {"id": thread_id}  # type: ignore[union-attr]
+            assert [r.version for r in records] == [0, 1]
+
+
+def test_the_record_is_synced_before_the_rename_which_is_synced_before_create_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes a thread from a spare as durable as one made on the spot: the start record
+    is on disk before its folder gets the thread's name, and that name is before ``create``
+    returns (a spare with a record but no name is a create that never returned)."""
+    with JsonFileStore(tmp_path) as store:
+        warm(store)
+        calls: list[str] = []
+        real_fdatasync, real_rename = os.fdatasync, os.rename
+        real_sync_dir = jsonfile_module.sync_dir
+
+        def fdatasync(fd: int) -> None:
+            calls.append("fdatasync")
+            real_fdatasync(fd)
+
+        def rename(src: Any, dst: Any) -> None:
+            calls.append(f"rename {Path(dst).relative_to(tmp_path)}")
+            real_rename(src, dst)
+
+        def sync_dir(enabled: bool, path: Path) -> None:
+            calls.append(f"sync {path.relative_to(tmp_path)}")
+            real_sync_dir(enabled, path)
+
+        monkeypatch.setattr(jsonfile_module.os, "fdatasync", fdatasync)
+        monkeypatch.setattr(jsonfile_module.os, "rename", rename)
+        monkeypatch.setattr(jsonfile_module, "sync_dir", sync_dir)
+        store.create("t", start())
+        monkeypatch.undo()
+        assert calls == ["fdatasync", "rename threads/t", "sync threads"]
+
+
+def test_two_store_objects_racing_to_create_one_thread_leave_one_thread(
+    tmp_path: Path,
+) -> None:
+    """Two store objects (two processes, as far as locks go) create the same ids at once,
+    both from their own spares: one create of each wins, the other is told it exists."""
+    first, second = JsonFileStore(tmp_path), JsonFileStore(tmp_path)
+    try:
+        warm(first)
+        second.create("warm-up-2", start())
+        second._spares.wait()
+        ids = [f"t{i}" for i in range(30)]
+        outcomes: dict[str, list[str]] = {t: [] for t in ids}
+        barrier = threading.Barrier(2)
+
+        def create(store: JsonFileStore, name: str) -> None:
+            barrier.wait()
+            for thread_id in ids:
+                try:
+                    store.create(thread_id, start(by=name))
+                    outcomes[thread_id].append(name)
+                except ThreadExistsError:
+                    outcomes[thread_id].append("exists")
+
+        workers = [
+            threading.Thread(target=create, args=(first, "first")),
+            threading.Thread(target=create, args=(second, "second")),
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        for thread_id in ids:
+            assert sorted(outcomes[thread_id])[0] == "exists", outcomes[thread_id]
+            winner = next(o for o in outcomes[thread_id] if o != "exists")
+            records = first.records(thread_id)
+            assert len(records) == 1
+            assert records[0].state == {"by": winner}  # type: ignore[union-attr]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_two_store_objects_racing_for_one_new_lock_hold_it_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    first, second = JsonFileStore(tmp_path), JsonFileStore(tmp_path)
+    try:
+        warm(first)
+        second.create("warm-up-2", start())
+        second._spares.wait()
+        for index in range(20):
+            thread_id = f"t{index}"
+            with first.lock(thread_id), pytest.raises(ConflictError):
+                second.lock(thread_id).__enter__()
+            with second.lock(thread_id), pytest.raises(ConflictError):
+                first.lock(thread_id).__enter__()
+        # a lock taken for a thread that does not exist leaves no file behind
+        assert not list((tmp_path / "locks").glob("t*.lock"))
+    finally:
+        first.close()
+        second.close()
+
+
+def test_close_removes_the_spares_not_taken_and_the_store_stays_usable(tmp_path: Path) -> None:
+    store = JsonFileStore(tmp_path)
+    warm(store)
+    assert owner_folders(tmp_path)
+    store.close()
+    assert owner_folders(tmp_path) == []
+    store.create("after", start())  # a new pool, made when needed
+    store._spares.wait()
+    assert [r.version for r in store.records("after")] == [0]
+    store.close()
+    assert owner_folders(tmp_path) == []
+
+
+def test_what_a_dead_owner_left_is_swept_and_never_read_as_a_thread(tmp_path: Path) -> None:
+    """A process that died mid-create (its record written into a spare, the folder never
+    renamed) leaves a spare holding a whole start record: no thread, and gone at the next
+    refill of any store object in the same folder."""
+    with JsonFileStore(tmp_path, fsync=False) as scratch:
+        scratch.create("ghost", start(secret="never a thread"))
+        journal = (tmp_path / "threads" / "ghost" / "journal.jsonl").read_bytes()
+        scratch.delete("ghost")
+    dead = tmp_path / spares_module.SPARES / "4242-deadbeef"
+    (dead / "0").mkdir(parents=True)
+    (dead / "0" / "journal.jsonl").write_bytes(journal)
+    (dead / "1.lock").touch()
+    half_made = tmp_path / spares_module.SPARES / ".new-4243-cafe"
+    half_made.mkdir()  # a process that died between making its folder and locking it
+    with JsonFileStore(tmp_path) as store:
+        with pytest.raises(ThreadNotFoundError):
+            store.load("ghost")
+        assert [t.thread_id for t in store.list_threads().threads] == []
+        warm(store)
+        assert not dead.exists()
+        assert half_made.exists()  # too young to be sure its maker died
+        assert [t.thread_id for t in store.list_threads().threads] == ["warm-up"]
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from flowkit.records._records import StartRecord
+    from flowkit.stores import JsonFileStore
+    store = JsonFileStore(sys.argv[1])
+    store.create("held", StartRecord(version=0, ts=0.0, next="n", status="pending",
+                                     flow="f", state={}))
+    store._spares.wait()
+    print("ready", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_a_live_owners_spares_are_left_alone_and_a_killed_ones_swept(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        (theirs,) = owner_folders(tmp_path)
+        with JsonFileStore(tmp_path) as store:
+            warm(store)
+            assert theirs in owner_folders(tmp_path)
+            assert len(owner_folders(tmp_path)) == 2
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        for pipe in (holder.stdin, holder.stdout):
+            if pipe is not None:
+                pipe.close()
+    assert owner_folders(tmp_path) == [theirs]  # a killed process removes nothing
+    with JsonFileStore(tmp_path) as store:
+        store.create("after", start())
+        store._spares.wait()
+        assert theirs not in owner_folders(tmp_path)
+        assert {t.thread_id for t in store.list_threads().threads} == {
+            "held", "warm-up", "after",
+        }  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_spares(tmp_path: Path) -> None:
+    store = JsonFileStore(tmp_path)
+    try:
+        warm(store)
+        (parents,) = owner_folders(tmp_path)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 0
+            try:
+                for index in range(6):
+                    store.create(f"child-{index}", start())
+                store._spares.wait()
+            except BaseException:
+                code = 1
+            os._exit(code)
+        for index in range(6):
+            store.create(f"parent-{index}", start())
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        ids = {t.thread_id for t in store.list_threads(limit=100).threads}
+        assert {f"child-{i}" for i in range(6)} | {f"parent-{i}" for i in range(6)} <= ids
+        inodes = {(tmp_path / "threads" / t / "journal.jsonl").stat().st_ino for t in ids}
+        assert len(inodes) == len(ids)
+        assert parents in owner_folders(tmp_path)
+    finally:
+        store.close()
+
+
+def test_no_spares_without_fsync_or_when_switched_off(tmp_path: Path) -> None:
+    for root, store in (
+        (tmp_path / "scratch", JsonFileStore(tmp_path / "scratch", fsync=False)),
+        (tmp_path / "off", JsonFileStore(tmp_path / "off", spares=0)),
+    ):
+        with store:
+            store.create("t", start())
+            assert threading.active_count() == 1 or not any(
+                t.name == "flowkit-spares" for t in threading.enumerate()
+            )
+        assert not (root / spares_module.SPARES).exists()
+
+
+def test_a_refill_that_fails_leaves_creates_working_and_says_so_once(tmp_path: Path) -> None:
+    (tmp_path / spares_module.SPARES).write_text("not a folder")  # mkdir fails under it
+    with JsonFileStore(tmp_path) as store, capture_logs() as logs:
+        store.create("t0", start())
+        store._spares.wait()
+        for index in range(1, 10):
+            store.create(f"t{index}", start())
+        store._spares.wait()
+        assert [r.version for r in store.records("t9")] == [0]
+    failures = [e for e in logs if e["event"] == "spare_folders_failed"]
+    assert len(failures) == 1  # then no retry for a while, not a line per create
+
+
+@pytest.mark.parametrize("spares", [-1, 1025, 2.5, True, "8", None])
+def test_a_spares_setting_that_is_not_a_count_is_refused(tmp_path: Path, spares: Any) -> None:
+    if spares is None:  # the default: a count
+        JsonFileStore(tmp_path, spares=spares).close()
+        return
+    with pytest.raises(StoreError, match="spares must be a whole number"):
+        JsonFileStore(tmp_path, spares=spares)
