@@ -28,12 +28,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
+import queue
 import secrets
 import statistics
-import itertools
-import queue
 import subprocess
 import sys
 import tempfile

@@ -100,12 +100,12 @@ def test_spares_are_never_handed_out_twice_across_threads_of_one_store(tmp_path:
             assert [r.version for r in records] == [0, 1]
 
 
-def test_the_record_is_synced_before_the_rename_which_is_synced_before_create_returns(
+def test_the_record_and_the_rename_are_both_synced_before_create_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What makes a thread from a spare as durable as one made on the spot: the start record
-    is on disk before its folder gets the thread's name, and that name is before ``create``
-    returns (a spare with a record but no name is a create that never returned)."""
+    """What makes a thread from a spare as durable as one made on the spot: its record and
+    its folder's name in ``threads/`` are both on disk before ``create`` returns (a spare
+    never holds a record that is a thread's)."""
     with JsonFileStore(tmp_path) as store:
         warm(store)
         calls: list[str] = []
@@ -113,15 +113,18 @@ def test_the_record_is_synced_before_the_rename_which_is_synced_before_create_re
         real_sync_dir = jsonfile_module.sync_dir
 
         def fdatasync(fd: int) -> None:
-            calls.append("fdatasync")
+            if threading.current_thread() is threading.main_thread():  # not a refill's
+                calls.append("fdatasync")
             real_fdatasync(fd)
 
         def rename(src: Any, dst: Any) -> None:
-            calls.append(f"rename {Path(dst).relative_to(tmp_path)}")
+            if threading.current_thread() is threading.main_thread():
+                calls.append(f"rename {Path(dst).relative_to(tmp_path)}")
             real_rename(src, dst)
 
         def sync_dir(enabled: bool, path: Path) -> None:
-            calls.append(f"sync {path.relative_to(tmp_path)}")
+            if threading.current_thread() is threading.main_thread():
+                calls.append(f"sync {path.relative_to(tmp_path)}")
             real_sync_dir(enabled, path)
 
         monkeypatch.setattr(jsonfile_module.os, "fdatasync", fdatasync)
@@ -129,7 +132,7 @@ def test_the_record_is_synced_before_the_rename_which_is_synced_before_create_re
         monkeypatch.setattr(jsonfile_module, "sync_dir", sync_dir)
         store.create("t", start())
         monkeypatch.undo()
-        assert calls == ["fdatasync", "rename threads/t", "sync threads"]
+        assert calls == ["rename threads/t", "fdatasync", "sync threads"]
 
 
 def test_two_store_objects_racing_to_create_one_thread_leave_one_thread(
@@ -340,3 +343,16 @@ def test_a_spares_setting_that_is_not_a_count_is_refused(tmp_path: Path, spares:
         return
     with pytest.raises(StoreError, match="spares must be a whole number"):
         JsonFileStore(tmp_path, spares=spares)
+
+
+def test_a_store_keeps_few_spares_until_it_starts_many_threads(tmp_path: Path) -> None:
+    with JsonFileStore(tmp_path, spares=16) as store:
+        warm(store)  # one thread: a command that starts one makes a couple, not 16
+        journals, locks = spare_inodes(tmp_path)
+        assert 1 <= len(journals) <= 3 and 1 <= len(locks) <= 3
+        for index in range(40):
+            with store.lock(f"t{index}"):
+                store.create(f"t{index}", start())
+        store._spares.wait()
+        journals, locks = spare_inodes(tmp_path)
+        assert 4 < len(journals) <= 16 and 4 < len(locks) <= 16

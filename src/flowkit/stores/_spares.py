@@ -1,28 +1,29 @@
 """Spare thread folders and lock files of the JSON-file store, made ahead of the threads that
 take them.
 
-A new thread's folder, its journal and the journal's first zeros cost a directory, an inode
-and three syncs when made on the spot (the file's data and allocation, its folder's entry,
-the threads folder's): on ext4 as much as three or four steps. ``SpareFolders`` makes them
-beforehand, off the caller's thread (a refill thread that runs while fewer than half are
-left, several at a time), each with its journal's zeros written, their blocks synced and its
-folder's entry synced. ``JsonFileStore.create`` then only writes the start record into a
-spare's journal (overwriting zeros: a sync with no allocation to commit), renames the folder
-into ``threads/`` and syncs that folder: no new inode on the caller's thread. So PostgreSQL
-makes its WAL segments ahead of the writes that fill them. A new thread's lock file comes the
-same way: a spare empty file hard-linked at the lock's path (``_locks``; a link fails where a
-file is, so it never replaces another process's lock). Making an inode is the costly part
-of a file system's namespace work, and on a busy or fragmented ext4 it costs hundreds of
-microseconds; a rename or a link costs tens.
+A new thread's folder, its journal and the journal's first zeros cost two inodes and three
+syncs when made on the spot (the file's data and allocation, its folder's entry, the threads
+folder's), and its lock file a third inode. ``SpareFolders`` makes them beforehand, off the
+caller's thread: a short-lived refill thread, started when a quarter or fewer of the target
+are left, makes folders (each with its journal's zeros written, their blocks synced and the
+folder's entry synced, several at a time) and empty lock files. The target grows with the
+threads the store starts, up to ``count``: a command that starts one thread makes two.
+``JsonFileStore.create`` then renames a spare folder into ``threads/``, writes the start
+record over its journal's zeros (a sync with no allocation to commit) and syncs it and
+``threads/``: no new inode on the caller's thread. So PostgreSQL makes its WAL segments ahead
+of the writes that fill them. A new thread's lock file comes the same way: a spare empty file
+hard-linked at the lock's path (``_locks``; a link fails where a file is, so it never
+replaces another process's lock). Making an inode is the costly part of a file system's
+namespace work, and on a busy or fragmented ext4 it costs hundreds of microseconds; a rename
+or a link costs tens.
 
 Layout: ``spares/<owner>/<n>/journal.jsonl`` and ``spares/<owner>/<n>.lock``. ``<owner>``
-is one store object in one
-process, which holds an exclusive ``flock`` on its owner folder while it has spares there.
-A spare never holds a thread: ``create`` returns only after the folder's rename into
-``threads/`` is synced, so what a spare holds after a crash is a create that never returned
-(as a crash before a journal's first record is, on the direct path). Such leftovers go with
-their owner's folder, removed by the first refill of any store object that finds the
-owner's lock free.
+is one store object in one process, which holds an exclusive ``flock`` on its owner folder
+while it has spares there. A spare never holds a thread: ``create`` returns only after the
+record and the folder's new name are both synced, and a spare is renamed before anything is
+written into it, so a folder still under ``spares/`` holds zeros only. Leftovers of a dead
+process go with its owner folder, removed by the first refill of any store object that finds
+the owner's lock free.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import StoreError
 from ..foundation._logging import get_logger
@@ -45,6 +48,8 @@ from ._files import sync_dir
 from ._jsonl import write_all
 
 __all__ = ["MAX_SPARES", "SPARES", "Spare", "SpareFolders"]
+
+_T = TypeVar("_T")
 
 #: The folder of spare thread folders, under the store's root.
 SPARES = "spares"
@@ -100,43 +105,43 @@ class SpareFolders:
 
     def take(self) -> Spare | None:
         """A ready spare folder, now the caller's (``None``: none ready; make the folder
-        directly). Starts a refill when half or fewer are left."""
-        if self.count <= 0:
-            return None
-        with self._lock:
-            state = self._taking()
-            spare = state.ready.popleft() if state.ready else None
-            self._top_up(state)
-            return spare
+        directly)."""
+        return self._take(lambda state: state.ready)
 
     def take_lock_file(self) -> Path | None:
         """A ready empty lock file, now the caller's to link at a lock's path and unlink here
         (``None``: none ready; create the lock file directly)."""
+        return self._take(lambda state: state.locks)
+
+    def _take(self, kind: Callable[[_State], deque[_T]]) -> _T | None:
+        """One of ``kind``'s ready ones, if any; a refill starts when a quarter or fewer of
+        the target are left (and none runs)."""
         if self.count <= 0:
             return None
         with self._lock:
-            state = self._taking()
-            path = state.locks.popleft() if state.locks else None
-            self._top_up(state)
-            return path
+            state = self._state
+            if state.pid != os.getpid():  # forked without ``os.register_at_fork`` hooks running
+                state.forked()
+            ready = kind(state)
+            taken = ready.popleft() if ready else None
+            state.taken += 1
+            if (
+                state.refill is None
+                and not state.stopping
+                and min(len(state.ready), len(state.locks)) <= self._target(state) // 4
+                and time.monotonic() >= state.retry_at
+            ):
+                state.refill = threading.Thread(
+                    target=self._refill, name="flowkit-spares", daemon=True
+                )
+                state.refill.start()
+            return taken
 
-    def _taking(self) -> _State:
-        state = self._state
-        if state.pid != os.getpid():  # forked without ``os.register_at_fork`` hooks running
-            state.forked()
-        return state
-
-    def _top_up(self, state: _State) -> None:
-        """Start a refill if half or fewer of either kind are left (and none runs)."""
-        low = self.count // 2
-        if (
-            state.refill is None
-            and not state.stopping
-            and min(len(state.ready), len(state.locks)) <= low
-            and time.monotonic() >= state.retry_at
-        ):
-            state.refill = threading.Thread(target=self._refill, name="flowkit-spares", daemon=True)
-            state.refill.start()
+    def _target(self, state: _State) -> int:
+        """How many of each kind to keep: ``count`` once this store has started a few
+        threads, fewer before (a command that starts one thread makes two spares, not
+        ``count``)."""
+        return min(self.count, 2 + state.taken // 2)
 
     def wait(self) -> None:
         """Until the refill running now, if any, has finished (benchmarks, tests)."""
@@ -169,8 +174,9 @@ class SpareFolders:
         try:
             while True:
                 with self._lock:
-                    folders = self.count - len(state.ready)
-                    locks = self.count - len(state.locks)
+                    target = self._target(state)
+                    folders = target - len(state.ready)
+                    locks = target - len(state.locks)
                     if state.stopping or max(folders, locks) <= 0:
                         return
                     owner = state.owner
@@ -278,6 +284,7 @@ class _State:
         self.owner: _Owner | None = None
         self.refill: threading.Thread | None = None
         self.stopping = False
+        self.taken = 0  # spares asked for (both kinds), so far
         self.retry_at = 0.0
         self.numbers = itertools.count()
 
