@@ -26,10 +26,13 @@ Batch = Callable[[], Callable[[], object]]
 
 @dataclass(frozen=True)
 class Case:
-    """One timed thing: ``make`` builds a batch; each batch counts ``units`` operations."""
+    """One timed thing: ``make`` builds a batch; each batch counts ``units`` operations.
+    ``after``, if any, runs after each batch, outside the clock (work the batch set going in
+    the background finishes there, not in the next case's time)."""
 
     make: Batch
     units: int
+    after: Callable[[], object] | None = None
 
 
 def interleaved(cases: Mapping[str, Case], rounds: int) -> dict[str, float]:
@@ -45,6 +48,8 @@ def interleaved(cases: Mapping[str, Case], rounds: int) -> dict[str, float]:
             started = time.perf_counter()
             run()
             elapsed = time.perf_counter() - started
+            if case.after is not None:
+                case.after()
             if round_no:
                 samples[name].append(elapsed / case.units)
     return {name: statistics.median(values) for name, values in samples.items()}

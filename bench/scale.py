@@ -289,7 +289,7 @@ def acceptance_rows(figures: Figures, status: dict[str, str]) -> list[Row]:
         rows.append(
             ratio_row(figures, "per node, durable, new thread per 10-node run",
                       "per_node.durable_us", "per_node.floor_us", "µs", 1.5,
-                      reference_label="(write+fdatasync)")
+                      reference_label="(same bytes, write+fdatasync)")
         )  # fmt: skip
     return rows
 

@@ -20,7 +20,10 @@ def test_per_node_bench_reports_the_durable_figure_beside_its_floor(tmp_path: Pa
         "per_node.nosync_us",
         "per_node.new_file_us",
         "per_node.record_bytes",
+        "per_node.record_us",
+        "per_node.record_ratio",
         "per_node.target",
     ):
         assert math.isfinite(figures[name]) and figures[name] > 0, name
+    assert figures["per_node.lines_per_run"] == 11  # the floor writes the run's own lines
     assert list(tmp_path.iterdir()) == []  # the scratch folder is removed
