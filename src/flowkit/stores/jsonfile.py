@@ -82,11 +82,11 @@ class JsonFileStore(JsonFileReader, IndexedListing):
     ``fdatasync`` need not commit a new file size (about a quarter cheaper on ext4). A new
     journal starts with zeros to the end of its first block only; one that outgrows them gets
     ``preallocate`` bytes more at once. A zero tail is free space to readers, never a record.
-    ``spares``: thread folders (each with its journal's first zeros synced) and lock files
-    kept made ahead by a short-lived background thread (default 8 with fsync and
-    preallocation, else 0: none, and no thread), so a new thread takes a folder by a rename
-    and its lock file by a link instead of making three inodes and syncing them on the
-    caller's time. ``close()`` removes those not taken; a process that ends without closing
+    ``spares``: the most thread folders (each with its journal's first zeros synced) and
+    lock files kept made ahead by a short-lived background thread (default 16 with fsync and
+    preallocation, else 0: none, and no thread; fewer while the store has started few
+    threads), so a new thread takes a folder by a rename and its lock file by a link instead
+    of making three inodes and syncing them on the caller's time. ``close()`` removes those not taken; a process that ends without closing
     leaves them to the next store object that makes spares in the same folder.
     """
 
