@@ -86,8 +86,9 @@ class JsonFileStore(JsonFileReader, IndexedListing):
     lock files kept made ahead by a short-lived background thread (default 16 with fsync and
     preallocation, else 0: none, and no thread; fewer while the store has started few
     threads), so a new thread takes a folder by a rename and its lock file by a link instead
-    of making three inodes and syncing them on the caller's time. ``close()`` removes those not taken; a process that ends without closing
-    leaves them to the next store object that makes spares in the same folder.
+    of making three inodes and syncing them on the caller's time. ``close()`` removes those
+    not taken; a process that ends without closing leaves them to the next store object that
+    makes spares in the same folder.
     """
 
     def __init__(
