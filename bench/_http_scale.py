@@ -218,7 +218,7 @@ def _floor_app(root: Path, plan: dict[str, list[Op]]) -> Any:
 
         def path(name: str) -> str:
             if spares is not None and name.startswith(SPARES):
-                spare = "/".join(name.split("/")[:3])  # spares/<owner>/<n>
+                spare = "/".join(name.split("/")[:4])  # spares/<owner>/<batch>/<n>
                 if spare not in taken:
                     taken[spare] = spares.take()
                 return str(taken[spare]) + name[len(spare) :]

@@ -52,7 +52,7 @@ def spare_inodes(root: Path) -> tuple[set[int], set[int]]:
     """The inodes of the spare journals and of the spare lock files now on disk."""
     journals, locks = set(), set()
     for owner in owner_folders(root):
-        for entry in owner.iterdir():
+        for entry in owner.glob("*/*"):  # a folder per refill
             if entry.suffix == ".lock":
                 locks.add(entry.stat().st_ino)
             else:

@@ -17,7 +17,8 @@ replaces another process's lock). Making an inode is the costly part of a file s
 namespace work, and on a busy or fragmented ext4 it costs hundreds of microseconds; a rename
 or a link costs tens.
 
-Layout: ``spares/<owner>/<n>/journal.jsonl`` and ``spares/<owner>/<n>.lock``. ``<owner>``
+Layout: ``spares/<owner>/b<k>/<n>/journal.jsonl`` and ``spares/<owner>/b<k>/<n>.lock``, a
+folder ``b<k>`` per refill. ``<owner>``
 is one store object in one process, which holds an exclusive ``flock`` on its owner folder
 while it has spares there. A spare never holds a thread: ``create`` returns only after the
 record and the folder's new name are both synced, and a spare is renamed before anything is
@@ -182,10 +183,11 @@ class SpareFolders:
                     owner = state.owner
                 if owner is None:
                     owner = self._own(state)
-                made = self._make(owner, folders, state.numbers)
+                batch = _new_batch(owner, state)
+                made = self._make(batch, folders, state.numbers)
                 with self._lock:
                     state.ready.extend(made)  # removed by ``close`` if it is stopping
-                made_locks = _make_lock_files(owner, locks, state.numbers)
+                made_locks = _make_lock_files(batch, locks, state.numbers)
                 with self._lock:
                     state.locks.extend(made_locks)
         except OSError as exc:
@@ -216,14 +218,14 @@ class SpareFolders:
             state.owner = owner
         return owner
 
-    def _make(self, owner: _Owner, count: int, numbers: itertools.count[int]) -> list[Spare]:
-        """``count`` new spares in ``owner``'s folder: written, then synced together (the
-        file system commits the lot in a few journal commits, not one each)."""
+    def _make(self, batch: Path, count: int, numbers: itertools.count[int]) -> list[Spare]:
+        """``count`` new spares in ``batch``: written, then synced together (the file system
+        commits the lot in a few journal commits, not one each)."""
         made: list[Spare] = []
         fds: list[int] = []
         try:
             for _ in range(count):
-                path = owner.path / str(next(numbers))
+                path = batch / str(next(numbers))
                 path.mkdir()
                 fd = os.open(
                     path / _JOURNAL, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
@@ -287,6 +289,7 @@ class _State:
         self.taken = 0  # spares asked for (both kinds), so far
         self.retry_at = 0.0
         self.numbers = itertools.count()
+        self.batches: list[Path] = []  # the refills' folders, until emptied
 
     def release(self) -> None:
         """Remove the spares not taken and the owner folder, unlocking it. With a refill
@@ -310,12 +313,30 @@ class _State:
         self.reset()
 
 
-def _make_lock_files(owner: _Owner, count: int, numbers: itertools.count[int]) -> list[Path]:
-    """``count`` new empty lock files in ``owner``'s folder (never synced: a lock only has to
-    outlive its process)."""
+def _new_batch(owner: _Owner, state: _State) -> Path:
+    """A new folder for a refill's spares, in ``owner``'s folder (the emptied ones of earlier
+    refills removed). A folder of its own: a create renames a spare out of its folder and
+    unlinks a spare lock file from it, both under that folder's lock, which making an inode
+    in the same folder holds for as long as the allocator takes (hundreds of microseconds on
+    an ext4 with many inodes deleted lately)."""
+    for old in list(state.batches):
+        try:
+            os.rmdir(old)
+        except OSError:
+            continue  # spares still in it (or gone already)
+        state.batches.remove(old)
+    batch = owner.path / f"b{next(state.numbers)}"
+    batch.mkdir()
+    state.batches.append(batch)
+    return batch
+
+
+def _make_lock_files(batch: Path, count: int, numbers: itertools.count[int]) -> list[Path]:
+    """``count`` new empty lock files in ``batch`` (never synced: a lock only has to outlive
+    its process)."""
     made: list[Path] = []
     for _ in range(count):
-        path = owner.path / f"{next(numbers)}.lock"
+        path = batch / f"{next(numbers)}.lock"
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
         made.append(path)
     return made
