@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from ._cache_policy import CachePolicy
 from ._gate import Gate
 from ._node import Node, NodeFn, RetryPolicy, as_node, is_flow, takes_at_least
 
@@ -39,7 +40,8 @@ class Call:
     label: str
     node: Node
     gate: Gate | None = None
-    #: The item of a ``Map`` call (what a ``Subflow`` call starts its child from).
+    #: The item of a ``Map`` call (what a ``Subflow`` call starts its child from, and part
+    #: of a cached call's key).
     item: Any = None
 
 
@@ -115,6 +117,9 @@ class Map(BatchNode):
     over: Items | None = None
     key: Callable[[Any], str] | None = None
     item_takes_context: bool = field(init=False, default=False)
+    #: The ``CachePolicy`` of the function's ``@node``: each call's update is cached by the
+    #: function's reads and its item (a Map is not cached as a whole).
+    item_cache: CachePolicy | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         if self.cache is not None:
@@ -130,6 +135,7 @@ class Map(BatchNode):
             for name in ("reads", "writes", "timeout", "retry", "asks"):
                 if getattr(self, name) is None:
                     object.__setattr__(self, name, getattr(declared, name))
+            object.__setattr__(self, "item_cache", declared.cache)
             object.__setattr__(self, "fn", declared.fn)
         Node.__post_init__(self)
         if self.over is None or not callable(self.over):
@@ -202,8 +208,8 @@ class Map(BatchNode):
             nodes.append(self._bound(item, like))
             like = like or _like(nodes[0])
         return [
-            Call(index, label, bound)
-            for index, (label, bound) in enumerate(zip(labels, nodes, strict=True))
+            Call(index, label, bound, item=item)
+            for index, (label, bound, item) in enumerate(zip(labels, nodes, items, strict=True))
         ]
 
     def _bound(self, item: Any, like: Callable[[NodeFn], Node] | None = None) -> Node:
@@ -242,6 +248,7 @@ class Map(BatchNode):
             timeout=self.timeout,
             retry=self.retry,
             asks=self.asks,
+            cache=self.item_cache,
         )
 
 

@@ -1,5 +1,7 @@
 """Node caching: a node whose declared reads hold the same values as before is not run again;
 the update it returned then is applied instead (``@node(reads=..., cache=CachePolicy(...))``).
+A ``Map`` whose function has a cache caches each call: its key also holds the call's item
+(an item with no JSON form is never cached: its call runs).
 
 Entries live in a ``flowkit.memory.Memory`` (``Runner(cache=...)``; by default an
 ``InProcessMemory`` of the runner), one item per flow, node and key, holding the update's JSON
@@ -17,8 +19,14 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from ..definition._jsonform import dump_update
+from ..definition._node import check_update
 from ..errors import FlowkitError, StoreError
+from ._cursor import Outcome
 from ._port import RunPort
+from ._steps import attempts, check_writes
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -26,35 +34,51 @@ if TYPE_CHECKING:
     from ..definition._node import Node
     from ._cursor import AttemptSteps, Cursor
 
-__all__ = ["NAMESPACE", "cached_update", "remember_update", "run_cached"]
+__all__ = ["NAMESPACE", "NO_ITEM", "cached_update", "remember_update", "run_cached", "usable"]
 
 #: The namespace of cache entries in the memory: ``(NAMESPACE, flow name, node name)``.
 NAMESPACE = "flowkit.cache"
+#: ``cached_update``'s ``item`` for a node that is not a ``Map`` call.
+NO_ITEM: Any = object()
 
 
-def _key(runner: RunPort, name: str, node: Node, state: BaseModel) -> str:
+def _key(runner: RunPort, name: str, node: Node, state: BaseModel, item: Any) -> str | None:
+    """The hash of what the call depends on; ``None`` for an item with no JSON form."""
     assert node.reads is not None and node.cache is not None
     fields = runner.flow.schema.fields
     reads = {
         field: fields[field].adapter.dump_python(getattr(state, field), mode="json")
         for field in sorted(node.reads)
     }
-    text = json.dumps(
-        [runner.flow.name, name, node.cache.version, reads],
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
-    )
+    parts = [runner.flow.name, name, node.cache.version, reads]
+    if item is not NO_ITEM:
+        try:
+            parts.append(to_jsonable_python(item))
+        except PydanticSerializationError:
+            return None
+    try:
+        text = json.dumps(
+            parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError):
+        return None  # an item JSON cannot hold as it is (a NaN, a key that is no string)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cached_update(
-    runner: RunPort, thread_id: str, name: str, node: Node, state: BaseModel
-) -> tuple[str, Mapping[str, Any] | None]:
-    """The cache key for this call, and the update cached under it if still good."""
+    runner: RunPort,
+    thread_id: str,
+    name: str,
+    node: Node,
+    state: BaseModel,
+    item: Any = NO_ITEM,
+) -> tuple[str | None, Mapping[str, Any] | None]:
+    """The cache key for this call (with ``item``: a ``Map`` call's), and the update cached
+    under it if still good; no key (and no update) for an item with no JSON form."""
     assert node.cache is not None
-    key = _key(runner, name, node, state)
+    key = _key(runner, name, node, state, item)
+    if key is None:
+        return None, None
     try:
         item = runner._cache_memory().get((NAMESPACE, runner.flow.name, name), key)
     except StoreError as exc:
@@ -90,8 +114,6 @@ def remember_update(
     runner: RunPort, thread_id: str, name: str, key: str, update: Mapping[str, Any]
 ) -> None:
     """Keep a node's update (the normalised form it was applied in) under ``key``."""
-    from ..definition._jsonform import dump_update
-
     try:
         stored = dump_update(runner.flow.schema, update, thread_id=thread_id, who=name)
         entry = {"at": runner.clock().timestamp(), "update": stored}
@@ -105,22 +127,11 @@ def run_cached(
 ) -> AttemptSteps:
     """The cached update of node ``name`` for this state (``Outcome.cached``, attempts 0),
     or the node run as usual, its update then cached when it succeeded."""
-    from ..definition._node import check_update
-    from ._cursor import Outcome
-    from ._steps import attempts as _attempts
-    from ._steps import check_writes
-
     key, hit = cached_update(runner, thread_id, name, node, cursor.state)
-    if hit is not None:
-        try:  # an entry from before the flow changed may no longer fit it
-            check_writes(name, node.writes, hit)
-            runner.flow.schema.apply(cursor.state, hit, node=name)
-        except FlowkitError as exc:
-            _warn_unusable(runner, thread_id, name, type(exc).__name__)
-        else:
-            return Outcome(hit, None, True), 0, []
-    outcome, attempt, calls = yield from _attempts(runner, thread_id, run_id, name, cursor)
-    if outcome.error is None:
+    if hit is not None and usable(runner, thread_id, name, node, cursor.state, hit):
+        return Outcome(hit, None, True), 0, []
+    outcome, attempt, calls = yield from attempts(runner, thread_id, run_id, name, cursor)
+    if outcome.error is None and key is not None:
         try:
             raw = check_update(outcome.value, name)
             check_writes(name, node.writes, raw)
@@ -130,6 +141,25 @@ def run_cached(
         else:
             remember_update(runner, thread_id, name, key, update)
     return outcome, attempt, calls
+
+
+def usable(
+    runner: RunPort,
+    thread_id: str,
+    name: str,
+    node: Node,
+    state: BaseModel,
+    hit: Mapping[str, Any],
+) -> bool:
+    """Whether a cached update still fits the flow (an entry from before the flow changed may
+    not: then it is reported, and the node runs and replaces it)."""
+    try:
+        check_writes(name, node.writes, hit)
+        runner.flow.schema.apply(state, hit, node=name)
+    except FlowkitError as exc:
+        _warn_unusable(runner, thread_id, name, type(exc).__name__)
+        return False
+    return True
 
 
 def _warn(runner: RunPort, event: str, thread_id: str, node: str, exc: Exception) -> None:

@@ -444,11 +444,6 @@ def test_a_checkpoint_that_cannot_be_saved_stops_the_run_and_loses_nothing(
     assert calls == [1, 2]  # each call's checkpoint was kept: none ran twice
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="missing feature: a Map's calls are never cached (a CachePolicy on its function "
-    "is not used); LangGraph caches each Send task by its input",
-)
 def test_cached_send_tasks_are_reused_by_the_next_run(store: Store) -> None:
     """test_pregel.py::test_multiple_interrupts_functional_cache: a cached task called with
     the same input in a later run is not called again."""

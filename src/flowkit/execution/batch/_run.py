@@ -19,12 +19,13 @@ from typing import Any
 from ...definition._ask import Ask
 from ...definition._jsonform import dump_payload
 from ...definition._node import check_update
-from ...definition._parallel import Batched, BatchNode, Call
+from ...definition._parallel import Batched, BatchNode, Call, Map
 from ...errors import RunError
 from ...records._events import Failed, NodeFinished, NodeStarted, Waiting
 from ...records._node_error import NodeError
 from ...records._records import JoinRecord
-from .._cursor import Batch, Cursor, Finished, Instruction, ItemDone, Job
+from .._cache import NO_ITEM, cached_update, remember_update, usable
+from .._cursor import Batch, Cursor, Finished, Instruction, ItemDone, Job, Outcome
 from .._open import arrive, gate_payload, open_pauses
 from .._port import RunPort
 from .._steps import attempts as _attempts
@@ -53,42 +54,29 @@ def run_batch(
     except Exception as exc:  # `over` or `key` raised: the node fails, like a failing call
         error = _broke(runner, name, exc)
         return _join(runner, thread_id, run_id, cursor, name, node, 0, 0.0, error)
-    asked = asked_calls(cursor)
-    todo = [
-        call
-        for call in calls
-        if call.gate is None
-        and (cursor.items is None or call.index not in cursor.items)
-        and call.index not in asked
-    ]
+    todo = _todo(calls, cursor)
     if todo:
         by_index = {call.index: call for call in todo}
-        jobs = [
-            Job(
-                call.index,
-                partial(
-                    _attempts,
-                    runner,
-                    thread_id,
-                    run_id,
-                    label_of(name, call),
-                    cursor,
-                    child_call(runner, name, call, cursor.step_version)
-                    if call.node.runs_child
-                    else call.node,
-                    call.index,
-                ),
-            )
-            for call in todo
-        ]
+        hits, keys = _from_cache(runner, thread_id, name, node, cursor, todo)
+        todo = [call for call in todo if call.index not in hits]
         try:
             limit = node.limit(cursor.state)
         except Exception as exc:  # a `concurrency` function that raised or gave junk
             error = _broke(runner, name, exc)
             return _join(runner, thread_id, run_id, cursor, name, node, len(calls), 0.0, error)
-        batch = Batch(name, jobs, limit)
+        batch = Batch(name, _jobs(runner, thread_id, run_id, cursor, name, todo), limit)
         group = Group(runner, thread_id, cursor)
         try:
+            for index, hit in hits.items():  # the calls the cache answers: none runs
+                _commit_item(
+                    runner,
+                    thread_id,
+                    run_id,
+                    group,
+                    by_index[index],
+                    _reused(index, hit),
+                    len(calls),
+                )
             left = len(todo)
             while left:
                 batch.hold = group.hold()
@@ -103,7 +91,9 @@ def run_batch(
                         runner, thread_id, run_id, group.save(), name, call, finished
                     )
                     continue
-                _commit_item(runner, thread_id, run_id, group, call, finished, len(calls))
+                update = _commit_item(runner, thread_id, run_id, group, call, finished, len(calls))
+                if call.index in keys and finished.outcome.error is None:
+                    remember_update(runner, thread_id, *keys[call.index], update)
             cursor = group.save()
         except BaseException as exc:
             group.save_on_exit(exc)
@@ -116,6 +106,42 @@ def run_batch(
     if branches or cursor.pauses:
         return _pause(runner, thread_id, run_id, cursor, name, branches)
     return _join(runner, thread_id, run_id, cursor, name, node, len(calls), latency)
+
+
+def _todo(calls: list[Call], cursor: Cursor) -> list[Call]:
+    """The calls to run: neither finished, nor asked and waiting, nor a gate branch."""
+    asked = asked_calls(cursor)
+    return [
+        call
+        for call in calls
+        if call.gate is None
+        and (cursor.items is None or call.index not in cursor.items)
+        and call.index not in asked
+    ]
+
+
+def _jobs(
+    runner: RunPort, thread_id: str, run_id: str, cursor: Cursor, name: str, calls: list[Call]
+) -> list[Job]:
+    """The driver's jobs for ``calls``: each its attempts (a ``Subflow`` call: its child)."""
+    return [
+        Job(
+            call.index,
+            partial(
+                _attempts,
+                runner,
+                thread_id,
+                run_id,
+                label_of(name, call),
+                cursor,
+                child_call(runner, name, call, cursor.step_version)
+                if call.node.runs_child
+                else call.node,
+                call.index,
+            ),
+        )
+        for call in calls
+    ]
 
 
 def asked_calls(cursor: Cursor) -> set[int]:
@@ -210,9 +236,9 @@ def _commit_item(
     call: Call,
     finished: Finished,
     of: int,
-) -> None:
+) -> Mapping[str, Any]:
     """Checkpoint one finished call in ``group``: its update is kept aside, the state does not
-    change."""
+    change. Returns the update (normalised; empty for a call that failed)."""
     cursor = group.cursor
     name = cursor.node
     label = label_of(name, call)
@@ -222,8 +248,11 @@ def _commit_item(
     if outcome.error is None:
         raw = check_update(outcome.value, label)
         check_writes(label, call.node.writes, raw)
-        # Validated against the state the call saw; applied only at the join.
-        _, update = runner.flow.schema.apply(cursor.state, raw, node=label)
+        # Validated against the state the call saw; applied only at the join. A cached
+        # update is stored in its JSON form, like the journal's.
+        _, update = runner.flow.schema.apply(
+            cursor.state, raw, node=label, strict_json=outcome.cached
+        )
     else:
         error = NodeError.from_exception(
             outcome.error, node=label, attempts=finished.attempts, text=runner.error_text
@@ -242,8 +271,40 @@ def _commit_item(
     )  # fmt: skip
     event = None
     if runner._subscribers:
-        event = NodeFinished(thread_id, run_id, label, finished.latency_s, finished.attempts, error)
+        event = NodeFinished(
+            thread_id, run_id, label, finished.latency_s, finished.attempts, error, outcome.cached
+        )
     group.add(call, done, record, event)
+    return update
+
+
+def _reused(index: int, update: Mapping[str, Any]) -> Finished:
+    """Call ``index`` answered by the cache: its update (JSON form), no attempt, no time."""
+    return Finished(index, Outcome(update, None, True), 0, [], 0.0)
+
+
+def _from_cache(
+    runner: RunPort, thread_id: str, name: str, node: Batched, cursor: Cursor, todo: list[Call]
+) -> tuple[dict[int, Mapping[str, Any]], dict[int, tuple[str, str]]]:
+    """The updates the cache holds for calls of ``todo`` (by index), and where the other calls
+    that have a cache keep theirs (the name and key to ``remember_update`` under). A ``Map``
+    call's key holds its item, under the Map's name; a ``Parallel`` branch's is its own
+    (``node[branch]``)."""
+    hits: dict[int, Mapping[str, Any]] = {}
+    keys: dict[int, tuple[str, str]] = {}
+    for call in todo:
+        if call.node.cache is None or call.node.runs_child:
+            continue
+        if isinstance(node, Map):
+            cache_name, item = name, call.item
+        else:
+            cache_name, item = label_of(name, call), NO_ITEM
+        key, hit = cached_update(runner, thread_id, cache_name, call.node, cursor.state, item)
+        if hit is not None and usable(runner, thread_id, cache_name, call.node, cursor.state, hit):
+            hits[call.index] = hit
+        elif key is not None:
+            keys[call.index] = (cache_name, key)
+    return hits, keys
 
 
 def _join(
