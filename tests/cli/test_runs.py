@@ -92,6 +92,19 @@ def test_fork_update_state_and_delete(tmp_path: Path, capsys: pytest.CaptureFixt
     assert code == 1 and "Thread `b` does not exist" in err
 
 
+def test_update_state_as_a_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = str(tmp_path)
+    assert run(capsys, "start", "review", "a", "--store", store)[0] == 0  # waits at review
+    code, out, _ = run(capsys, "update-state", "a", "--patch", '{"approved": true}',
+                       "--as-node", "review", "--store", store, "--json")  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["node"], doc["state"]["approved"]) == ("publish", True)
+    code, _, err = run(capsys, "update-state", "a", "--patch", "{}", "--as-node", "nope",
+                       "--store", store)  # fmt: skip
+    assert code != 0 and "not a node or gate of flow" in err
+
+
 def test_resume_with_actor_names_who_answered_in_the_history(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -469,6 +469,27 @@ def test_update_state_is_an_audited_checkpoint(client: TestClient) -> None:
     assert (last["kind"], last["actor"], last["reason"]) == ("patch", "admin", "wrong topic")
 
 
+def test_update_state_as_a_node_moves_where_its_route_goes(client: TestClient) -> None:
+    start(client)  # waiting at the review gate
+    response = client.patch(
+        "/threads/doc/state",
+        json={"values": {"approved": True}, "as_node": "review", "reason": "approved by phone"},
+        headers=AUTH,
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["node"], body["status"], body["state"]["approved"]) == ("publish", "pending", True)
+    resumed = client.post("/threads/doc/resume", json={}, headers=AUTH)
+    assert resumed.json()["status"] == "done" and resumed.json()["state"]["published"]
+    problem(
+        client.patch(
+            "/threads/doc/state", json={"as_node": "review", "goto": "draft"}, headers=AUTH
+        ),
+        422,
+        "invalid_state",
+    )
+
+
 def test_update_state_refusals(client: TestClient) -> None:
     start(client)
     problem(

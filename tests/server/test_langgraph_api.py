@@ -343,6 +343,19 @@ def test_state_history_update_and_time_travel(client: Any) -> None:
     assert copy["thread_id"] != thread_id and copy["status"] == "interrupted"
     done = client.runs.wait(copy["thread_id"], "review", command={"resume": {"approved": True}})
     assert done["published"] is True and done["topic"] == "owls"
+
+    # as_node: the values go in as the review gate's answer would, and the run goes on from
+    # where the review routes (publish), without the gate asking again.
+    other = client.threads.copy(thread_id)["thread_id"]
+    client.threads.update_state(other, {"approved": True}, as_node="review")
+    state = client.threads.get_state(other)
+    assert state["next"] == ["publish"] and state["values"]["approved"] is True
+    assert client.threads.get_history(other, limit=1)[0]["metadata"]["reason"].endswith("as review")
+    published = client.runs.wait(other, "review", input=None)
+    assert published["published"] is True
+    with pytest.raises(sdk_errors.UnprocessableEntityError) as unknown:
+        client.threads.update_state(other, {"approved": False}, as_node="nowhere")
+    _status_error(unknown, 422, "invalid_state")
     assert client.threads.get(thread_id)["status"] == "interrupted"  # the original waits on
 
 

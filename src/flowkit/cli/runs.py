@@ -85,6 +85,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     update.add_argument("--goto", metavar="STATE", help="also move the thread to this state")
     update.add_argument(
+        "--as-node",
+        metavar="NODE",
+        help="apply the patch as NODE's update and move where NODE's route sends the new state",
+    )
+    update.add_argument(
         "--child",
         metavar="PATH",
         help="patch the state of the subflow running at PATH (e.g. review) instead",
@@ -162,7 +167,13 @@ def _cmd_update_state(args: argparse.Namespace, out: TextIO) -> int:
         raise CommandError("--patch must be a JSON object of fields to change.", code=2)
     runner = _runner(args, _existing(args), args.thread)
     result = runner.update_state(
-        args.thread, patch, goto=args.goto, reason=args.reason, actor="cli", child=args.child
+        args.thread,
+        patch,
+        goto=args.goto,
+        reason=args.reason,
+        actor="cli",
+        child=args.child,
+        as_node=args.as_node,
     )
     # The command did what it was asked: a thread that stays failed is no failure of it.
     return _report(result, runner.flow, args, out, patched=True)

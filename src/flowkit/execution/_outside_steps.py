@@ -143,9 +143,14 @@ def patch_step(
     goto: str | None,
     reason: str,
     actor: str,
+    as_node: str | None = None,
 ) -> Cursor:
+    """The patch checkpoint; with ``as_node``, the values go in as that node's update would
+    and the thread moves where that node's route sends the new state (``goto`` unset)."""
     flow = runner.flow
-    state, update = flow.schema.apply(cursor.state, values, node="update_state")
+    state, update = flow.schema.apply(cursor.state, values, node=as_node or "update_state")
+    if as_node is not None:
+        goto = flow.next_state(as_node, state)
     target = cursor.node if goto is None else goto
     status = cursor.status if goto is None else status_of(flow, target)
     # A patch that leaves the thread where it is keeps its pauses and timer.

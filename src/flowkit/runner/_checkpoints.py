@@ -237,6 +237,7 @@ def patch_thread(
     actor: str,
     expected_version: int | None,
     child: str | None,
+    as_node: str | None = None,
 ) -> Cursor:
     """Patch the thread's state (or, with ``child``, the subflow's running there), under its
     lock (see ``Runner.update_state``); the cursor after the patch."""
@@ -254,10 +255,31 @@ def patch_thread(
             f"`{flow.name}` ({', '.join(flow.states)}).",
             thread_id=thread_id,
         )
+    if as_node is not None:
+        _check_as_node(flow, thread_id, as_node, goto, child)
     with threads.lock(thread_id):
         cursor = threads.load(thread_id, migrate=True)
         if expected_version is not None:
             check_version(thread_id, cursor.version, expected_version)
         if child is None:
-            return patch_step(runner, thread_id, cursor, values or {}, goto, reason, actor)
+            return patch_step(runner, thread_id, cursor, values or {}, goto, reason, actor, as_node)
         return patch_child(runner, thread_id, cursor, child, values or {}, goto, reason, actor)
+
+
+def _check_as_node(
+    flow: Flow, thread_id: str, as_node: str, goto: str | None, child: str | None
+) -> None:
+    """``as_node`` names a node or gate of the flow that has a route, and comes alone."""
+    if goto is not None or child is not None:
+        raise InvalidStateError(
+            f"Cannot patch thread `{thread_id}` as `{as_node:.200}` and also "
+            f"{'move it' if goto is not None else 'patch a child'}: `as_node` moves the thread "
+            "where that node's route sends the new state. Give one of them.",
+            thread_id=thread_id,
+        )
+    if not isinstance(as_node, str) or as_node not in flow.routes:
+        raise InvalidStateError(
+            f"Cannot patch thread `{thread_id}` as `{as_node!s:.200}`: not a node or gate of flow "
+            f"`{flow.name}` ({', '.join(flow.routes)}).",
+            thread_id=thread_id,
+        )

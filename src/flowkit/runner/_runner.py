@@ -485,6 +485,7 @@ class Runner(Generic[S, D]):
         actor: str = "user",
         expected_version: int | None = None,
         child: str | None = None,
+        as_node: str | None = None,
     ) -> RunResult[S]:
         """Patch a thread's state (through its reducers), optionally moving it to ``goto``.
 
@@ -493,10 +494,14 @@ class Runner(Generic[S, D]):
         makes the call fail with ``ConflictError`` if the thread moved since the caller looked.
         ``child="review"`` (a path, ``outer/inner`` when nested) patches the state of the
         subflow running there instead, and ``goto`` names a state of that child's flow.
+        ``as_node="draft"`` applies the values as that node's update would be and moves the
+        thread where that node's route sends the new state (LangGraph's ``as_node``): a
+        person does a node's work, and the flow goes on from there (``resume`` runs on).
         """
         cursor = patch_thread(
-            self, self._threads, thread_id, values, goto, reason, actor, expected_version, child
-        )
+            self, self._threads, thread_id, values, goto, reason, actor, expected_version, child,
+            as_node,
+        )  # fmt: skip
         return self._result(thread_id, cursor, None)
 
     def rewind(

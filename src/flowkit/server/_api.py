@@ -458,7 +458,8 @@ def update_thread_state(
 ) -> Response:
     """Patch the state (an audited checkpoint naming the principal and the reason).
     ``values`` and ``goto`` must fit the thread's flow (its state schema and states: ``GET
-    /flows``); what does not is a 422."""
+    /flows``); what does not is a 422. ``as_node`` applies the values as that node's update
+    and moves the thread where its route sends the new state."""
     server = server_of(request)
     runner = thread_runner(server, principal, "update", thread_id)
     result = runner.update_state(
@@ -468,6 +469,7 @@ def update_thread_state(
         reason=body.reason,
         actor=principal or "anonymous",
         expected_version=body.expected_version,
+        as_node=body.as_node,
     )
     answered(principal, "update", thread_id, flow=runner.flow.name, version=result.version)
     return state_response(server, runner, result, principal)

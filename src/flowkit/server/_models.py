@@ -111,6 +111,13 @@ class UpdateStateRequest(_Request):
     goto: str | None = Field(
         default=None, min_length=1, max_length=512, description="Also move it here (a state)"
     )
+    as_node: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="Apply the values as this node's update and move where its route sends "
+        "the new state (not with goto)",
+    )
     reason: str = Field(default="", max_length=2000, description="Why (kept in history)")
     expected_version: Version | None = None
 

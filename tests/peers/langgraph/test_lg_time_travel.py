@@ -11,8 +11,8 @@ Ported from langchain-ai/langgraph, libs/langgraph/tests:
 - test_pregel.py::test_update_as_input, test_fork_does_not_apply_pending_writes
 
 LangGraph's ``get_state_history`` is ``Runner.history``, a fork from a checkpoint id is
-``Runner.fork(..., at=version)``, ``update_state(as_node=...)`` is ``update_state(goto=...)``
-and a replay on the same thread is ``Runner.rewind``.
+``Runner.fork(..., at=version)``, ``update_state(as_node=...)`` is the same call on the Runner
+(``goto=`` moves a thread anywhere) and a replay on the same thread is ``Runner.rewind``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from flowkit import (
     node,
     when,
 )
-from flowkit.errors import CheckpointNotFoundError, FlowkitError
+from flowkit.errors import CheckpointNotFoundError, FlowkitError, InvalidStateError
 from flowkit.stores import Store
 
 
@@ -210,6 +210,35 @@ def test_update_state_with_goto_moves_the_thread_as_that_node_would(store: Store
     patch = runner.history("t-goto")[-2]
     assert (patch.kind, patch.actor) == ("patch", "ops")
     assert ran == {"a": 1, "b": 1, "c": 2}
+
+
+def test_update_state_as_a_node_goes_on_where_that_node_routes(store: Store) -> None:
+    """test_pregel.py::test_update_as_input and the checkpoint docs' update_state(values,
+    as_node="b") then invoke(None): the values go in as b's update and the run goes on from
+    b's route, so b does not run and c does."""
+    ran: Counter[str] = Counter()
+    runner = Runner(_chain(ran), store=store)
+    runner.start("t", {"value": "x"})
+    runner.fork("t", "t-as", at=0)  # back at the start: a has not run
+    moved = runner.update_state("t-as", {"value": "by hand", "trail": ["b"]}, as_node="b")
+    assert (moved.status, moved.node) == ("pending", "c")
+    done = runner.resume("t-as")
+    assert done.state.value == "by hand>c" and list(done.state.trail) == ["b", "c"]
+    assert ran == {"a": 1, "b": 1, "c": 2}
+    assert runner.history("t-as")[-2].kind == "patch"
+    # as the last node: the thread ends there
+    assert runner.update_state("t", {"value": "end"}, as_node="c").status == "done"
+
+
+def test_update_state_as_a_node_refuses_what_is_no_node_or_comes_with_goto(store: Store) -> None:
+    runner = Runner(_chain(Counter()), store=store)
+    runner.start("t", {"value": "x"})
+    for bad in ("nope", "", 5):
+        with pytest.raises(InvalidStateError):
+            runner.update_state("t", {"value": "y"}, as_node=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidStateError):
+        runner.update_state("t", {"value": "y"}, as_node="b", goto="c")
+    assert runner.get_state("t").state.value == "x>a>b>c"  # nothing was written
 
 
 def test_update_state_with_none_values_sets_them(store: Store) -> None:

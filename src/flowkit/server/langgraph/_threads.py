@@ -310,15 +310,11 @@ def update_state(
     """Patch the state through the flow's reducers: an audited checkpoint of its own (kind
     ``patch``), naming the principal. At an earlier checkpoint (``checkpoint_id``) the thread
     is first put back where it stood then (a checkpoint too; history keeps the old branch):
-    a run with no input goes on from there. No values and no earlier checkpoint: nothing
-    changes, nothing is written, and the answer is the latest checkpoint."""
+    a run with no input goes on from there. ``as_node``: the values go in as that node's
+    update and the thread moves where its route sends the new state (a run with no input
+    goes on from there). No values, no ``as_node`` and no earlier checkpoint: nothing changes,
+    nothing is written, and the answer is the latest checkpoint."""
     server = server_of(request)
-    if body.as_node is not None:
-        raise unsupported(
-            "update_state(as_node=...)",
-            "A patch keeps the thread where it stands; flowkit's PATCH /threads/{id}/state "
-            "takes `goto` to move it.",
-        )
     if not isinstance(body.values, dict | None):
         raise unsupported("a list of updates in update_state", "Send one mapping of values.")
     runner, current = open_thread(server, principal, "update", thread_id)
@@ -333,13 +329,15 @@ def update_state(
             actor=actor,
             expected_version=current.version,
         )
-    if body.values:
+    if body.values or body.as_node is not None:
         result = runner.update_state(
             thread_id,
             body.values,
-            reason="update_state (LangGraph API)",
+            reason="update_state (LangGraph API)"
+            + ("" if body.as_node is None else f" as {body.as_node}"),
             actor=actor,
             expected_version=None if version is None else result.version,
+            as_node=body.as_node,
         )
     if result is not current:
         registry_of(request).touch(thread_id)
