@@ -561,12 +561,44 @@ def test_the_token_goes_as_x_api_key_or_bearer(url: str) -> None:
         assert by_bearer.threads.create()["status"] == "idle"
 
 
+def test_a_run_with_command_goto_moves_the_thread_and_goes_on_from_there(client: Any) -> None:
+    thread_id = client.threads.create()["thread_id"]
+    waiting = client.runs.wait(thread_id, "review", input={"topic": "owls"})
+    assert waiting["revision"] == 1  # at the review gate
+    done = client.runs.wait(
+        thread_id, "review", command={"goto": "publish", "update": {"approved": True}}
+    )
+    assert done["published"] is True and done["approved"] is True
+    patch = next(
+        h
+        for h in client.threads.get_history(thread_id, limit=10)
+        if h["metadata"]["source"] == "patch"
+    )
+    assert patch["metadata"]["reason"].startswith("Command(goto='publish')")
+    # to a gate: the thread waits there, nothing runs
+    again = client.threads.copy(thread_id)["thread_id"]
+    assert client.runs.wait(again, "review", command={"goto": ["review"]})["revision"] == 1
+    assert client.threads.get_state(again)["next"] == ["review"]
+    for bad, status, code in (
+        ({"goto": "nowhere"}, 422, "invalid_state"),
+        ({"goto": ["draft", "publish"]}, 501, "langgraph_unsupported"),
+        ({"goto": {"node": "draft", "arg": {}}}, 501, "langgraph_unsupported"),
+        ({"goto": "publish", "resume": {"approved": True}}, 501, "langgraph_unsupported"),
+    ):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            client.runs.wait(again, "review", command=bad)
+        _status_error(refused, status, code)
+    fresh = client.threads.create()["thread_id"]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.runs.wait(fresh, "review", command={"goto": "publish"})
+    _status_error(refused, 501, "langgraph_unsupported")
+
+
 def test_what_is_not_supported_is_a_clear_501(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     for call in (
         lambda: list(client.runs.stream(thread_id, "review", stream_mode="debug")),
         lambda: client.runs.create(thread_id, "review", interrupt_before=["review"]),
-        lambda: client.runs.wait(thread_id, "review", command={"goto": "publish"}),
         client.crons.search,
         lambda: client.store.search_items(("docs",)),
         lambda: client.assistants.create("review"),

@@ -3,8 +3,10 @@
 A run on a thread no flow ran on starts the assistant's flow with ``input``; a run with
 ``command={"resume": ...}`` answers the thread's open pause (``{pause id: answer}`` names one
 of several, or answers several at once); a run with neither continues a failed or
-interrupted run. ``command["update"]`` patches the state first. What the thread cannot take
-is refused before anything runs (409 / 422), as flowkit's own resume route does.
+interrupted run. ``command["update"]`` patches the state first; ``command["goto"]`` (a state
+of the flow) moves the thread there with that patch, and the run goes on from it. What the
+thread cannot take is refused before anything runs (409 / 422), as flowkit's own resume route
+does.
 
 A run naming an earlier checkpoint (``checkpoint_id``, or ``checkpoint``) travels back in
 time on the same thread: the thread is first put back where it stood then (``Runner.rewind``,
@@ -20,7 +22,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...definition._parallel import BatchNode
-from ...errors import CheckpointNotFoundError, NotWaitingError, RunError, ThreadNotFoundError
+from ...errors import (
+    CheckpointNotFoundError,
+    InvalidStateError,
+    NotWaitingError,
+    RunError,
+    ThreadNotFoundError,
+)
 from ...runner._result import Checkpoint, RunResult
 from ...runner._runner import Runner
 from .._api import _prevalidate
@@ -57,6 +65,7 @@ class Plan:
     expected: int | None = None
     idle: bool = False
     pause: str | None = None
+    goto: str | None = None
 
 
 def _refuse_unsupported(body: RunCreate) -> None:
@@ -71,10 +80,34 @@ def _refuse_unsupported(body: RunCreate) -> None:
             f"multitask_strategy={body.multitask_strategy!r}",
             "A flowkit run finishes its step; use 'reject' or 'enqueue'.",
         )
-    if body.command and body.command.get("goto") is not None:
+
+
+def _goto(runner: Runner[Any], thread_id: str, command: Mapping[str, Any]) -> str | None:
+    """The state ``Command(goto=...)`` names (one, as a name or a list of one), checked
+    against the flow; ``None`` without one."""
+    goto = command.get("goto")
+    if goto is None:
+        return None
+    if isinstance(goto, list) and len(goto) == 1:
+        goto = goto[0]
+    if not isinstance(goto, str):
         raise unsupported(
-            "Command(goto=...)", "Move a thread with flowkit's PATCH /threads/{id}/state `goto`."
+            "Command(goto=...) with several nodes or a Send",
+            "A flowkit thread stands at one state: name one node or gate; a Map node fans out.",
         )
+    if "resume" in command:
+        raise unsupported(
+            "Command(goto=...) with resume",
+            "Answer the pause with resume, or move the thread with goto (then run again).",
+        )
+    flow = runner.flow
+    if goto not in flow.states:
+        raise InvalidStateError(
+            f"Cannot move thread `{thread_id}` to `{goto:.200}`: not a state of flow "
+            f"`{flow.name}` ({', '.join(flow.states)}).",
+            thread_id=thread_id,
+        )
+    return goto
 
 
 def plan_run(
@@ -88,6 +121,7 @@ def plan_run(
     update = command.get("update")
     if update is not None and not isinstance(update, Mapping):
         raise unsupported("a list of updates in Command(update=...)", "Send one mapping.")
+    goto = _goto(runner, thread_id, command)
     try:
         server.served.flow_name(thread_id)  # a thread a flow ran on: continued, so "resume"
     except ThreadNotFoundError:  # new, or created empty: started, so "start" (below)
@@ -115,17 +149,29 @@ def plan_run(
                 status="new",
                 node="",
             )
-        if update is not None:
-            raise unsupported("Command(update=...) on a new thread", "Send it as `input`.")
+        if update is not None or goto is not None:
+            raise unsupported(
+                "Command(update=...) or Command(goto=...) on a new thread",
+                "Start it with `input`; then a run can move it with goto.",
+            )
         return Plan(runner, thread_id, True, start_input, None, None, principal)
     found, current = opened
     if found is not runner:
         raise _other_flow(thread_id, found.flow.name, flow)
     version = _named_checkpoint(thread_id, body)
+    if version is not None and goto is not None:
+        raise unsupported(
+            "Command(goto=...) from a checkpoint",
+            "Run from the checkpoint first, then move the thread with goto.",
+        )
     if version is not None:  # it moves the thread, as a patch does: "update" too
         find_thread(server, registry, principal, "update", thread_id)
         return _travel(runner, current, version, body, principal)
     base = Plan(runner, thread_id, False, None, None, update, principal, None, current.version)
+    if goto is not None:  # a patch that moves the thread: "update" too; then it goes on
+        find_thread(server, registry, principal, "update", thread_id)
+        _refuse_restart(replace(current, status="pending"), body.input is not None)
+        return replace(base, goto=goto, idle=runner.flow.kind_of(goto) != "node")
     if "resume" in command:
         value, gate = _answer(current, command["resume"])
         _prevalidate(runner, current, ResumeRequest(input=value, gate=gate))
@@ -301,13 +347,18 @@ def apply_update(plan: Plan) -> int | None:
             expected_version=expected,
         ).version
         answered(plan.principal, "update", plan.thread_id, flow=flow, version=expected)
-    if plan.update is not None:
+    if plan.update is not None or plan.goto is not None:
+        if plan.goto is not None:
+            reason = f"Command(goto={plan.goto!r}) (LangGraph API)"
+        elif at is None:
+            reason = "Command(update=...) (LangGraph API)"
+        else:
+            reason = f"input and Command(update=...) at checkpoint {at} (LangGraph API)"
         expected = runner.update_state(
             plan.thread_id,
-            plan.update,
-            reason="Command(update=...) (LangGraph API)"
-            if at is None
-            else f"input and Command(update=...) at checkpoint {at} (LangGraph API)",
+            plan.update or {},
+            goto=plan.goto,
+            reason=reason,
             actor=plan.principal or "anonymous",
             expected_version=expected,
         ).version
