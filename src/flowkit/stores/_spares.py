@@ -349,15 +349,11 @@ def _remove(spare: Spare) -> None:
 def _sweep(folder: Path) -> None:
     """Remove the owner folders under ``folder`` whose lock nobody holds (their process
     ended, or closed its store without removing them)."""
-    now = time.time()
     with os.scandir(folder) as entries:
-        names = [
-            e.name
-            for e in entries
-            if e.is_dir(follow_symlinks=False)
-            and (not e.name.startswith(".") or now - e.stat().st_mtime > _HALF_MADE_S)
-        ]
+        names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     for name in names:
+        if name.startswith(".") and not _older_than(folder / name, _HALF_MADE_S):
+            continue  # being made by a live process, most likely
         path = folder / name
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -372,3 +368,11 @@ def _sweep(folder: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
         finally:
             os.close(fd)
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    """Whether ``path`` was last changed more than ``seconds`` ago (gone: no)."""
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except OSError:
+        return False
