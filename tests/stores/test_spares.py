@@ -20,7 +20,7 @@ from flowkit.errors import ConflictError, StoreError, ThreadExistsError, ThreadN
 from flowkit.records._records import StartRecord, StepRecord
 from flowkit.stores import JsonFileStore
 from flowkit.stores import _spares as spares_module
-from flowkit.stores import jsonfile as jsonfile_module
+from flowkit.stores import _jsonfile_create as create_module
 
 
 def start(**state: Any) -> StartRecord:
@@ -110,7 +110,7 @@ def test_the_record_and_the_rename_are_both_synced_before_create_returns(
         warm(store)
         calls: list[str] = []
         real_fdatasync, real_rename = os.fdatasync, os.rename
-        real_sync_dir = jsonfile_module.sync_dir
+        real_sync_dir = create_module.sync_dir
 
         def fdatasync(fd: int) -> None:
             if threading.current_thread() is threading.main_thread():  # not a refill's
@@ -127,9 +127,9 @@ def test_the_record_and_the_rename_are_both_synced_before_create_returns(
                 calls.append(f"sync {path.relative_to(tmp_path)}")
             real_sync_dir(enabled, path)
 
-        monkeypatch.setattr(jsonfile_module.os, "fdatasync", fdatasync)
-        monkeypatch.setattr(jsonfile_module.os, "rename", rename)
-        monkeypatch.setattr(jsonfile_module, "sync_dir", sync_dir)
+        monkeypatch.setattr(create_module.os, "fdatasync", fdatasync)
+        monkeypatch.setattr(create_module.os, "rename", rename)
+        monkeypatch.setattr(create_module, "sync_dir", sync_dir)
         store.create("t", start())
         monkeypatch.undo()
         assert calls == ["rename threads/t", "fdatasync", "sync threads"]

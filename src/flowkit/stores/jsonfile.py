@@ -28,24 +28,24 @@ import fcntl
 import os
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, suppress
 
-from ..errors import ConflictError, ThreadExistsError, ThreadNotFoundError
+from ..errors import ConflictError, ThreadNotFoundError
 from ..records._marker import AttemptMarker
 from ..records._records import Snapshot, StartRecord
 from ._attempts import read_attempt, write_attempt
 from ._files import SnapshotFile, os_error, sweep_temp_files, sync_dir, write_file_atomically
 from ._ids import check_thread_id
+from ._jsonfile_create import BLOCK, STRIPES, ThreadCreation
 from ._jsonfile_listing import IndexedListing
 from ._jsonfile_pages import TRAIL, append_to_trail, line_end, read_range, snapshot_before
-from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
+from ._jsonfile_reader import SNAPSHOT, JournalTail
 from ._jsonl import encode, line_crc, write_all
-from ._listing import ThreadSummary
 from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
 from ._protocol import AnyRecord, DueTimer, RecordRange, check_compaction, check_versions
 from ._snapshot_policy import SnapshotPolicy
-from ._spares import Spare, SpareFolders
+from ._spares import SpareFolders
 from ._thread_index import JsonThreadIndex
 from ._timer_files import TIMERS, TimerFiles
 
@@ -53,18 +53,13 @@ __all__ = ["JsonFileStore"]
 
 #: Journal bytes preallocated at a time (zeros past the data), with fsync on.
 PREALLOCATE_BYTES = 64 * 1024
-#: The file system's block: the first zeros of a new journal fill its last block only.
-_BLOCK = 4096
 #: Spare thread folders kept ready, with fsync (``_spares``).
 SPARES = 16
 #: Statuses after which a journal's preallocated zeros are given back.
 _ENDED = frozenset({"done", "failed"})
-#: Locks that keep the commits to one thread in this process one at a time (by hash of its
-#: id: two threads may share one, which only makes them wait for each other).
-_STRIPES = 64
 
 
-class JsonFileStore(JsonFileReader, IndexedListing):
+class JsonFileStore(ThreadCreation, IndexedListing):
     """Threads as files under ``root`` (created if missing).
 
     Snapshots (``_snapshot_policy``): once the journal has grown by ``snapshot_ratio`` times
@@ -116,11 +111,11 @@ class JsonFileStore(JsonFileReader, IndexedListing):
         self._timers = TimerFiles(self.root / TIMERS, fsync=fsync)
         self._leftovers_swept = False
         self._index = JsonThreadIndex(self.root, fsync=fsync)
-        self._stripes = tuple(threading.Lock() for _ in range(_STRIPES))
+        self._stripes = tuple(threading.Lock() for _ in range(STRIPES))
         if spares is None:
             spares = SPARES if fsync and self.preallocate else 0
         self._spares = SpareFolders(
-            self.root, count=spares, size=min(self.preallocate, _BLOCK), fsync=fsync
+            self.root, count=spares, size=min(self.preallocate, BLOCK), fsync=fsync
         )
 
     def __repr__(self) -> str:
@@ -138,44 +133,6 @@ class JsonFileStore(JsonFileReader, IndexedListing):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _first_capacity(self, size: int) -> int:
-        """A new journal's length: its ``size`` bytes of data, then zeros to the end of their
-        last block (``preallocate`` when smaller). One block, not ``preallocate``: a short
-        thread that ends gives its zeros back by a truncate inside that block, which frees
-        none (ext4: ~4 µs against ~80 µs for a truncate that frees 64 KiB); a thread that
-        outgrows it gets ``preallocate`` more at once."""
-        if not self.preallocate:
-            return size
-        unit = min(self.preallocate, _BLOCK)
-        return (size // unit + 1) * unit
-
-    def _sync(self, fd: int) -> None:
-        if self.fsync:
-            os.fdatasync(fd)
-
-    def _committing(self, thread_id: str) -> threading.Lock:
-        """The lock a commit to ``thread_id`` holds from start to end, syncs included."""
-        # CRC-32, not hash(): the same stripes in every process, so which commits share one
-        # is reproducible (str hashes change with each interpreter's seed).
-        return self._stripes[zlib.crc32(thread_id.encode()) % _STRIPES]
-
-    @contextmanager
-    def _unguarded(self) -> Iterator[None]:
-        """Let other threads use the store while this one waits for the disk: the store's
-        lock, held through ``fdatasync``, gave many writers the disk one at a time, never
-        the batching a file system gives syncs that come together.
-
-        The caller holds the thread's ``_committing`` lock (no other commit to it in this
-        process), the journal's ``flock`` (none in another), a descriptor of its own (the
-        handle cache may close its copy meanwhile), and has brought the tail up to date or
-        set none yet (a reader meanwhile sees the record, as other processes' readers always
-        could)."""
-        self._guard.release()
-        try:
-            yield
-        finally:
-            self._guard.acquire()
 
     # -- snapshots ---------------------------------------------------------------------------
 
@@ -272,133 +229,6 @@ class JsonFileStore(JsonFileReader, IndexedListing):
                 tail.snapshot_line = tail.lines
 
     # -- writing -----------------------------------------------------------------------------
-
-    def create(self, thread_id: str, record: StartRecord) -> None:
-        with self._committing(thread_id), self._guard:
-            directory = self._dir(thread_id)
-            data = encode(thread_id, record) + b"\n"
-            new_dir = not directory.exists()
-            # Before the thread's first file: a new index made now sees no threads to catch up.
-            self._index.committing(thread_id)
-            spare = self._spares.take() if new_dir else None
-            if spare is not None and self._create_in(spare, thread_id, record, data):
-                return
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise os_error("create", directory, exc, thread_id=thread_id) from exc
-            fd = os.dup(self._fd(thread_id, create=True))
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                # One stat, before the write: a file's times read after it would make the
-                # next write stamp a fine-grained time, an inode for the first step's sync
-                # to commit (Linux 6.13+; see ``JournalHandles``).
-                stat = os.fstat(fd)
-                if stat.st_size:
-                    try:
-                        self._full_scan(thread_id)
-                    except ThreadNotFoundError:
-                        # A create that crashed before its first line was complete. A
-                        # damaged journal (CorruptStoreError) is never overwritten: it raises.
-                        os.ftruncate(fd, 0)
-                    else:
-                        raise ThreadExistsError(thread_id)
-                if record.due is not None:  # before the record: never a timer without it
-                    self._timers.add(thread_id, record.due, record.flow)
-                capacity = self._first_capacity(len(data))
-                try:
-                    # The first zeros too: the steps that follow overwrite them, so none of
-                    # their syncs has a new block or a file size to commit.
-                    write_all(fd, data + bytes(capacity - len(data)), 0)
-                    with self._unguarded():
-                        self._sync(fd)
-                        sync_dir(self.fsync, directory)
-                        if new_dir:
-                            sync_dir(self.fsync, self._threads_dir)
-                except OSError as exc:
-                    os.ftruncate(fd, 0)
-                    raise os_error(
-                        "write", self._journal_path(thread_id), exc, thread_id=thread_id
-                    ) from exc
-                self._created(thread_id, record, data, capacity, stat.st_ino)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-
-    def _create_in(self, spare: Spare, thread_id: str, record: StartRecord, data: bytes) -> bool:
-        """``create`` in a spare folder (``_spares``): renamed into ``threads/`` under its
-        journal's lock, the start record written over the journal's zeros and synced, then
-        ``threads/`` synced. Renamed first: the sync after a rename pays for it (~35 µs on
-        ext4), and the record's sync is one anyway. Until the record is there the journal is
-        zeros, which readers take for no thread, as on the direct path (between its ``open``
-        and its write); another process's create of the same thread waits for the lock, then
-        finds the record. False when the spare could not be used (that other create got its
-        folder there first, or the disk refused): ``create`` goes the direct way, which finds
-        the one or reports the other."""
-        # The spare's zeros are on disk already: only the record is written over them (a
-        # whole block rewritten costs its sync more), unless it is longer than they are.
-        capacity = max(self._first_capacity(len(data)), spare.size)
-        written = data if len(data) <= spare.size else data + bytes(capacity - len(data))
-        try:
-            fd = os.open(spare.journal, os.O_RDWR | os.O_CLOEXEC)
-        except OSError:
-            self._spares.discard(spare)
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                os.rename(spare.path, self._dir(thread_id))
-            except OSError:
-                self._spares.discard(spare)  # what it holds is no thread's (see ``_spares``)
-                os.close(fd)
-                return False
-            if record.due is not None:  # before the record: never a timer without it
-                self._timers.add(thread_id, record.due, record.flow)
-            try:
-                write_all(fd, written, 0)
-                with self._unguarded():
-                    self._sync(fd)
-                    sync_dir(self.fsync, self._threads_dir)
-            except OSError as exc:
-                os.ftruncate(fd, 0)  # no thread, as on the direct path
-                raise os_error(
-                    "write", self._journal_path(thread_id), exc, thread_id=thread_id
-                ) from exc
-            self._created(thread_id, record, data, capacity, spare.ino)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._handles.adopt(thread_id, fd)  # the journal's descriptor from now on
-        return True
-
-    def _created(
-        self, thread_id: str, record: StartRecord, data: bytes, capacity: int, ino: int
-    ) -> None:
-        """What a create that wrote ``data`` (with ``capacity`` bytes of zeros after the
-        record, in the journal of inode ``ino``) knows of the thread: its tail and index row.
-        Called with the journal's lock held."""
-        self._tails[thread_id] = JournalTail(
-            record.version,
-            len(data),
-            1,
-            len(data),
-            0,
-            capacity=capacity,
-            ino=ino,
-            due=record.due,
-            flow=record.flow,
-            snapshot_line=1,
-            waiting=record.status == "waiting",
-            crc=zlib.crc32(data),
-        )
-        created = record.ts if record.version == 0 else None
-        self._index.created(
-            ThreadSummary(
-                thread_id, record.flow, record.status, record.next, record.version,
-                record.ts, created,
-            )
-        )  # fmt: skip
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int

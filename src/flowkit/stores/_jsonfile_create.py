@@ -1,0 +1,216 @@
+"""How the JSON-file store creates a thread, and the commit helpers its writes share.
+
+A new thread's folder comes from a spare (``_spares``: renamed into ``threads/``, its start
+record written over zeros already on disk) or, with none ready, is made on the spot (folder,
+journal, the record with zeros to the end of its first block, the two folders synced). Either
+way ``create`` returns once the record and the folder's name are on disk, and a second create
+of the same thread, here or in another process, finds it and raises ``ThreadExistsError``.
+
+``ThreadCreation`` is ``JsonFileStore``'s base: ``JsonFileStore.__init__`` sets the
+attributes declared here.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import ThreadExistsError, ThreadNotFoundError
+from ..records._records import StartRecord
+from ._files import os_error, sync_dir
+from ._jsonfile_reader import JournalTail, JsonFileReader
+from ._jsonl import encode, write_all
+from ._listing import ThreadSummary
+from ._spares import Spare, SpareFolders
+from ._thread_index import JsonThreadIndex
+from ._timer_files import TimerFiles
+
+__all__ = ["BLOCK", "STRIPES", "ThreadCreation"]
+
+#: The file system's block: the first zeros of a new journal fill its last block only.
+BLOCK = 4096
+#: Locks that keep the commits to one thread in this process one at a time (by hash of its
+#: id: two threads may share one, which only makes them wait for each other).
+STRIPES = 64
+
+
+class ThreadCreation(JsonFileReader):
+    """``create``, and the helpers every commit of the store uses."""
+
+    fsync: bool
+    preallocate: int
+    _index: JsonThreadIndex
+    _timers: TimerFiles
+    _spares: SpareFolders
+    _stripes: tuple[threading.Lock, ...]
+
+    def _first_capacity(self, size: int) -> int:
+        """A new journal's length: its ``size`` bytes of data, then zeros to the end of their
+        last block (``preallocate`` when smaller). One block, not ``preallocate``: a short
+        thread that ends gives its zeros back by a truncate inside that block, which frees
+        none (ext4: ~4 µs against ~80 µs for a truncate that frees 64 KiB); a thread that
+        outgrows it gets ``preallocate`` more at once."""
+        if not self.preallocate:
+            return size
+        unit = min(self.preallocate, BLOCK)
+        return (size // unit + 1) * unit
+
+    def _sync(self, fd: int) -> None:
+        if self.fsync:
+            os.fdatasync(fd)
+
+    def _committing(self, thread_id: str) -> threading.Lock:
+        """The lock a commit to ``thread_id`` holds from start to end, syncs included."""
+        # CRC-32, not hash(): the same stripes in every process, so which commits share one
+        # is reproducible (str hashes change with each interpreter's seed).
+        return self._stripes[zlib.crc32(thread_id.encode()) % STRIPES]
+
+    @contextmanager
+    def _unguarded(self) -> Iterator[None]:
+        """Let other threads use the store while this one waits for the disk: the store's
+        lock, held through ``fdatasync``, gave many writers the disk one at a time, never
+        the batching a file system gives syncs that come together.
+
+        The caller holds the thread's ``_committing`` lock (no other commit to it in this
+        process), the journal's ``flock`` (none in another), a descriptor of its own (the
+        handle cache may close its copy meanwhile), and has brought the tail up to date or
+        set none yet (a reader meanwhile sees the record, as other processes' readers always
+        could)."""
+        self._guard.release()
+        try:
+            yield
+        finally:
+            self._guard.acquire()
+
+    # -- creating a thread ---------------------------------------------------------------
+
+    def create(self, thread_id: str, record: StartRecord) -> None:
+        with self._committing(thread_id), self._guard:
+            directory = self._dir(thread_id)
+            data = encode(thread_id, record) + b"\n"
+            new_dir = not directory.exists()
+            # Before the thread's first file: a new index made now sees no threads to catch up.
+            self._index.committing(thread_id)
+            spare = self._spares.take() if new_dir else None
+            if spare is not None and self._create_in(spare, thread_id, record, data):
+                return
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise os_error("create", directory, exc, thread_id=thread_id) from exc
+            fd = os.dup(self._fd(thread_id, create=True))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                # One stat, before the write: a file's times read after it would make the
+                # next write stamp a fine-grained time, an inode for the first step's sync
+                # to commit (Linux 6.13+; see ``JournalHandles``).
+                stat = os.fstat(fd)
+                if stat.st_size:
+                    try:
+                        self._full_scan(thread_id)
+                    except ThreadNotFoundError:
+                        # A create that crashed before its first line was complete. A
+                        # damaged journal (CorruptStoreError) is never overwritten: it raises.
+                        os.ftruncate(fd, 0)
+                    else:
+                        raise ThreadExistsError(thread_id)
+                if record.due is not None:  # before the record: never a timer without it
+                    self._timers.add(thread_id, record.due, record.flow)
+                capacity = self._first_capacity(len(data))
+                try:
+                    # The first zeros too: the steps that follow overwrite them, so none of
+                    # their syncs has a new block or a file size to commit.
+                    write_all(fd, data + bytes(capacity - len(data)), 0)
+                    with self._unguarded():
+                        self._sync(fd)
+                        sync_dir(self.fsync, directory)
+                        if new_dir:
+                            sync_dir(self.fsync, self._threads_dir)
+                except OSError as exc:
+                    os.ftruncate(fd, 0)
+                    raise os_error(
+                        "write", self._journal_path(thread_id), exc, thread_id=thread_id
+                    ) from exc
+                self._created(thread_id, record, data, capacity, stat.st_ino)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def _create_in(self, spare: Spare, thread_id: str, record: StartRecord, data: bytes) -> bool:
+        """``create`` in a spare folder (``_spares``): renamed into ``threads/`` under its
+        journal's lock, the start record written over the journal's zeros and synced, then
+        ``threads/`` synced. Renamed first: the sync after a rename pays for it (~35 µs on
+        ext4), and the record's sync is one anyway. Until the record is there the journal is
+        zeros, which readers take for no thread, as on the direct path (between its ``open``
+        and its write); another process's create of the same thread waits for the lock, then
+        finds the record. False when the spare could not be used (that other create got its
+        folder there first, or the disk refused): ``create`` goes the direct way, which finds
+        the one or reports the other."""
+        # The spare's zeros are on disk already: only the record is written over them (a
+        # whole block rewritten costs its sync more), unless it is longer than they are.
+        capacity = max(self._first_capacity(len(data)), spare.size)
+        written = data if len(data) <= spare.size else data + bytes(capacity - len(data))
+        try:
+            fd = os.open(spare.journal, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            self._spares.discard(spare)
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                os.rename(spare.path, self._dir(thread_id))
+            except OSError:
+                self._spares.discard(spare)  # what it holds is no thread's (see ``_spares``)
+                os.close(fd)
+                return False
+            if record.due is not None:  # before the record: never a timer without it
+                self._timers.add(thread_id, record.due, record.flow)
+            try:
+                write_all(fd, written, 0)
+                with self._unguarded():
+                    self._sync(fd)
+                    sync_dir(self.fsync, self._threads_dir)
+            except OSError as exc:
+                os.ftruncate(fd, 0)  # no thread, as on the direct path
+                raise os_error(
+                    "write", self._journal_path(thread_id), exc, thread_id=thread_id
+                ) from exc
+            self._created(thread_id, record, data, capacity, spare.ino)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._handles.adopt(thread_id, fd)  # the journal's descriptor from now on
+        return True
+
+    def _created(
+        self, thread_id: str, record: StartRecord, data: bytes, capacity: int, ino: int
+    ) -> None:
+        """What a create that wrote ``data`` (with ``capacity`` bytes of zeros after the
+        record, in the journal of inode ``ino``) knows of the thread: its tail and index row.
+        Called with the journal's lock held."""
+        self._tails[thread_id] = JournalTail(
+            record.version,
+            len(data),
+            1,
+            len(data),
+            0,
+            capacity=capacity,
+            ino=ino,
+            due=record.due,
+            flow=record.flow,
+            snapshot_line=1,
+            waiting=record.status == "waiting",
+            crc=zlib.crc32(data),
+        )
+        created = record.ts if record.version == 0 else None
+        self._index.created(
+            ThreadSummary(
+                thread_id, record.flow, record.status, record.next, record.version,
+                record.ts, created,
+            )
+        )  # fmt: skip
