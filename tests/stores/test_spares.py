@@ -19,8 +19,8 @@ from structlog.testing import capture_logs
 from flowkit.errors import ConflictError, StoreError, ThreadExistsError, ThreadNotFoundError
 from flowkit.records._records import StartRecord, StepRecord
 from flowkit.stores import JsonFileStore
-from flowkit.stores import _spares as spares_module
 from flowkit.stores import _jsonfile_create as create_module
+from flowkit.stores import _spares as spares_module
 
 
 def start(**state: Any) -> StartRecord:

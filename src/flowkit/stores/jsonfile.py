@@ -17,9 +17,10 @@ a background refill (``_spares``), so starting a thread makes no new inode.
 Snapshots are also kept in ``snapshots.jsonl``, from which pages of history are replayed
 (``_jsonfile_pages``: the ``HistoryPages`` capability).
 
-Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``); this module adds the writes:
-create, append, snapshots, compaction, deletion, attempt markers, timers and locks; listings
-are ``_jsonfile_listing``'s.
+Reading a thread is ``JsonFileReader``'s (``_jsonfile_reader``), creating one
+``ThreadCreation``'s (``_jsonfile_create``); this module adds the other writes: append,
+snapshots, compaction, deletion, attempt markers, timers and locks; listings are
+``_jsonfile_listing``'s.
 """
 
 from __future__ import annotations
