@@ -61,6 +61,11 @@ def test_calls_with_an_item_seen_before_are_not_run_again(store: Store) -> None:
     assert second.state.jokes == ["cats/b", "cats/c", "cats/a"]  # still in item order
     finished = {e.node: e.cached for e in events if isinstance(e, NodeFinished)}
     assert finished == {"tell[0]": True, "tell[1]": False, "tell[2]": True, "tell": False}
+    items = [(c.update["jokes"], c.cached, c.attempts) for c in runner.history("2")
+             if c.kind == "item"]  # fmt: skip
+    assert sorted(items) == [
+        (["cats/a"], True, 0), (["cats/b"], True, 0), (["cats/c"], False, 1),
+    ]  # fmt: skip
     # a fresh runner over the same store reads the same state back from the journal
     assert Runner(joking([]), store=store).get_state("2").state.jokes == second.state.jokes
 

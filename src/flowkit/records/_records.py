@@ -142,6 +142,8 @@ class ItemRecord(_Record):
     input: dict[str, Any] | None = None
     #: Who gave ``input`` (as ``InputRecord.actor``); ``None``: not said, or no input.
     actor: str | None = None
+    #: The call did not run: its update came from the node cache (``attempts`` is 0).
+    cached: bool = False
 
 
 class PauseRecord(_Record):
@@ -188,6 +190,8 @@ class PatchRecord(_Record):
     #: read with the new flow (see ``flowkit.definition._migration``). A rewind
     #: (``Runner.rewind``) writes one too, from and to the same version, with ``rewound_to``.
     migration: dict[str, Any] | None = None
+    #: ``update_state(as_node=...)``: the node or gate whose update the patch stood in for.
+    as_node: str | None = None
 
 
 class SubRecord(_Record):

@@ -102,6 +102,7 @@ def finished_call(
         "llm_calls": list(finished.llm_calls) if finished else [],
         "input": given,
         "actor": actor,
+        "cached": finished.outcome.cached if finished else False,
     }
     return done, prebuilt(ItemRecord, values)
 
