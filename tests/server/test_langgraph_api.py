@@ -350,7 +350,9 @@ def test_state_history_update_and_time_travel(client: Any) -> None:
     client.threads.update_state(other, {"approved": True}, as_node="review")
     state = client.threads.get_state(other)
     assert state["next"] == ["publish"] and state["values"]["approved"] is True
-    assert client.threads.get_history(other, limit=1)[0]["metadata"]["reason"].endswith("as review")
+    stood_in = client.threads.get_history(other, limit=1)[0]["metadata"]
+    assert stood_in["reason"].endswith("as review")
+    assert stood_in["writes"] == {"review": {"approved": True}}  # as LangGraph: {node: values}
     published = client.runs.wait(other, "review", input=None)
     assert published["published"] is True
     with pytest.raises(sdk_errors.UnprocessableEntityError) as unknown:

@@ -148,6 +148,8 @@ def patch_step(
     """The patch checkpoint; with ``as_node``, the values go in as that node's update would
     and the thread moves where that node's route sends the new state (``goto`` unset)."""
     flow = runner.flow
+    if as_node is not None:
+        check_writes(as_node, _writes_of(flow, as_node), values)
     state, update = flow.schema.apply(cursor.state, values, node=as_node or "update_state")
     if as_node is not None:
         goto = flow.next_state(as_node, state)
@@ -184,10 +186,22 @@ def patch_step(
         update=runner._threads.dump(update, thread_id=thread_id, who="update_state"),
         reason=reason,
         actor=actor,
+        as_node=as_node,
     )
     runner._threads.commit(thread_id, cursor.version, after, record)
     runner._announce(thread_id, None, "update_state", after, update)
     return after
+
+
+def _writes_of(flow: Flow, name: str) -> frozenset[str] | None:
+    """What node or gate ``name`` may write (``None``: not declared, anything): a gate with
+    no ``apply`` writes its input's fields."""
+    if name in flow.nodes:
+        return flow.nodes[name].writes
+    gate = flow.gates[name]
+    if gate.writes is None and gate.apply is None:
+        return gate.default_writes
+    return gate.writes
 
 
 def rewind_step(

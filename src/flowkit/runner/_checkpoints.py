@@ -74,7 +74,10 @@ def history_of(
                 thread_id=thread_id,
                 version=record.version,
                 kind=shown.kind,
-                node=node or getattr(shown, "node", None) or getattr(shown, "gate", None),
+                node=node
+                or getattr(shown, "node", None)
+                or getattr(shown, "gate", None)
+                or getattr(shown, "as_node", None),
                 next=next_,
                 status=record.status,
                 state=cursor.state,

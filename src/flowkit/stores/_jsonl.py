@@ -224,6 +224,7 @@ _OMITTED_DEFAULTS: dict[str, object] = {
     "due": None,
     "items": None,
     "actor": None,  # a patch's is never None: only an answer's unsaid actor is left out
+    "as_node": None,
 }
 
 

@@ -38,7 +38,12 @@ from flowkit import (
     node,
     when,
 )
-from flowkit.errors import CheckpointNotFoundError, FlowkitError, InvalidStateError
+from flowkit.errors import (
+    CheckpointNotFoundError,
+    FlowkitError,
+    InvalidStateError,
+    UndeclaredWriteError,
+)
 from flowkit.stores import Store
 
 
@@ -225,7 +230,8 @@ def test_update_state_as_a_node_goes_on_where_that_node_routes(store: Store) -> 
     done = runner.resume("t-as")
     assert done.state.value == "by hand>c" and list(done.state.trail) == ["b", "c"]
     assert ran == {"a": 1, "b": 1, "c": 2}
-    assert runner.history("t-as")[-2].kind == "patch"
+    patch = runner.history("t-as")[-2]
+    assert (patch.kind, patch.node) == ("patch", "b")  # history names the node it stood in for
     # as the last node: the thread ends there
     assert runner.update_state("t", {"value": "end"}, as_node="c").status == "done"
 
@@ -239,6 +245,19 @@ def test_update_state_as_a_node_refuses_what_is_no_node_or_comes_with_goto(store
     with pytest.raises(InvalidStateError):
         runner.update_state("t", {"value": "y"}, as_node="b", goto="c")
     assert runner.get_state("t").state.value == "x>a>b>c"  # nothing was written
+
+
+def test_update_state_as_a_node_holds_to_what_that_node_may_write(store: Store) -> None:
+    @node(writes=["trail"])
+    def a(state: Chain) -> dict[str, Any]:
+        return {"trail": ["a"]}
+
+    flow = Flow(name="writes", state=Chain, start="a", nodes={"a": a}, routes={"a": END})
+    runner = Runner(flow, store=store)
+    runner.start("t")
+    with pytest.raises(UndeclaredWriteError):
+        runner.update_state("t", {"value": "not a's"}, as_node="a")
+    assert runner.update_state("t", {"trail": ["by hand"]}, as_node="a").status == "done"
 
 
 def test_update_state_with_none_values_sets_them(store: Store) -> None:
