@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +105,8 @@ def test_the_record_and_the_rename_are_both_synced_before_create_returns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What makes a thread from a spare as durable as one made on the spot: its record and
-    its folder's name in ``threads/`` are both on disk before ``create`` returns (a spare
-    never holds a record that is a thread's)."""
+    its folder's name in ``threads/`` are both on disk before ``create`` returns, the record
+    first (no folder under ``threads/`` ever holds a journal of zeros alone)."""
     with JsonFileStore(tmp_path) as store:
         warm(store)
         calls: list[str] = []
@@ -132,7 +133,7 @@ def test_the_record_and_the_rename_are_both_synced_before_create_returns(
         monkeypatch.setattr(create_module, "sync_dir", sync_dir)
         store.create("t", start())
         monkeypatch.undo()
-        assert calls == ["rename threads/t", "fdatasync", "sync threads"]
+        assert calls == ["fdatasync", "rename threads/t", "sync threads"]
 
 
 def test_two_store_objects_racing_to_create_one_thread_leave_one_thread(
@@ -356,3 +357,89 @@ def test_a_store_keeps_few_spares_until_it_starts_many_threads(tmp_path: Path) -
         store._spares.wait()
         journals, locks = spare_inodes(tmp_path)
         assert 4 < len(journals) <= 16 and 4 < len(locks) <= 16
+
+
+@pytest.mark.parametrize("spares", [0, 16])
+def test_two_store_objects_creating_the_same_threads_in_opposite_orders_never_deadlock(
+    tmp_path: Path, spares: int
+) -> None:
+    """Found by a defect hunt: a commit took the journal's lock while holding its store's
+    lock, and after its unguarded sync took the store's lock again while holding the
+    journal's; four threads over two store objects made a cycle within seconds."""
+    stores = [JsonFileStore(tmp_path, spares=spares) for _ in range(2)]
+    ids = [f"t{i}" for i in range(1500)]
+    failures: list[BaseException] = []
+
+    def create(store: JsonFileStore, order: list[str]) -> None:
+        for thread_id in order:
+            try:
+                store.create(thread_id, start())
+            except ThreadExistsError:
+                pass
+            except BaseException as exc:
+                failures.append(exc)
+
+    workers = [
+        threading.Thread(target=create, args=(stores[k % 2], ids if k < 2 else ids[::-1]))
+        for k in range(4)
+    ]
+    for worker in workers:
+        worker.daemon = True
+        worker.start()
+    deadline = time.monotonic() + 90
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    try:
+        assert not any(worker.is_alive() for worker in workers), "deadlocked"
+        assert failures == []
+        with JsonFileStore(tmp_path, fsync=False) as fresh:
+            assert sorted(fresh.threads()) == sorted(ids)
+            assert all(len(fresh.records(t)) == 1 for t in ids[::100])
+    finally:
+        if not any(worker.is_alive() for worker in workers):  # closing waits for the locks
+            for store in stores:
+                store.close()
+
+
+_KILLED_IN_CREATE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from flowkit.records._records import StartRecord
+    from flowkit.stores import JsonFileStore, _jsonfile_create as creating
+    store = JsonFileStore(sys.argv[1])
+    record = StartRecord(version=0, ts=0.0, next="n", status="pending", flow="f", state={})
+    store.create("warm", record)
+    store._spares.wait()
+
+    def die(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if sys.argv[2] == "write_all":  # dies as the record is written into the spare
+        creating.write_all = die
+    else:  # dies as the spare folder is renamed into threads/
+        class Dying:
+            def __getattr__(self, name):
+                return getattr(os, name)
+            rename = staticmethod(die)
+        creating.os = Dying()
+    store.create("ghost", record)
+    """
+)
+
+
+@pytest.mark.parametrize("at", ["write_all", "rename"])
+def test_a_create_killed_midway_leaves_no_thread_behind(tmp_path: Path, at: str) -> None:
+    """Found by a defect hunt: renamed before its record was written, a spare killed in
+    between left a journal of zeros under threads/ that listings showed as a thread."""
+    script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), at]
+    died = subprocess.run(script, check=False)
+    assert died.returncode == -signal.SIGKILL
+    with JsonFileStore(tmp_path) as store:
+        assert store.threads() == ["warm"]
+        assert [t.thread_id for t in store.list_threads().threads] == ["warm"]
+        with pytest.raises(ThreadNotFoundError):
+            store.load("ghost")
+        store.create("ghost", start(x=2))  # the id is free
+        store._spares.wait()
+        assert store.records("ghost")[0].state == {"x": 2}  # type: ignore[union-attr]
+        assert owner_folders(tmp_path) == owner_folders(tmp_path)[-1:]  # the dead one swept

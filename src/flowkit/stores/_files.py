@@ -21,9 +21,11 @@ from ..records._records import FORMAT_VERSION, Snapshot
 __all__ = [
     "JournalHandles",
     "SnapshotFile",
+    "name_of",
     "os_error",
     "read_snapshot_file",
     "report_ignored_snapshot",
+    "still_named",
     "sweep_temp_files",
     "sync_dir",
     "write_file_atomically",
@@ -173,7 +175,7 @@ class JournalHandles:
         held = self._fds.get(thread_id)
         if held is not None:
             fd, name = held
-            if _still_named(fd, name):
+            if still_named(fd, name):
                 self._fds.move_to_end(thread_id)
                 return fd, False
             # The journal was deleted (and maybe recreated) behind our back: never write
@@ -198,7 +200,7 @@ class JournalHandles:
         self._keep(thread_id, fd)
 
     def _keep(self, thread_id: str, fd: int) -> None:
-        self._fds[thread_id] = (fd, _name_of(fd))
+        self._fds[thread_id] = (fd, name_of(fd))
         while len(self._fds) > self._max_open:
             _, (old, _) = self._fds.popitem(last=False)
             os.close(old)
@@ -225,7 +227,7 @@ class JournalHandles:
 _DELETED = " (deleted)"
 
 
-def _name_of(fd: int) -> str | None:
+def name_of(fd: int) -> str | None:
     """The path the kernel gives the open file ``fd`` (``None`` without ``/proc``)."""
     try:
         return os.readlink(f"/proc/self/fd/{fd}")
@@ -233,9 +235,9 @@ def _name_of(fd: int) -> str | None:
         return None
 
 
-def _still_named(fd: int, name: str | None) -> bool:
+def still_named(fd: int, name: str | None) -> bool:
     """Whether ``fd`` is still the file at the path it was opened under (``name``)."""
     if name is None:
         return os.fstat(fd).st_nlink > 0
-    now = _name_of(fd)
+    now = name_of(fd)
     return now is not None and now == name and not now.endswith(_DELETED)

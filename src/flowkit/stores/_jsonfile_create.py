@@ -13,6 +13,7 @@ attributes declared here.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import threading
 import zlib
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 
 from ..errors import ThreadExistsError, ThreadNotFoundError
 from ..records._records import StartRecord
-from ._files import os_error, sync_dir
+from ._files import name_of, os_error, still_named, sync_dir
 from ._jsonfile_reader import JournalTail, JsonFileReader
 from ._jsonl import encode, write_all
 from ._listing import ThreadSummary
@@ -36,6 +37,8 @@ BLOCK = 4096
 #: Locks that keep the commits to one thread in this process one at a time (by hash of its
 #: id: two threads may share one, which only makes them wait for each other).
 STRIPES = 64
+#: Times a create opens its journal again when the folder it made was replaced meanwhile.
+_REOPENS = 8
 
 
 class ThreadCreation(JsonFileReader):
@@ -47,6 +50,9 @@ class ThreadCreation(JsonFileReader):
     _timers: TimerFiles
     _spares: SpareFolders
     _stripes: tuple[threading.Lock, ...]
+    #: How many journals this store object has deleted or replaced (a commit that waited for
+    #: a journal's lock checks it is still the thread's when this moved meanwhile).
+    _removals: int
 
     def _first_capacity(self, size: int) -> int:
         """A new journal's length: its ``size`` bytes of data, then zeros to the end of their
@@ -86,25 +92,66 @@ class ThreadCreation(JsonFileReader):
         finally:
             self._guard.acquire()
 
+    @contextmanager
+    def _locked_journal(self, thread_id: str, *, create: bool = False) -> Iterator[int]:
+        """A descriptor of the thread's journal of the caller's own, locked (``flock``) for a
+        commit, with the store's lock held inside. The caller holds the thread's
+        ``_committing`` lock and not the store's: the journal's lock is waited for before the
+        store's is taken, never while it is held, since the holder of the journal's lock (in
+        another store object or process) may itself be waiting for its store's lock, held by
+        a commit waiting for a journal lock held here (two store objects creating the same
+        threads deadlocked so). A journal this store object deleted or replaced (compacted)
+        while the lock was awaited is let go, and the one now at the path taken instead
+        (``ThreadNotFoundError`` if there is none)."""
+        for attempt in itertools.count(1):
+            with self._guard:
+                try:
+                    fd = os.dup(self._fd(thread_id, create=create))
+                except ThreadNotFoundError:
+                    if not create or attempt >= _REOPENS:
+                        raise
+                    # The empty folder this create made was replaced as the journal was
+                    # opened in it (another create renamed its spare folder over it): the
+                    # journal is the one in the folder now at the path.
+                    self._dir(thread_id).mkdir(parents=True, exist_ok=True)
+                    continue
+                removals = self._removals
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                with self._guard:
+                    if self._removals == removals or self._still_journal(thread_id, fd):
+                        yield fd
+                        return
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def _still_journal(self, thread_id: str, fd: int) -> bool:
+        """Whether ``fd`` is still the file at the thread's journal path."""
+        name = name_of(fd)
+        if name is None:  # no /proc: the link count says whether it was unlinked
+            return still_named(fd, None)
+        return name == os.path.realpath(self._journal_path(thread_id))
+
     # -- creating a thread ---------------------------------------------------------------
 
     def create(self, thread_id: str, record: StartRecord) -> None:
-        with self._committing(thread_id), self._guard:
-            directory = self._dir(thread_id)
-            data = encode(thread_id, record) + b"\n"
-            new_dir = not directory.exists()
-            # Before the thread's first file: a new index made now sees no threads to catch up.
-            self._index.committing(thread_id)
-            spare = self._spares.take() if new_dir else None
-            if spare is not None and self._create_in(spare, thread_id, record, data):
-                return
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise os_error("create", directory, exc, thread_id=thread_id) from exc
-            fd = os.dup(self._fd(thread_id, create=True))
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+        with self._committing(thread_id):
+            with self._guard:
+                directory = self._dir(thread_id)
+                data = encode(thread_id, record) + b"\n"
+                new_dir = not directory.exists()
+                # Before the thread's first file: a new index made now sees no threads to
+                # catch up.
+                self._index.committing(thread_id)
+                spare = self._spares.take() if new_dir else None
+                if spare is not None and self._create_in(spare, thread_id, record, data):
+                    return
+                try:
+                    directory.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise os_error("create", directory, exc, thread_id=thread_id) from exc
+            with self._locked_journal(thread_id, create=True) as fd:
                 # One stat, before the write: a file's times read after it would make the
                 # next write stamp a fine-grained time, an inode for the first step's sync
                 # to commit (Linux 6.13+; see ``JournalHandles``).
@@ -136,18 +183,13 @@ class ThreadCreation(JsonFileReader):
                         "write", self._journal_path(thread_id), exc, thread_id=thread_id
                     ) from exc
                 self._created(thread_id, record, data, capacity, stat.st_ino)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
 
     def _create_in(self, spare: Spare, thread_id: str, record: StartRecord, data: bytes) -> bool:
-        """``create`` in a spare folder (``_spares``): renamed into ``threads/`` under its
-        journal's lock, the start record written over the journal's zeros and synced, then
-        ``threads/`` synced. Renamed first: the sync after a rename pays for it (~35 µs on
-        ext4), and the record's sync is one anyway. Until the record is there the journal is
-        zeros, which readers take for no thread, as on the direct path (between its ``open``
-        and its write); another process's create of the same thread waits for the lock, then
-        finds the record. False when the spare could not be used (that other create got its
+        """``create`` in a spare folder (``_spares``): the start record written over its
+        journal's zeros and synced, the folder renamed into ``threads/`` and that synced. The
+        record first, so that no folder under ``threads/`` ever holds a journal of zeros
+        alone (a crash between the two leaves the record in a spare, which is never read).
+        False when the spare could not be used (another create of the same thread got its
         folder there first, or the disk refused): ``create`` goes the direct way, which finds
         the one or reports the other."""
         # The spare's zeros are on disk already: only the record is written over them (a
@@ -160,22 +202,23 @@ class ThreadCreation(JsonFileReader):
             self._spares.discard(spare)
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                os.rename(spare.path, self._dir(thread_id))
-            except OSError:
-                self._spares.discard(spare)  # what it holds is no thread's (see ``_spares``)
-                os.close(fd)
-                return False
+            fcntl.flock(fd, fcntl.LOCK_EX)  # others may open the journal once it is renamed in
             if record.due is not None:  # before the record: never a timer without it
                 self._timers.add(thread_id, record.due, record.flow)
             try:
                 write_all(fd, written, 0)
                 with self._unguarded():
                     self._sync(fd)
+                os.rename(spare.path, self._dir(thread_id))
+            except OSError:
+                self._spares.discard(spare)  # what it holds is no thread's (see ``_spares``)
+                os.close(fd)
+                return False
+            try:
+                with self._unguarded():
                     sync_dir(self.fsync, self._threads_dir)
             except OSError as exc:
-                os.ftruncate(fd, 0)  # no thread, as on the direct path
+                os.ftruncate(fd, 0)  # no thread yet, as on the direct path
                 raise os_error(
                     "write", self._journal_path(thread_id), exc, thread_id=thread_id
                 ) from exc

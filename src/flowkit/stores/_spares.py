@@ -8,9 +8,9 @@ caller's thread: a short-lived refill thread, started when a quarter or fewer of
 are left, makes folders (each with its journal's zeros written, their blocks synced and the
 folder's entry synced, several at a time) and empty lock files. The target grows with the
 threads the store starts, up to ``count``: a command that starts one thread makes two.
-``JsonFileStore.create`` then renames a spare folder into ``threads/``, writes the start
-record over its journal's zeros (a sync with no allocation to commit) and syncs it and
-``threads/``: no new inode on the caller's thread. So PostgreSQL makes its WAL segments ahead
+``JsonFileStore.create`` then writes the start record over a spare journal's zeros (a sync
+with no allocation to commit), renames the folder into ``threads/`` and syncs that: no new
+inode on the caller's thread. So PostgreSQL makes its WAL segments ahead
 of the writes that fill them. A new thread's lock file comes the same way: a spare empty file
 hard-linked at the lock's path (``_locks``; a link fails where a file is, so it never
 replaces another process's lock). Making an inode is the costly part of a file system's
@@ -18,13 +18,13 @@ namespace work, and on a busy or fragmented ext4 it costs hundreds of microsecon
 or a link costs tens.
 
 Layout: ``spares/<owner>/b<k>/<n>/journal.jsonl`` and ``spares/<owner>/b<k>/<n>.lock``, a
-folder ``b<k>`` per refill. ``<owner>``
-is one store object in one process, which holds an exclusive ``flock`` on its owner folder
-while it has spares there. A spare never holds a thread: ``create`` returns only after the
-record and the folder's new name are both synced, and a spare is renamed before anything is
-written into it, so a folder still under ``spares/`` holds zeros only. Leftovers of a dead
-process go with its owner folder, removed by the first refill of any store object that finds
-the owner's lock free.
+folder ``b<k>`` per refill. ``<owner>`` is one store object in one process, which holds an
+exclusive ``flock`` on its owner folder while it has spares there. A spare never holds a
+thread: ``create`` returns only after the record and the folder's new name are both synced,
+so what a folder still under ``spares/`` holds after a crash is a create that never returned
+(as a crash before a journal's first record is, on the direct path), never read. Leftovers of
+a dead process go with its owner folder, removed by the first refill of any store object that
+finds the owner's lock free.
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ snapshots, compaction, deletion, attempt markers, timers and locks; listings are
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import zlib
@@ -113,6 +112,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
         self._leftovers_swept = False
         self._index = JsonThreadIndex(self.root, fsync=fsync)
         self._stripes = tuple(threading.Lock() for _ in range(STRIPES))
+        self._removals = 0
         if spares is None:
             spares = SPARES if fsync and self.preallocate else 0
         self._spares = SpareFolders(
@@ -236,71 +236,65 @@ class JsonFileStore(ThreadCreation, IndexedListing):
     ) -> None:
         check_versions(check_thread_id(thread_id), records, expected_version)
         data = b"".join(encode(thread_id, r) + b"\n" for r in records)
-        with self._committing(thread_id), self._guard:
-            fd = os.dup(self._fd(thread_id))
+        with self._committing(thread_id), self._locked_journal(thread_id) as fd:
+            tail = self._current_tail(thread_id, fd)
+            if tail.version != expected_version:
+                raise ConflictError(
+                    f"Thread `{thread_id}` is at version {tail.version}, not "
+                    f"{expected_version}; another writer got there first. Reload the "
+                    "thread and try again.",
+                    thread_id=thread_id,
+                    expected=expected_version,
+                    actual=tail.version,
+                )
+            # The timer index: a new timer's file before the record that sets it, the old
+            # one's after the record that ends it (so a crash leaves at worst a stale
+            # file). Both None, as for every step of a thread without timers: nothing.
+            due, old = records[-1].due if records else tail.due, tail.due
+            if due is not None and due != old:
+                self._timers.add(thread_id, due, tail.flow)
+            if records:
+                self._index.committing(thread_id)
+            end = tail.size + len(data)
+            padded = data
+            if end > tail.capacity and self.preallocate:
+                # Zeros past the data in the same write: later appends overwrite them.
+                padded = data + bytes(self.preallocate)
+            before = tail.copy()  # what a failed write or sync puts back
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                tail = self._current_tail(thread_id, fd)
-                if tail.version != expected_version:
-                    raise ConflictError(
-                        f"Thread `{thread_id}` is at version {tail.version}, not "
-                        f"{expected_version}; another writer got there first. Reload the "
-                        "thread and try again.",
-                        thread_id=thread_id,
-                        expected=expected_version,
-                        actual=tail.version,
-                    )
-                # The timer index: a new timer's file before the record that sets it, the old
-                # one's after the record that ends it (so a crash leaves at worst a stale
-                # file). Both None, as for every step of a thread without timers: nothing.
-                due, old = records[-1].due if records else tail.due, tail.due
-                if due is not None and due != old:
-                    self._timers.add(thread_id, due, tail.flow)
-                if records:
-                    self._index.committing(thread_id)
-                end = tail.size + len(data)
-                padded = data
-                if end > tail.capacity and self.preallocate:
-                    # Zeros past the data in the same write: later appends overwrite them.
-                    padded = data + bytes(self.preallocate)
-                before = tail.copy()  # what a failed write or sync puts back
-                try:
-                    write_all(fd, padded, tail.size)
-                    # The tail moves on before the sync, which runs unguarded: a reader
-                    # meanwhile must not take the new record for another writer's.
-                    tail.version = records[-1].version if records else tail.version
-                    tail.capacity = max(tail.capacity, tail.size + len(padded))
-                    tail.size += len(data)
-                    tail.lines += len(records)
-                    tail.since_snapshot += len(data)
-                    tail.due = due
-                    tail.waiting = records[-1].status == "waiting" if records else tail.waiting
-                    tail.crc = None if tail.crc is None else zlib.crc32(data, tail.crc)
-                    with self._unguarded():
-                        self._sync(fd)
-                except OSError as exc:
-                    os.ftruncate(fd, before.size)  # leave no half record behind
-                    before.capacity = before.size
-                    self._tails[thread_id] = before
-                    raise os_error(
-                        "write", self._journal_path(thread_id), exc, thread_id=thread_id
-                    ) from exc
-                if records and records[-1].status in _ENDED and tail.capacity > tail.size:
-                    # A thread that ended gives back its preallocated zeros (never synced: a
-                    # truncate lost to a power loss leaves zeros, which readers skip).
-                    with suppress(OSError):
-                        os.ftruncate(fd, tail.size)
-                        tail.capacity = tail.size
-                if old is not None and old != due:
-                    self._timers.remove(thread_id, old)
-                if records:  # under the journal's lock: rows follow the journal's order
-                    last = records[-1]
-                    self._index.committed(
-                        thread_id, tail.flow, last.status, last.next, last.version, last.ts
-                    )
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                write_all(fd, padded, tail.size)
+                # The tail moves on before the sync, which runs unguarded: a reader
+                # meanwhile must not take the new record for another writer's.
+                tail.version = records[-1].version if records else tail.version
+                tail.capacity = max(tail.capacity, tail.size + len(padded))
+                tail.size += len(data)
+                tail.lines += len(records)
+                tail.since_snapshot += len(data)
+                tail.due = due
+                tail.waiting = records[-1].status == "waiting" if records else tail.waiting
+                tail.crc = None if tail.crc is None else zlib.crc32(data, tail.crc)
+                with self._unguarded():
+                    self._sync(fd)
+            except OSError as exc:
+                os.ftruncate(fd, before.size)  # leave no half record behind
+                before.capacity = before.size
+                self._tails[thread_id] = before
+                raise os_error(
+                    "write", self._journal_path(thread_id), exc, thread_id=thread_id
+                ) from exc
+            if records and records[-1].status in _ENDED and tail.capacity > tail.size:
+                # A thread that ended gives back its preallocated zeros (never synced: a
+                # truncate lost to a power loss leaves zeros, which readers skip).
+                with suppress(OSError):
+                    os.ftruncate(fd, tail.size)
+                    tail.capacity = tail.size
+            if old is not None and old != due:
+                self._timers.remove(thread_id, old)
+            if records:  # under the journal's lock: rows follow the journal's order
+                last = records[-1]
+                self._index.committed(
+                    thread_id, tail.flow, last.status, last.next, last.version, last.ts
+                )
 
     def _current_tail(self, thread_id: str, fd: int) -> JournalTail:
         """The journal's true end, caught up with other writers; cuts off a torn last line.
@@ -359,6 +353,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
                 raise ThreadNotFoundError(thread_id)
             tombstone = self._threads_dir / f".deleted-{thread_id}-{secrets.token_hex(4)}"
             self._handles.drop(thread_id)
+            self._removals += 1
             self._tails.pop(thread_id, None)
             self._verified.pop(thread_id, None)
             self._index.committing(thread_id)
@@ -396,6 +391,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
             data = b"".join(encode(thread_id, r) + b"\n" for r in [start, *kept])
             directory = self._dir(thread_id)
             self._handles.drop(thread_id)
+            self._removals += 1
             self._tails.pop(thread_id, None)
             self._verified.pop(thread_id, None)
             # The snapshots point into the old file; without them, loading reads the new one
