@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._base import FlowkitError
+from ._base import FlowkitError, listed_problems
 
 __all__ = [
     "CatalogError",
@@ -42,13 +42,9 @@ class InvalidProgramError(RobotProgramError):
 
     def __init__(self, problems: Sequence[Any], *, path: str | None = None) -> None:
         self.problems = list(problems)
-        count = len(self.problems)
         where = f"{path}: " if path else ""
-        lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(
-            f"{where}the robot program has {count} problem{'s' if count != 1 else ''}; "
-            f"fix {'them' if count != 1 else 'it'} and try again:\n{lines}",
-            path=path,
+            listed_problems(f"{where}the robot program", self.problems, "try again"), path=path
         )
 
 
@@ -107,9 +103,6 @@ class DomainError(FlowkitError):
     def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:
         self.path = path
         self.problems = list(problems)
-        count = len(self.problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(
-            f"{path or 'The dialogue domain'} has {count} problem{'s' if count != 1 else ''}; "
-            f"fix {'them' if count != 1 else 'it'} and load it again:\n{lines}"
+            listed_problems(path or "The dialogue domain", self.problems, "load it again")
         )

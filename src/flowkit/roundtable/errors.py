@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import FlowkitError
+from ..errors._base import listed_problems
 
 __all__ = ["RoundtableConfigError"]
 
@@ -19,10 +20,5 @@ class RoundtableConfigError(FlowkitError):
     def __init__(self, problems: Sequence[str], *, path: str | None = None) -> None:
         self.path = path
         self.problems = list(problems)
-        count = len(self.problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(
-            f"{path or 'The roundtable configuration'} has {count} "
-            f"problem{'s' if count != 1 else ''}; fix {'them' if count != 1 else 'it'} and "
-            f"load it again:\n{lines}"
-        )
+        subject = path or "The roundtable configuration"
+        super().__init__(listed_problems(subject, self.problems, "load it again"))
