@@ -4,6 +4,7 @@ on the spot, and what a spare holds is never taken for a thread."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -101,12 +102,13 @@ def test_spares_are_never_handed_out_twice_across_threads_of_one_store(tmp_path:
             assert [r.version for r in records] == [0, 1]
 
 
-def test_the_record_and_the_rename_are_both_synced_before_create_returns(
+def test_the_record_is_synced_before_the_rename_which_the_record_can_redo(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What makes a thread from a spare as durable as one made on the spot: its record and
-    its folder's name in ``threads/`` are both on disk before ``create`` returns, the record
-    first (no folder under ``threads/`` ever holds a journal of zeros alone)."""
+    """What makes a thread from a spare as durable as one made on the spot: its record is on
+    disk before the folder is renamed into ``threads/`` (no folder there ever holds a journal
+    of zeros alone), and it names its thread, so the rename needs no sync of its own (a power
+    loss that takes it is undone at the next open: the tests below)."""
     with JsonFileStore(tmp_path) as store:
         warm(store)
         calls: list[str] = []
@@ -133,7 +135,9 @@ def test_the_record_and_the_rename_are_both_synced_before_create_returns(
         monkeypatch.setattr(create_module, "sync_dir", sync_dir)
         store.create("t", start())
         monkeypatch.undo()
-        assert calls == ["fdatasync", "rename threads/t", "sync threads"]
+        assert calls == ["fdatasync", "rename threads/t"]
+    first = (tmp_path / "threads" / "t" / "journal.jsonl").read_bytes().split(b"\n")[0]
+    assert first.startswith(b'{"thread":"t",')
 
 
 def test_two_store_objects_racing_to_create_one_thread_leave_one_thread(
@@ -427,11 +431,12 @@ _KILLED_IN_CREATE = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("at", ["write_all", "rename"])
-def test_a_create_killed_midway_leaves_no_thread_behind(tmp_path: Path, at: str) -> None:
+def test_a_create_killed_as_it_writes_its_record_leaves_no_thread_behind(
+    tmp_path: Path,
+) -> None:
     """Found by a defect hunt: renamed before its record was written, a spare killed in
     between left a journal of zeros under threads/ that listings showed as a thread."""
-    script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), at]
+    script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), "write_all"]
     died = subprocess.run(script, check=False)
     assert died.returncode == -signal.SIGKILL
     with JsonFileStore(tmp_path) as store:
@@ -443,3 +448,112 @@ def test_a_create_killed_midway_leaves_no_thread_behind(tmp_path: Path, at: str)
         store._spares.wait()
         assert store.records("ghost")[0].state == {"x": 2}  # type: ignore[union-attr]
         assert owner_folders(tmp_path) == owner_folders(tmp_path)[-1:]  # the dead one swept
+
+
+def test_a_create_killed_after_its_record_was_synced_keeps_its_thread(tmp_path: Path) -> None:
+    """Killed between the synced record and the rename: the record is on disk and names its
+    thread, so the next store object puts the folder in ``threads/`` (a create that never
+    returned is kept, as a database keeps a commit it never acknowledged), listed too."""
+    script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), "rename"]
+    died = subprocess.run(script, check=False)
+    assert died.returncode == -signal.SIGKILL
+    with JsonFileStore(tmp_path) as store:
+        assert sorted(store.threads()) == ["ghost", "warm"]
+        assert sorted(t.thread_id for t in store.list_threads().threads) == ["ghost", "warm"]
+        assert store.records("ghost")[0].flow == "f"
+        with pytest.raises(ThreadExistsError):
+            store.create("ghost", start(x=2))
+        assert owner_folders(tmp_path) == []  # the dead one swept, none made yet
+
+
+def _lose_the_rename(root: Path, thread_id: str) -> Path:
+    """What a power loss after ``create`` returned may leave on disk: the thread's folder
+    back where the spare was, under a dead owner's folder (the rename never reached it)."""
+    spare = root / "spares" / "4242-deadbeef" / "b0" / "0"
+    spare.parent.mkdir(parents=True)
+    os.rename(root / "threads" / thread_id, spare)
+    return spare
+
+
+def test_a_thread_whose_new_name_a_power_loss_took_is_put_back_at_the_next_open(
+    tmp_path: Path,
+) -> None:
+    with JsonFileStore(tmp_path) as store:
+        warm(store)
+        store.create("t", start(x=1))
+        store.append("t", [step(1), step(2)], expected_version=0)
+        expected = store.records("t")
+    _lose_the_rename(tmp_path, "t")
+    with JsonFileStore(tmp_path) as store:
+        assert store.records("t") == expected  # every record, the steps after the rename too
+        assert "t" in [s.thread_id for s in store.list_threads().threads]
+        store.append("t", [step(3)], expected_version=2)  # a thread like any other
+    assert not (tmp_path / "spares" / "4242-deadbeef").exists()
+
+
+def test_a_dead_owners_spare_never_replaces_a_thread_or_becomes_one_without_a_name(
+    tmp_path: Path,
+) -> None:
+    """A spare whose record names a thread that exists (a create that lost the race, wiped
+    or not), or whose journal holds zeros or a torn record: removed, nothing else touched."""
+    with JsonFileStore(tmp_path) as store:
+        warm(store)
+        store.create("t", start(x=1))
+        store.create("u", start(x=2))
+    (tmp_path / "threads" / "t-copy").mkdir()
+    (tmp_path / "threads" / "t-copy" / "journal.jsonl").write_bytes(
+        (tmp_path / "threads" / "t" / "journal.jsonl").read_bytes()
+    )
+    named_t = _lose_the_rename(tmp_path, "t-copy")  # names "t", which exists
+    zeros = named_t.parent / "1"
+    zeros.mkdir()
+    (zeros / "journal.jsonl").write_bytes(bytes(4096))
+    torn = named_t.parent / "2"
+    torn.mkdir()
+    line = (tmp_path / "threads" / "u" / "journal.jsonl").read_bytes().split(b"\n")[0]
+    (torn / "journal.jsonl").write_bytes(line.replace(b'"u"', b'"v"')[:-20])
+    with JsonFileStore(tmp_path) as store:
+        assert sorted(store.threads()) == ["t", "u", "warm-up"]
+        assert store.records("t")[0].state == {"x": 1}  # type: ignore[union-attr]
+    assert not (tmp_path / "spares" / "4242-deadbeef").exists()
+
+
+def test_a_live_owners_spares_are_never_put_back_or_removed(tmp_path: Path) -> None:
+    with JsonFileStore(tmp_path) as first:
+        warm(first)
+        live = [p for p in owner_folders(tmp_path) if p.exists()]
+        before = set(tmp_path.glob("spares/*/b*/*"))
+        with JsonFileStore(tmp_path) as second:
+            second.create("t", start())
+            assert set(tmp_path.glob("spares/*/b*/*")) >= before
+            assert all(p.exists() for p in live)
+
+
+def test_a_losing_create_wipes_the_record_in_its_spare(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create whose rename failed (another took the name first) leaves no named record
+    behind, so no later open can put a stale copy of the thread back."""
+    wiped: list[bytes] = []
+    real_discard = spares_module.SpareFolders.discard
+
+    def discard(self: Any, spare: Any) -> None:
+        wiped.append((spare.path / "journal.jsonl").read_bytes())
+        real_discard(self, spare)
+
+    class Refusing:  # the rename into threads/ fails as when another create got there first
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        @staticmethod
+        def rename(src: Any, dst: Any) -> None:
+            raise OSError(errno.ENOTEMPTY, "Directory not empty")
+
+    with JsonFileStore(tmp_path) as store:
+        warm(store)
+        monkeypatch.setattr(spares_module.SpareFolders, "discard", discard)
+        monkeypatch.setattr(create_module, "os", Refusing())
+        store.create("t", start())  # the direct way, then
+        monkeypatch.undo()
+        assert store.records("t")[0].state == start().state  # type: ignore[union-attr]
+    assert len(wiped) == 1 and not wiped[0].strip(b"\0")

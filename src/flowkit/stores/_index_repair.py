@@ -21,7 +21,7 @@ from ..records._records import RecordAdapter
 from ._ids import is_thread_id
 from ._index_db import IndexDB
 from ._jsonfile_reader import JOURNAL, JsonFileReader
-from ._jsonl import unseal
+from ._jsonl import record_body, unseal
 from ._list_threads import summary_of, unreadable
 from ._listing import ThreadSummary
 
@@ -128,7 +128,7 @@ def _created(journal: Path) -> float | None:
         with open(journal, "rb") as handle:
             line = handle.readline()
         body, intact = unseal(line.rstrip(b"\n"))
-        record = RecordAdapter.validate_json(body) if intact is not False else None
+        record = RecordAdapter.validate_json(record_body(body)) if intact is not False else None
     except (OSError, ValueError):
         return None
     if record is None or record.kind != "start" or record.version != 0:

@@ -1,10 +1,15 @@
 """How the JSON-file store creates a thread, and the commit helpers its writes share.
 
-A new thread's folder comes from a spare (``_spares``: renamed into ``threads/``, its start
-record written over zeros already on disk) or, with none ready, is made on the spot (folder,
-journal, the record with zeros to the end of its first block, the two folders synced). Either
-way ``create`` returns once the record and the folder's name are on disk, and a second create
+A new thread's folder comes from a spare (``_spares``: its start record written over zeros
+already on disk and synced, the folder renamed into ``threads/``) or, with none ready, is made
+on the spot (folder, journal, the record with zeros to the end of its first block, the two
+folders synced). Either way ``create`` returns once the thread is on disk, and a second create
 of the same thread, here or in another process, finds it and raises ``ThreadExistsError``.
+
+The spare's new name is not synced (a sync of ``threads/`` cost a tenth of a ten-step run):
+a new journal's first record names its thread (``encode(named=True)``), so should a power
+loss take the name, the first store to open the folder afterwards finds the record in the
+spare and puts the folder back under it (``_put_back``; ``SpareFolders.recover``).
 
 ``ThreadCreation`` is ``JsonFileStore``'s base: ``JsonFileStore.__init__`` sets the
 attributes declared here.
@@ -18,11 +23,13 @@ import os
 import threading
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from pathlib import Path
 
 from ..errors import ThreadExistsError, ThreadNotFoundError
 from ..records._records import StartRecord
 from ._files import name_of, os_error, still_named, sync_dir
+from ._index_repair import summaries
 from ._jsonfile_reader import JournalTail, JsonFileReader
 from ._jsonl import encode, write_all
 from ._listing import ThreadSummary
@@ -139,7 +146,7 @@ class ThreadCreation(JsonFileReader):
         with self._committing(thread_id):
             with self._guard:
                 directory = self._dir(thread_id)
-                data = encode(thread_id, record) + b"\n"
+                data = encode(thread_id, record, named=True) + b"\n"
                 new_dir = not directory.exists()
                 # Before the thread's first file: a new index made now sees no threads to
                 # catch up.
@@ -186,12 +193,13 @@ class ThreadCreation(JsonFileReader):
 
     def _create_in(self, spare: Spare, thread_id: str, record: StartRecord, data: bytes) -> bool:
         """``create`` in a spare folder (``_spares``): the start record written over its
-        journal's zeros and synced, the folder renamed into ``threads/`` and that synced. The
-        record first, so that no folder under ``threads/`` ever holds a journal of zeros
-        alone (a crash between the two leaves the record in a spare, which is never read).
-        False when the spare could not be used (another create of the same thread got its
-        folder there first, or the disk refused): ``create`` goes the direct way, which finds
-        the one or reports the other."""
+        journal's zeros and synced, then the folder renamed into ``threads/`` (not synced:
+        see the module). The record first, so that no folder under ``threads/`` ever holds a
+        journal of zeros alone (a crash between the two leaves the record in the spare, put
+        back by the next store to open). False when the spare could not be used (another
+        create of the same thread got its folder there first, or the disk refused; its
+        record is wiped): ``create`` goes the direct way, which finds the one or reports the
+        other."""
         # The spare's zeros are on disk already: only the record is written over them (a
         # whole block rewritten costs its sync more), unless it is longer than they are.
         capacity = max(self._first_capacity(len(data)), spare.size)
@@ -209,19 +217,16 @@ class ThreadCreation(JsonFileReader):
                 write_all(fd, written, 0)
                 with self._unguarded():
                     self._sync(fd)
+                # Not synced: the record names its thread, so should a power loss take the
+                # new name, the next store to open puts the folder back (``_put_back``).
                 os.rename(spare.path, self._dir(thread_id))
             except OSError:
-                self._spares.discard(spare)  # what it holds is no thread's (see ``_spares``)
+                with suppress(OSError):  # the record wiped: no thread of this spare's, ever
+                    write_all(fd, bytes(len(written)), 0)
+                    self._sync(fd)
+                self._spares.discard(spare)
                 os.close(fd)
                 return False
-            try:
-                with self._unguarded():
-                    sync_dir(self.fsync, self._threads_dir)
-            except OSError as exc:
-                os.ftruncate(fd, 0)  # no thread yet, as on the direct path
-                raise os_error(
-                    "write", self._journal_path(thread_id), exc, thread_id=thread_id
-                ) from exc
             self._created(thread_id, record, data, capacity, spare.ino)
             fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:
@@ -229,6 +234,22 @@ class ThreadCreation(JsonFileReader):
             raise
         self._handles.adopt(thread_id, fd)  # the journal's descriptor from now on
         return True
+
+    def _put_back(self, thread_id: str, folder: Path) -> None:
+        """Put ``folder``, a spare of a dead process whose journal's first record names
+        ``thread_id`` (absent from ``threads/``), back under that name: a create renamed it
+        into ``threads/`` and returned, and a power loss took the unsynced new name (or the
+        process died between its record and the rename: the create never returned, and its
+        thread is kept all the same, as a database keeps a commit it never acknowledged)."""
+        with self._committing(thread_id):
+            self._index.committing(thread_id)
+            try:
+                os.rename(folder, self._dir(thread_id))
+            except OSError:
+                return  # made meanwhile by another create (or the folder went): theirs
+            sync_dir(self.fsync, self._threads_dir)
+            for summary in summaries(self.root, [thread_id]):
+                self._index.created(summary)
 
     def _created(
         self, thread_id: str, record: StartRecord, data: bytes, capacity: int, ino: int

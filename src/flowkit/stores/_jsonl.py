@@ -26,6 +26,7 @@ from pydantic_core import PydanticSerializationError
 from ..errors import CorruptStoreError, InputTooDeepError, StoreError
 from ..foundation._untrusted import parse_json
 from ..records._records import FORMAT_VERSION, UNSEALED_VERSION, RecordAdapter
+from ._ids import is_thread_id
 from ._protocol import AnyRecord
 from ._tears import holds_record, torn_write
 
@@ -33,6 +34,8 @@ __all__ = [
     "Scan",
     "encode",
     "line_crc",
+    "named_thread",
+    "record_body",
     "scan_lines",
     "seal",
     "sealed_lines_intact",
@@ -83,11 +86,37 @@ class Scan:
     note: str | None = None
 
 
+#: How a journal's first line starts when it names its thread: ``{"thread":"<id>",`` then the
+#: record's members (ids need no escaping: ``_ids``). The JSON-file store writes it so that a
+#: journal whose folder lost its name can be put back (a spare folder renamed into
+#: ``threads/`` unsynced, then a power loss: ``_spares``); reading drops it.
+_NAMED = b'{"thread":"'
+
+
+def record_body(body: bytes) -> bytes:
+    """A line's JSON object (unsealed) without the thread's name it may start with."""
+    if body.startswith(_NAMED):
+        end = body.find(b'",', len(_NAMED))
+        if end != -1:
+            return b"{" + body[end + 2 :]
+    return body
+
+
+def named_thread(line: bytes) -> str | None:
+    """The thread a journal's first ``line`` names, if it is intact, sealed and names one."""
+    body, intact = unseal(line.rstrip(b"\n"))
+    if not intact or not body.startswith(_NAMED):
+        return None
+    end = body.find(b'",', len(_NAMED))
+    name = body[len(_NAMED) : end].decode("ascii", "replace") if end != -1 else ""
+    return name if is_thread_id(name) else None
+
+
 def _read_record(raw: bytes) -> AnyRecord:
     body, intact = unseal(raw)
     if intact is False:
         raise ValueError("its checksum does not match its content")
-    record = RecordAdapter.validate_json(body)
+    record = RecordAdapter.validate_json(record_body(body))
     if intact is None and record.v > UNSEALED_VERSION:
         raise ValueError(f"a format v{record.v} record must carry a checksum")
     return record
@@ -233,15 +262,19 @@ def _omittable(kind: type[BaseModel]) -> tuple[tuple[str, object], ...]:
     return tuple((n, d) for n, d in _OMITTED_DEFAULTS.items() if n in kind.__pydantic_fields__)
 
 
-def encode(thread_id: str, model: BaseModel) -> bytes:
+def encode(thread_id: str, model: BaseModel, *, named: bool = False) -> bytes:
     """One record (or snapshot file) as sealed JSON bytes; ``StoreError`` if JSON cannot hold
-    it (the engine refuses such values earlier, with ``UnstorableValueError``)."""
+    it (the engine refuses such values earlier, with ``UnstorableValueError``). ``named``: the
+    line names its thread first (a journal's first line; see ``_NAMED``)."""
     kind = type(model)
     omit = {name for name, default in _omittable(kind) if getattr(model, name) == default}
     try:
         # The serializer's own bytes: `model_dump_json` decodes them to a str that would only
         # be encoded back (two fifths of a record's dump).
-        return seal(kind.__pydantic_serializer__.to_json(model, exclude=omit))
+        body = kind.__pydantic_serializer__.to_json(model, exclude=omit)
+        if named:
+            body = b'%s%s",%s' % (_NAMED, thread_id.encode(), body[1:])
+        return seal(body)
     except (PydanticSerializationError, UnicodeError) as exc:
         raise StoreError(
             f"Thread `{thread_id}` cannot be saved as JSON: {str(exc).splitlines()[0]}. Nothing "

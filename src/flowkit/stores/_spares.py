@@ -19,12 +19,14 @@ or a link costs tens.
 
 Layout: ``spares/<owner>/b<k>/<n>/journal.jsonl`` and ``spares/<owner>/b<k>/<n>.lock``, a
 folder ``b<k>`` per refill. ``<owner>`` is one store object in one process, which holds an
-exclusive ``flock`` on its owner folder while it has spares there. A spare never holds a
-thread: ``create`` returns only after the record and the folder's new name are both synced,
-so what a folder still under ``spares/`` holds after a crash is a create that never returned
-(as a crash before a journal's first record is, on the direct path), never read. Leftovers of
-a dead process go with its owner folder, removed by the first refill of any store object that
-finds the owner's lock free.
+exclusive ``flock`` on its owner folder while it has spares there. Leftovers of a dead
+process go with its owner folder, removed by the first refill of any store object that finds
+the owner's lock free. ``create`` syncs the start record before the rename, not the rename:
+a power loss may leave a thread's folder under ``spares/``, its journal's first record naming
+the thread. So every store object, when it is made, looks through the dead owners' folders
+first (``recover``) and hands each spare whose journal names a thread that ``threads/`` lacks
+to the store, which renames it back. A spare whose journal holds no intact named record (its
+zeros, or a record torn by the crash) was never a thread's, and goes.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from typing import TypeVar
 from ..errors import StoreError
 from ..foundation._logging import get_logger
 from ._files import sync_dir
-from ._jsonl import write_all
+from ._jsonl import named_thread, write_all
 
 __all__ = ["MAX_SPARES", "SPARES", "Spare", "SpareFolders"]
 
@@ -143,6 +145,13 @@ class SpareFolders:
         threads, fewer before (a command that starts one thread makes two spares, not
         ``count``)."""
         return min(self.count, 2 + state.taken // 2)
+
+    def recover(self, put_back: Callable[[str, Path], None]) -> None:
+        """Before the store is used: the dead owners' spares that hold a thread missing from
+        ``threads/`` handed to ``put_back(thread_id, folder)``, then the owners' folders
+        removed (see the module)."""
+        if self.folder.is_dir():
+            _sweep(self.folder, put_back)
 
     def wait(self) -> None:
         """Until the refill running now, if any, has finished (benchmarks, tests)."""
@@ -346,9 +355,10 @@ def _remove(spare: Spare) -> None:
     shutil.rmtree(spare.path, ignore_errors=True)
 
 
-def _sweep(folder: Path) -> None:
+def _sweep(folder: Path, put_back: Callable[[str, Path], None] | None = None) -> None:
     """Remove the owner folders under ``folder`` whose lock nobody holds (their process
-    ended, or closed its store without removing them)."""
+    ended, or closed its store without removing them), their threads handed to ``put_back``
+    first (``_threads_of``)."""
     with os.scandir(folder) as entries:
         names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     for name in names:
@@ -365,9 +375,49 @@ def _sweep(folder: Path) -> None:
             os.close(fd)
             continue  # a live owner's
         try:
-            shutil.rmtree(path, ignore_errors=True)
+            if _threads_of(path, put_back):
+                shutil.rmtree(path, ignore_errors=True)
         finally:
             os.close(fd)
+
+
+def _threads_of(owner: Path, put_back: Callable[[str, Path], None] | None) -> bool:
+    """Hand each spare of the dead ``owner`` whose journal names a thread missing from
+    ``threads/`` to ``put_back``; whether the owner's folder may be removed: not while one of
+    its spares is also a thread's folder (a rename half done by a power loss on a file system
+    without a journal: two names for one folder, which removing one would empty; left for
+    ``fsck``)."""
+    threads = owner.parent.parent / "threads"
+    for batch in _folders(owner):
+        for spare in _folders(batch):
+            name = _named(spare / _JOURNAL)
+            if name is None:
+                continue
+            try:
+                if os.path.samefile(spare, threads / name):
+                    get_logger().warning("spare_folder_linked_twice", folder=str(spare))
+                    return False
+            except OSError:  # no such thread: the power loss took its name
+                if put_back is not None:
+                    put_back(name, spare)
+    return True
+
+
+def _folders(path: Path) -> list[Path]:
+    try:
+        with os.scandir(path) as entries:
+            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _named(journal: Path) -> str | None:
+    """The thread the journal's first record names, if intact (``None``: zeros, torn)."""
+    try:
+        with open(journal, "rb") as handle:
+            return named_thread(handle.readline())
+    except OSError:
+        return None
 
 
 def _older_than(path: Path, seconds: float) -> bool:

@@ -36,7 +36,7 @@ SECTOR = 512
 _SEAL_ANYWHERE = re.compile(rb',"crc":"([0-9a-f]{8})"\}')
 _SEAL_LEN = 18
 _SEAL_AT_END = re.compile(rb',"crc":"[0-9a-f]{8}"\}\Z')
-_RECORD_START = re.compile(rb'\{"v":')
+_RECORD_START = re.compile(rb'\{"(?:v|thread)":')
 _ZEROS = re.compile(rb"\0+")
 #: Pairs of (start, seal) tried before giving up: past it, a complete record cannot be ruled
 #: out, so the line counts as holding one (damage reported, never a record dropped).

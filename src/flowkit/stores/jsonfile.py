@@ -118,6 +118,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
         self._spares = SpareFolders(
             self.root, count=spares, size=min(self.preallocate, BLOCK), fsync=fsync
         )
+        self._spares.recover(self._put_back)
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
