@@ -557,3 +557,18 @@ def test_a_losing_create_wipes_the_record_in_its_spare(
         monkeypatch.undo()
         assert store.records("t")[0].state == start().state  # type: ignore[union-attr]
     assert len(wiped) == 1 and not wiped[0].strip(b"\0")
+
+
+def test_a_spares_folder_that_cannot_be_read_never_stops_a_store_from_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "spares").mkdir()
+
+    def unreadable(*_: Any) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(spares_module, "_sweep", unreadable)
+    with capture_logs() as logs, JsonFileStore(tmp_path) as store:
+        store.create("t", start())
+        assert store.threads() == ["t"]
+    assert next(log["event"] for log in logs) == "spare_folders_unreadable"

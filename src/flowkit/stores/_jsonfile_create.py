@@ -247,7 +247,8 @@ class ThreadCreation(JsonFileReader):
                 os.rename(folder, self._dir(thread_id))
             except OSError:
                 return  # made meanwhile by another create (or the folder went): theirs
-            sync_dir(self.fsync, self._threads_dir)
+            with suppress(OSError):  # unsynced, it is put back again after the next crash
+                sync_dir(self.fsync, self._threads_dir)
             for summary in summaries(self.root, [thread_id]):
                 self._index.created(summary)
 

@@ -150,8 +150,13 @@ class SpareFolders:
         """Before the store is used: the dead owners' spares that hold a thread missing from
         ``threads/`` handed to ``put_back(thread_id, folder)``, then the owners' folders
         removed (see the module)."""
-        if self.folder.is_dir():
-            _sweep(self.folder, put_back)
+        try:
+            if self.folder.is_dir():
+                _sweep(self.folder, put_back)
+        except OSError as exc:  # unreadable: the next store object made here tries again
+            get_logger().warning(
+                "spare_folders_unreadable", folder=str(self.folder), reason=exc.strerror or ""
+            )
 
     def wait(self) -> None:
         """Until the refill running now, if any, has finished (benchmarks, tests)."""
