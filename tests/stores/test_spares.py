@@ -567,7 +567,7 @@ def test_a_spares_folder_that_cannot_be_read_never_stops_a_store_from_opening(
     def unreadable(*_: Any) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(spares_module, "_sweep", unreadable)
+    monkeypatch.setattr(spares_module, "sweep_dead_owners", unreadable)
     with capture_logs() as logs, JsonFileStore(tmp_path) as store:
         store.create("t", start())
         assert store.threads() == ["t"]

@@ -21,12 +21,13 @@ Layout: ``spares/<owner>/b<k>/<n>/journal.jsonl`` and ``spares/<owner>/b<k>/<n>.
 folder ``b<k>`` per refill. ``<owner>`` is one store object in one process, which holds an
 exclusive ``flock`` on its owner folder while it has spares there. Leftovers of a dead
 process go with its owner folder, removed by the first refill of any store object that finds
-the owner's lock free. ``create`` syncs the start record before the rename, not the rename:
-a power loss may leave a thread's folder under ``spares/``, its journal's first record naming
-the thread. So every store object, when it is made, looks through the dead owners' folders
-first (``recover``) and hands each spare whose journal names a thread that ``threads/`` lacks
-to the store, which renames it back. A spare whose journal holds no intact named record (its
-zeros, or a record torn by the crash) was never a thread's, and goes.
+the owner's lock free (``_spare_leftovers``). ``create`` syncs the start record before the
+rename, not the rename: a power loss may leave a thread's folder under ``spares/``, its
+journal's first record naming the thread. So every store object, when it is made, looks
+through the dead owners' folders first (``recover``) and hands each spare whose journal names
+a thread that ``threads/`` lacks to the store, which renames it back. A spare whose journal
+holds no intact named record (its zeros, or a record torn by the crash) was never a
+thread's, and goes.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ from typing import TypeVar
 from ..errors import StoreError
 from ..foundation._logging import get_logger
 from ._files import sync_dir
-from ._jsonl import named_thread, write_all
+from ._jsonl import write_all
+from ._spare_leftovers import PutBack, sweep_dead_owners
 
 __all__ = ["MAX_SPARES", "SPARES", "Spare", "SpareFolders"]
 
@@ -60,9 +62,6 @@ SPARES = "spares"
 _JOURNAL = "journal.jsonl"
 #: The most spare folders a store keeps (each is a folder, a journal and a lock file).
 MAX_SPARES = 1024
-#: Seconds after which a half-made owner folder (``.new-*``: its process died between making
-#: and locking it) is swept.
-_HALF_MADE_S = 3600.0
 #: Seconds a pool whose refill failed (disk full, no permission) waits before it tries again;
 #: meanwhile ``create`` takes the direct path, which reports the error where it matters.
 _RETRY_S = 10.0
@@ -146,13 +145,13 @@ class SpareFolders:
         ``count``)."""
         return min(self.count, 2 + state.taken // 2)
 
-    def recover(self, put_back: Callable[[str, Path], None]) -> None:
+    def recover(self, put_back: PutBack) -> None:
         """Before the store is used: the dead owners' spares that hold a thread missing from
         ``threads/`` handed to ``put_back(thread_id, folder)``, then the owners' folders
         removed (see the module)."""
         try:
             if self.folder.is_dir():
-                _sweep(self.folder, put_back)
+                sweep_dead_owners(self.folder, put_back)
         except OSError as exc:  # unreadable: the next store object made here tries again
             get_logger().warning(
                 "spare_folders_unreadable", folder=str(self.folder), reason=exc.strerror or ""
@@ -219,7 +218,7 @@ class SpareFolders:
         Made under a hidden name and locked before it gets its own, so no sweep takes it
         for a dead owner's in between."""
         self.folder.mkdir(exist_ok=True)
-        _sweep(self.folder)
+        sweep_dead_owners(self.folder)
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         making = self.folder / f".new-{name}"
         making.mkdir()
@@ -358,76 +357,3 @@ def _make_lock_files(batch: Path, count: int, numbers: itertools.count[int]) -> 
 
 def _remove(spare: Spare) -> None:
     shutil.rmtree(spare.path, ignore_errors=True)
-
-
-def _sweep(folder: Path, put_back: Callable[[str, Path], None] | None = None) -> None:
-    """Remove the owner folders under ``folder`` whose lock nobody holds (their process
-    ended, or closed its store without removing them), their threads handed to ``put_back``
-    first (``_threads_of``)."""
-    with os.scandir(folder) as entries:
-        names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
-    for name in names:
-        if name.startswith(".") and not _older_than(folder / name, _HALF_MADE_S):
-            continue  # being made by a live process, most likely
-        path = folder / name
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            continue  # removed meanwhile by another sweeper
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue  # a live owner's
-        try:
-            if _threads_of(path, put_back):
-                shutil.rmtree(path, ignore_errors=True)
-        finally:
-            os.close(fd)
-
-
-def _threads_of(owner: Path, put_back: Callable[[str, Path], None] | None) -> bool:
-    """Hand each spare of the dead ``owner`` whose journal names a thread missing from
-    ``threads/`` to ``put_back``; whether the owner's folder may be removed: not while one of
-    its spares is also a thread's folder (a rename half done by a power loss on a file system
-    without a journal: two names for one folder, which removing one would empty; left for
-    ``fsck``)."""
-    threads = owner.parent.parent / "threads"
-    for batch in _folders(owner):
-        for spare in _folders(batch):
-            name = _named(spare / _JOURNAL)
-            if name is None:
-                continue
-            try:
-                if os.path.samefile(spare, threads / name):
-                    get_logger().warning("spare_folder_linked_twice", folder=str(spare))
-                    return False
-            except OSError:  # no such thread: the power loss took its name
-                if put_back is not None:
-                    put_back(name, spare)
-    return True
-
-
-def _folders(path: Path) -> list[Path]:
-    try:
-        with os.scandir(path) as entries:
-            return [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-
-
-def _named(journal: Path) -> str | None:
-    """The thread the journal's first record names, if intact (``None``: zeros, torn)."""
-    try:
-        with open(journal, "rb") as handle:
-            return named_thread(handle.readline())
-    except OSError:
-        return None
-
-
-def _older_than(path: Path, seconds: float) -> bool:
-    """Whether ``path`` was last changed more than ``seconds`` ago (gone: no)."""
-    try:
-        return time.time() - path.stat().st_mtime > seconds
-    except OSError:
-        return False
