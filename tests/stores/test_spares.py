@@ -5,6 +5,7 @@ on the spot, and what a spare holds is never taken for a thread."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import signal
 import subprocess
@@ -466,10 +467,10 @@ def test_a_create_killed_after_its_record_was_synced_keeps_its_thread(tmp_path: 
         assert owner_folders(tmp_path) == []  # the dead one swept, none made yet
 
 
-def _lose_the_rename(root: Path, thread_id: str) -> Path:
+def _lose_the_rename(root: Path, thread_id: str, owner: str = "4242-deadbeef") -> Path:
     """What a power loss after ``create`` returned may leave on disk: the thread's folder
     back where the spare was, under a dead owner's folder (the rename never reached it)."""
-    spare = root / "spares" / "4242-deadbeef" / "b0" / "0"
+    spare = root / "spares" / owner / "b0" / "0"
     spare.parent.mkdir(parents=True)
     os.rename(root / "threads" / thread_id, spare)
     return spare
@@ -572,3 +573,105 @@ def test_a_spares_folder_that_cannot_be_read_never_stops_a_store_from_opening(
         store.create("t", start())
         assert store.threads() == ["t"]
     assert next(log["event"] for log in logs) == "spare_folders_unreadable"
+
+
+# -- found by a defect hunt of the put-back ----------------------------------------------------
+
+
+def test_a_thread_that_cannot_be_put_back_stays_in_its_spare_for_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with JsonFileStore(tmp_path) as store:
+        store.create("t", start(x=1))
+        store.append("t", [step(1), step(2)], expected_version=0)
+        expected = store.records("t")
+    spare = _lose_the_rename(tmp_path, "t")
+
+    class Full:  # the disk is full after the reboot: the rename back fails
+        def __getattr__(self, name: str) -> Any:
+            return getattr(os, name)
+
+        @staticmethod
+        def rename(src: Any, dst: Any) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(create_module, "os", Full())
+    with JsonFileStore(tmp_path, spares=0) as store:
+        assert store.threads() == []
+    monkeypatch.undo()
+    assert (spare / "journal.jsonl").exists()  # kept, not swept with its owner
+    with JsonFileStore(tmp_path) as store:
+        assert store.records("t") == expected
+
+
+def test_a_store_made_while_another_puts_threads_back_waits_for_it(tmp_path: Path) -> None:
+    """The sweep holds ``spares/lock``: a second store object never takes the owner being
+    looked through for a live one and serves before the threads are back."""
+    (tmp_path / "spares").mkdir()
+    lock = os.open(tmp_path / "spares" / "lock", os.O_RDWR | os.O_CREAT)
+    made = threading.Event()
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process, sweeping
+        opener = threading.Thread(target=lambda: (JsonFileStore(tmp_path).close(), made.set()))
+        opener.start()
+        time.sleep(0.3)
+        assert not made.is_set()
+    finally:
+        os.close(lock)
+    opener.join(10)
+    assert made.is_set()
+
+
+def test_two_spares_naming_one_thread_put_back_the_longer_journal(tmp_path: Path) -> None:
+    """The thread's own spare (its steps written) and a losing create's, cut off before its
+    record was wiped: whatever the order they are found in, the thread keeps its steps."""
+    with JsonFileStore(tmp_path) as store:
+        store.create("t", start(x=1))
+        store.append("t", [step(1), step(2)], expected_version=0)
+        expected = store.records("t")
+        store.create("u", start(x=2))
+    loser = tmp_path / "threads" / "u" / "journal.jsonl"
+    loser.write_bytes(loser.read_bytes().replace(b'"thread":"u"', b'"thread":"t"'))
+    _lose_the_rename(tmp_path, "u", owner="1-first")  # found first: names t, start only
+    _lose_the_rename(tmp_path, "t", owner="9-last")
+    with JsonFileStore(tmp_path) as store:
+        assert store.records("t") == expected
+    assert sorted(p.name for p in (tmp_path / "spares").iterdir() if p.is_dir()) == []
+
+
+def test_a_compacted_journal_still_names_its_thread(tmp_path: Path) -> None:
+    with JsonFileStore(tmp_path) as store:
+        store.create("t", start(x=1))
+        store.append("t", [step(1), step(2)], expected_version=0)
+        store.compact("t", start(x=5).model_copy(update={"version": 2}))
+        expected = store.records("t")
+    journal = tmp_path / "threads" / "t" / "journal.jsonl"
+    assert journal.read_bytes().startswith(b'{"thread":"t",')
+    _lose_the_rename(tmp_path, "t")
+    with JsonFileStore(tmp_path) as store:
+        assert store.records("t") == expected
+
+
+def test_a_live_stores_own_sweep_puts_a_killed_creates_thread_back_too(tmp_path: Path) -> None:
+    """As a store object made after the death does: a store made before it sweeps the dead
+    owner at its first refill, and keeps the thread the same way."""
+    with JsonFileStore(tmp_path) as early:
+        script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), "rename"]
+        assert subprocess.run(script, check=False).returncode == -signal.SIGKILL
+        early.create("other", start())  # its first refill sweeps the dead owner
+        early._spares.wait()
+        assert sorted(early.threads()) == ["ghost", "other", "warm"]
+
+
+def test_one_spare_linked_twice_never_keeps_its_owners_other_threads_from_coming_back(
+    tmp_path: Path,
+) -> None:
+    with JsonFileStore(tmp_path) as store:
+        store.create("x1", start(x=1))
+        store.create("x2", start(x=2))
+    first = _lose_the_rename(tmp_path, "x1")
+    os.rename(tmp_path / "threads" / "x2", first.parent / "1")
+    os.symlink(first, tmp_path / "threads" / "x1")  # stands in for a folder with two names
+    with JsonFileStore(tmp_path) as store:
+        assert store.records("x2")[0].state == {"x": 2}  # type: ignore[union-attr]
+    assert first.exists()  # left for fsck, with its owner

@@ -27,6 +27,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..errors import ThreadExistsError, ThreadNotFoundError
+from ..foundation._logging import get_logger
 from ..records._records import StartRecord
 from ._files import name_of, os_error, still_named, sync_dir
 from ._index_repair import summaries
@@ -235,22 +236,26 @@ class ThreadCreation(JsonFileReader):
         self._handles.adopt(thread_id, fd)  # the journal's descriptor from now on
         return True
 
-    def _put_back(self, thread_id: str, folder: Path) -> None:
+    def _put_back(self, thread_id: str, folder: Path) -> bool:
         """Put ``folder``, a spare of a dead process whose journal's first record names
         ``thread_id`` (absent from ``threads/``), back under that name: a create renamed it
         into ``threads/`` and returned, and a power loss took the unsynced new name (or the
         process died between its record and the rename: the create never returned, and its
-        thread is kept all the same, as a database keeps a commit it never acknowledged)."""
+        thread is kept all the same, as a database keeps a commit it never acknowledged).
+        Whether it did (``False``: the folder stays where it is, for the next store object
+        to look at again)."""
         with self._committing(thread_id):
             self._index.committing(thread_id)
             try:
                 os.rename(folder, self._dir(thread_id))
-            except OSError:
-                return  # made meanwhile by another create (or the folder went): theirs
+            except OSError:  # made meanwhile by another create, or the disk refused (full)
+                return False
             with suppress(OSError):  # unsynced, it is put back again after the next crash
                 sync_dir(self.fsync, self._threads_dir)
             for summary in summaries(self.root, [thread_id]):
                 self._index.created(summary)
+        get_logger().warning("thread_put_back", thread_id=thread_id)
+        return True
 
     def _created(
         self, thread_id: str, record: StartRecord, data: bytes, capacity: int, ino: int

@@ -14,7 +14,7 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..foundation._logging import get_logger
@@ -23,19 +23,45 @@ from ._jsonl import named_thread
 
 __all__ = ["PutBack", "sweep_dead_owners"]
 
-#: ``put_back(thread_id, folder)``: rename a spare folder back to the thread it holds.
-PutBack = Callable[[str, Path], None]
+#: ``put_back(thread_id, folder)``: rename a spare folder back to the thread it holds;
+#: whether it did (or the thread is there now).
+PutBack = Callable[[str, Path], bool]
+#: The file a sweep holds locked (``flock``) while it looks through the owners.
+_LOCK = "lock"
 #: Seconds after which a half-made owner folder (``.new-*``: its process died between making
 #: and locking it) is swept.
 _HALF_MADE_S = 3600.0
 
 
-def sweep_dead_owners(folder: Path, put_back: PutBack | None = None) -> None:
+def sweep_dead_owners(folder: Path, put_back: PutBack | None) -> None:
     """Remove the owner folders under ``folder`` whose lock nobody holds (their process
     ended, or closed its store without removing them), their threads handed to ``put_back``
-    first (``_threads_of``)."""
+    first (``None``: nothing to hand them to; such owners are left for a store object).
+
+    One sweep at a time (``folder/lock``): a store object made while another is putting
+    threads back waits, never taking an owner it cannot lock for a live one and serving
+    before its threads are back."""
+    lock = os.open(folder / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held = _dead_owners(folder)
+        try:
+            keep = _put_back_threads(folder.parent / "threads", held, put_back)
+            for owner in held:
+                if owner not in keep:
+                    shutil.rmtree(owner, ignore_errors=True)
+        finally:
+            for fd in held.values():
+                os.close(fd)
+    finally:
+        os.close(lock)  # its lock goes with it
+
+
+def _dead_owners(folder: Path) -> dict[Path, int]:
+    """The owner folders nobody holds, each now locked here (path -> the locked fd)."""
     with os.scandir(folder) as entries:
         names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    held: dict[Path, int] = {}
     for name in names:
         if name.startswith(".") and not _older_than(folder / name, _HALF_MADE_S):
             continue  # being made by a live process, most likely
@@ -49,33 +75,43 @@ def sweep_dead_owners(folder: Path, put_back: PutBack | None = None) -> None:
         except OSError:
             os.close(fd)
             continue  # a live owner's
-        try:
-            if _threads_of(path, put_back):
-                shutil.rmtree(path, ignore_errors=True)
-        finally:
-            os.close(fd)
+        held[path] = fd
+    return held
 
 
-def _threads_of(owner: Path, put_back: PutBack | None) -> bool:
-    """Hand each spare of the dead ``owner`` whose journal names a thread missing from
-    ``threads/`` to ``put_back``; whether the owner's folder may be removed: not while one of
-    its spares is also a thread's folder (a rename half done by a power loss on a file system
-    without a journal: two names for one folder, which removing one would empty; left for
+def _put_back_threads(threads: Path, owners: Iterable[Path], put_back: PutBack | None) -> set[Path]:
+    """Hand each spare of ``owners`` whose journal names a thread missing from ``threads``
+    to ``put_back``, the longest journal first (two spares may name one thread: the
+    thread's own, and a create that lost the race to it and was cut off before its record
+    was wiped); the owners to keep: one whose thread could not be put back (tried again
+    next time), one holding a spare with records past its start whose thread is there
+    already (two lives of one id: nothing is removed, a person decides), one whose spare is
+    also its thread's folder (a rename half done by a power loss on a file system without
+    a journal: two names for one folder, which removing one would empty; left for
     ``fsck``)."""
-    threads = owner.parent.parent / "threads"
-    for batch in _folders(owner):
-        for spare in _folders(batch):
-            name = _named(spare / JOURNAL)
-            if name is None:
-                continue
-            try:
-                if os.path.samefile(spare, threads / name):
-                    get_logger().warning("spare_folder_linked_twice", folder=str(spare))
-                    return False
-            except OSError:  # no such thread: the power loss took its name
-                if put_back is not None:
-                    put_back(name, spare)
-    return True
+    named: list[tuple[int, str, Path, Path]] = []
+    for owner in owners:
+        for batch in _folders(owner):
+            for spare in _folders(batch):
+                found = _named(spare / JOURNAL)
+                if found is not None:
+                    named.append((found[1], found[0], spare, owner))
+    keep: set[Path] = set()
+    for lines, name, spare, owner in sorted(named, key=lambda n: -n[0]):
+        target = threads / name
+        try:
+            if os.path.samefile(spare, target):
+                get_logger().warning("spare_folder_linked_twice", folder=str(spare))
+                keep.add(owner)
+            elif lines > 1:
+                get_logger().warning("spare_folder_conflict", folder=str(spare))
+                keep.add(owner)
+            continue
+        except OSError:  # no such thread: the power loss took its name
+            pass
+        if put_back is None or not put_back(name, spare):
+            keep.add(owner)
+    return keep
 
 
 def _folders(path: Path) -> list[Path]:
@@ -86,11 +122,15 @@ def _folders(path: Path) -> list[Path]:
         return []
 
 
-def _named(journal: Path) -> str | None:
-    """The thread the journal's first record names, if intact (``None``: zeros, torn)."""
+def _named(journal: Path) -> tuple[str, int] | None:
+    """The thread the journal's first record names, if intact (``None``: zeros, torn), and
+    how many lines the journal holds."""
     try:
         with open(journal, "rb") as handle:
-            return named_thread(handle.readline())
+            name = named_thread(handle.readline())
+            if name is None:
+                return None
+            return name, 1 + handle.read().rstrip(b"\0").count(b"\n")
     except OSError:
         return None
 

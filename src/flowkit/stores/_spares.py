@@ -33,6 +33,7 @@ thread's, and goes.
 from __future__ import annotations
 
 import fcntl
+import inspect
 import itertools
 import os
 import secrets
@@ -84,7 +85,9 @@ class SpareFolders:
     """Up to ``count`` spare thread folders under ``root/spares``, each journal ``size``
     bytes of zeros; ``fsync`` as the store's (without it nothing is synced)."""
 
-    def __init__(self, root: Path, *, count: int, size: int, fsync: bool) -> None:
+    def __init__(
+        self, root: Path, *, count: int, size: int, fsync: bool, put_back: PutBack | None = None
+    ) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_SPARES:
             raise StoreError(
                 f"spares must be a whole number from 0 to {MAX_SPARES}; got {count!r:.40}. It "
@@ -94,6 +97,9 @@ class SpareFolders:
         self.count = count
         self.size = size
         self.fsync = fsync
+        #: Where the threads found in dead owners' spares go (``_spare_leftovers``): held
+        #: weakly, as the store holds this pool.
+        self._put_back = None if put_back is None else _weak(put_back)
         self._lock = threading.Lock()
         self._state = _State()
         self._finalizer = weakref.finalize(self, self._state.release)  # not the refill's: it
@@ -145,13 +151,12 @@ class SpareFolders:
         ``count``)."""
         return min(self.count, 2 + state.taken // 2)
 
-    def recover(self, put_back: PutBack) -> None:
+    def recover(self) -> None:
         """Before the store is used: the dead owners' spares that hold a thread missing from
-        ``threads/`` handed to ``put_back(thread_id, folder)``, then the owners' folders
-        removed (see the module)."""
+        ``threads/`` put back, then the owners' folders removed (see the module)."""
         try:
             if self.folder.is_dir():
-                sweep_dead_owners(self.folder, put_back)
+                sweep_dead_owners(self.folder, self._put_back)
         except OSError as exc:  # unreadable: the next store object made here tries again
             get_logger().warning(
                 "spare_folders_unreadable", folder=str(self.folder), reason=exc.strerror or ""
@@ -218,7 +223,7 @@ class SpareFolders:
         Made under a hidden name and locked before it gets its own, so no sweep takes it
         for a dead owner's in between."""
         self.folder.mkdir(exist_ok=True)
-        sweep_dead_owners(self.folder)
+        sweep_dead_owners(self.folder, self._put_back)
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         making = self.folder / f".new-{name}"
         making.mkdir()
@@ -342,6 +347,20 @@ def _new_batch(owner: _Owner, state: _State) -> Path:
     batch.mkdir()
     state.batches.append(batch)
     return batch
+
+
+def _weak(put_back: PutBack) -> PutBack:
+    """``put_back`` held weakly when it is a bound method (a method of the store that holds
+    this pool): once its object is gone, nothing is put back (the owners are kept)."""
+    if not inspect.ismethod(put_back):
+        return put_back
+    method = weakref.WeakMethod(put_back)
+
+    def weakly(thread_id: str, folder: Path) -> bool:
+        bound = method()
+        return bound is not None and bound(thread_id, folder)
+
+    return weakly
 
 
 def _make_lock_files(batch: Path, count: int, numbers: itertools.count[int]) -> list[Path]:

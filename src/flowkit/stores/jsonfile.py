@@ -116,9 +116,13 @@ class JsonFileStore(ThreadCreation, IndexedListing):
         if spares is None:
             spares = SPARES if fsync and self.preallocate else 0
         self._spares = SpareFolders(
-            self.root, count=spares, size=min(self.preallocate, BLOCK), fsync=fsync
+            self.root,
+            count=spares,
+            size=min(self.preallocate, BLOCK),
+            fsync=fsync,
+            put_back=self._put_back,
         )
-        self._spares.recover(self._put_back)
+        self._spares.recover()
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
@@ -389,7 +393,10 @@ class JsonFileStore(ThreadCreation, IndexedListing):
             first = records[0].version
             check_compaction(thread_id, start, first, records[-1].version)
             kept = [r for r in records if r.version > start.version]
-            data = b"".join(encode(thread_id, r) + b"\n" for r in [start, *kept])
+            # The first line names its thread, as a new journal's does (``_jsonfile_create``).
+            data = b"".join(
+                encode(thread_id, r, named=i == 0) + b"\n" for i, r in enumerate([start, *kept])
+            )
             directory = self._dir(thread_id)
             self._handles.drop(thread_id)
             self._removals += 1
