@@ -5,7 +5,6 @@ on the spot, and what a spare holds is never taken for a thread."""
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import signal
 import subprocess
@@ -23,6 +22,8 @@ from flowkit.errors import ConflictError, StoreError, ThreadExistsError, ThreadN
 from flowkit.records._records import StartRecord, StepRecord
 from flowkit.stores import JsonFileStore
 from flowkit.stores import _jsonfile_create as create_module
+from flowkit.stores import _jsonl as jsonl_module
+from flowkit.stores import _spare_leftovers as leftovers_module
 from flowkit.stores import _spares as spares_module
 
 
@@ -458,13 +459,14 @@ def test_a_create_killed_after_its_record_was_synced_keeps_its_thread(tmp_path: 
     script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), "rename"]
     died = subprocess.run(script, check=False)
     assert died.returncode == -signal.SIGKILL
+    dead = owner_folders(tmp_path)
     with JsonFileStore(tmp_path) as store:
         assert sorted(store.threads()) == ["ghost", "warm"]
         assert sorted(t.thread_id for t in store.list_threads().threads) == ["ghost", "warm"]
         assert store.records("ghost")[0].flow == "f"
         with pytest.raises(ThreadExistsError):
             store.create("ghost", start(x=2))
-        assert owner_folders(tmp_path) == []  # the dead one swept, none made yet
+        assert not set(dead) & set(owner_folders(tmp_path))  # the dead one swept
 
 
 def _lose_the_rename(root: Path, thread_id: str, owner: str = "4242-deadbeef") -> Path:
@@ -608,35 +610,71 @@ def test_a_store_made_while_another_puts_threads_back_waits_for_it(tmp_path: Pat
     """The sweep holds ``spares/lock``: a second store object never takes the owner being
     looked through for a live one and serves before the threads are back."""
     (tmp_path / "spares").mkdir()
-    lock = os.open(tmp_path / "spares" / "lock", os.O_RDWR | os.O_CREAT)
     made = threading.Event()
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process, sweeping
-        opener = threading.Thread(target=lambda: (JsonFileStore(tmp_path).close(), made.set()))
-        opener.start()
-        time.sleep(0.3)
-        assert not made.is_set()
-    finally:
-        os.close(lock)
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLDS_THE_SWEEP_LOCK, str(tmp_path / "spares" / "lock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            opener = threading.Thread(target=lambda: (JsonFileStore(tmp_path).close(), made.set()))
+            opener.start()
+            time.sleep(0.3)
+            assert not made.is_set()
+        finally:
+            holder.kill()
     opener.join(10)
     assert made.is_set()
+
+
+_HOLDS_THE_SWEEP_LOCK = textwrap.dedent(
+    """
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(fd, fcntl.LOCK_EX)  # another process, sweeping
+    print("held", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def _named_spare(root: Path, owner: str, thread_id: str, record: StartRecord) -> Path:
+    """A dead owner's spare holding ``record`` as ``thread_id``'s first, sealed as a create
+    writes it (a create cut off after its record was synced)."""
+    spare = root / "spares" / owner / "b0" / "0"
+    spare.mkdir(parents=True)
+    line = jsonl_module.encode(thread_id, record, named=True) + b"\n"
+    (spare / "journal.jsonl").write_bytes(line + bytes(4096 - len(line)))
+    return spare
 
 
 def test_two_spares_naming_one_thread_put_back_the_longer_journal(tmp_path: Path) -> None:
     """The thread's own spare (its steps written) and a losing create's, cut off before its
     record was wiped: whatever the order they are found in, the thread keeps its steps."""
-    with JsonFileStore(tmp_path) as store:
-        store.create("t", start(x=1))
-        store.append("t", [step(1), step(2)], expected_version=0)
-        expected = store.records("t")
-        store.create("u", start(x=2))
-    loser = tmp_path / "threads" / "u" / "journal.jsonl"
-    loser.write_bytes(loser.read_bytes().replace(b'"thread":"u"', b'"thread":"t"'))
-    _lose_the_rename(tmp_path, "u", owner="1-first")  # found first: names t, start only
-    _lose_the_rename(tmp_path, "t", owner="9-last")
-    with JsonFileStore(tmp_path) as store:
-        assert store.records("t") == expected
-    assert sorted(p.name for p in (tmp_path / "spares").iterdir() if p.is_dir()) == []
+    for first, last in (("1", "9"), ("9", "1")):
+        root = tmp_path / first
+        with JsonFileStore(root) as store:
+            store.create("t", start(x=1))
+            store.append("t", [step(1), step(2)], expected_version=0)
+            expected = store.records("t")
+        _named_spare(root, f"{first}-loser", "t", start(x=9))
+        _lose_the_rename(root, "t", owner=f"{last}-winner")
+        with JsonFileStore(root) as store:
+            assert store.records("t") == expected
+        assert not (root / "spares" / f"{last}-winner").exists()
+        assert (root / "spares" / f"{first}-loser").exists()  # another start: kept, warned
+
+
+def test_two_bare_starts_naming_one_thread_keep_the_one_not_put_back(tmp_path: Path) -> None:
+    """Nothing tells which of two one-record spares was the create that returned: one goes
+    back, the other stays on disk, and a warning says where."""
+    _named_spare(tmp_path, "1-a", "t", start(x=1))
+    _named_spare(tmp_path, "2-b", "t", start(x=2))
+    with capture_logs() as logs, JsonFileStore(tmp_path) as store:
+        assert store.records("t")[0].state in ({"x": 1}, {"x": 2})  # type: ignore[union-attr]
+    assert "spare_folder_conflict" in [log["event"] for log in logs]
+    assert len([p for p in (tmp_path / "spares").iterdir() if p.is_dir()]) == 1
 
 
 def test_a_compacted_journal_still_names_its_thread(tmp_path: Path) -> None:
@@ -652,15 +690,85 @@ def test_a_compacted_journal_still_names_its_thread(tmp_path: Path) -> None:
         assert store.records("t") == expected
 
 
-def test_a_live_stores_own_sweep_puts_a_killed_creates_thread_back_too(tmp_path: Path) -> None:
-    """As a store object made after the death does: a store made before it sweeps the dead
-    owner at its first refill, and keeps the thread the same way."""
+def test_a_live_stores_own_sweep_keeps_a_killed_creates_thread_for_the_next_store(
+    tmp_path: Path,
+) -> None:
+    """A store made before the death sweeps the dead owner at its first refill, off the
+    caller's thread, where the store's locks are never taken: the thread stays in its spare
+    and the next store object made puts it back."""
     with JsonFileStore(tmp_path) as early:
         script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), "rename"]
         assert subprocess.run(script, check=False).returncode == -signal.SIGKILL
         early.create("other", start())  # its first refill sweeps the dead owner
         early._spares.wait()
-        assert sorted(early.threads()) == ["ghost", "other", "warm"]
+        assert sorted(early.threads()) == ["other", "warm"]
+        with JsonFileStore(tmp_path) as late:
+            assert sorted(late.threads()) == ["ghost", "other", "warm"]
+
+
+def test_a_put_back_holds_the_threads_lock_as_a_delete_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a defect hunt: a delete landing between the rename and the index row left a
+    deleted thread listed for good."""
+    with JsonFileStore(tmp_path) as store:
+        store.create("t", start())
+    other = JsonFileStore(tmp_path)  # another process's, made before the power loss's effect
+    _lose_the_rename(tmp_path, "t")
+    refused: list[type[BaseException]] = []
+    real_summaries = create_module.summaries
+
+    def summaries(root: Path, threads: Any) -> Any:
+        try:  # between the rename back and the index row
+            other.delete("t")
+        except ConflictError as exc:
+            refused.append(type(exc))
+        return real_summaries(root, threads)
+
+    monkeypatch.setattr(create_module, "summaries", summaries)
+    try:
+        with JsonFileStore(tmp_path) as store:
+            monkeypatch.undo()
+            assert refused == [ConflictError]
+            assert [s.thread_id for s in store.list_threads().threads] == store.threads()
+            assert store.threads() == ["t"]
+    finally:
+        other.close()
+
+
+def test_a_fork_during_a_sweep_never_leaves_the_sweep_lock_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a defect hunt: a child forked while a sweep held ``spares/lock`` kept it
+    held for as long as it lived, and every store made on the folder after waited."""
+    (tmp_path / "spares").mkdir()
+    sweeping, finish = threading.Event(), threading.Event()
+    real_sweep = leftovers_module._sweep
+
+    def slow(folder: Path, put_back: Any) -> None:
+        sweeping.set()
+        finish.wait(10)
+        real_sweep(folder, put_back)
+
+    monkeypatch.setattr(leftovers_module, "_sweep", slow)
+    opener = threading.Thread(target=lambda: JsonFileStore(tmp_path).close())
+    opener.start()
+    assert sweeping.wait(10)
+    child = os.fork()
+    if child == 0:  # a long-lived worker that never touches the store
+        time.sleep(5)
+        os._exit(0)
+    try:
+        finish.set()
+        opener.join(10)
+        monkeypatch.undo()
+        opened = threading.Event()
+        later = threading.Thread(target=lambda: (JsonFileStore(tmp_path).close(), opened.set()))
+        later.start()
+        assert opened.wait(3)  # while the child lives
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
 
 
 def test_one_spare_linked_twice_never_keeps_its_owners_other_threads_from_coming_back(

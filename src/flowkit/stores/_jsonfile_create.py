@@ -22,11 +22,11 @@ import itertools
 import os
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from ..errors import ThreadExistsError, ThreadNotFoundError
+from ..errors import ConflictError, StoreError, ThreadExistsError, ThreadNotFoundError
 from ..foundation._logging import get_logger
 from ..records._records import StartRecord
 from ._files import name_of, os_error, still_named, sync_dir
@@ -34,6 +34,7 @@ from ._index_repair import summaries
 from ._jsonfile_reader import JournalTail, JsonFileReader
 from ._jsonl import encode, write_all
 from ._listing import ThreadSummary
+from ._locks import ThreadLockFile
 from ._spares import Spare, SpareFolders
 from ._thread_index import JsonThreadIndex
 from ._timer_files import TimerFiles
@@ -58,6 +59,8 @@ class ThreadCreation(JsonFileReader):
     _timers: TimerFiles
     _spares: SpareFolders
     _stripes: tuple[threading.Lock, ...]
+    #: The thread's lock file (``JsonFileStore._lock_file``).
+    _lock_file: Callable[[str], ThreadLockFile]
     #: How many journals this store object has deleted or replaced (a commit that waited for
     #: a journal's lock checks it is still the thread's when this moved meanwhile).
     _removals: int
@@ -244,16 +247,21 @@ class ThreadCreation(JsonFileReader):
         thread is kept all the same, as a database keeps a commit it never acknowledged).
         Whether it did (``False``: the folder stays where it is, for the next store object
         to look at again)."""
-        with self._committing(thread_id):
-            self._index.committing(thread_id)
-            try:
-                os.rename(folder, self._dir(thread_id))
-            except OSError:  # made meanwhile by another create, or the disk refused (full)
-                return False
-            with suppress(OSError):  # unsynced, it is put back again after the next crash
-                sync_dir(self.fsync, self._threads_dir)
-            for summary in summaries(self.root, [thread_id]):
-                self._index.created(summary)
+        try:
+            # As ``delete`` holds them: a delete in another thread or process never leaves
+            # the row this writes for a thread it removed.
+            with self._guard, self._lock_file(thread_id):
+                self._index.committing(thread_id)
+                try:
+                    os.rename(folder, self._dir(thread_id))
+                except OSError:  # made meanwhile by another create, or the disk refused
+                    return False
+                with suppress(OSError):  # unsynced, it is put back again after the next crash
+                    sync_dir(self.fsync, self._threads_dir)
+                for summary in summaries(self.root, [thread_id]):
+                    self._index.created(summary)
+        except (ConflictError, StoreError):  # its lock is another's, or cannot be made
+            return False
         get_logger().warning("thread_put_back", thread_id=thread_id)
         return True
 

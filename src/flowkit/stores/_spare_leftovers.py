@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,10 +25,24 @@ from ._jsonl import named_thread
 __all__ = ["PutBack", "sweep_dead_owners"]
 
 #: ``put_back(thread_id, folder)``: rename a spare folder back to the thread it holds;
-#: whether it did (or the thread is there now).
+#: whether it did.
 PutBack = Callable[[str, Path], bool]
-#: The file a sweep holds locked (``flock``) while it looks through the owners.
+#: The file a sweep holds locked (``lockf``) while it looks through the owners.
 _LOCK = "lock"
+
+
+class _Sweeps:
+    """This process's sweeps, one at a time."""
+
+    lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    _Sweeps.lock = threading.Lock()  # another thread's sweep, held at the fork, is not the child's
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
 #: Seconds after which a half-made owner folder (``.new-*``: its process died between making
 #: and locking it) is swept.
 _HALF_MADE_S = 3600.0
@@ -40,21 +55,29 @@ def sweep_dead_owners(folder: Path, put_back: PutBack | None) -> None:
 
     One sweep at a time (``folder/lock``): a store object made while another is putting
     threads back waits, never taking an owner it cannot lock for a live one and serving
-    before its threads are back."""
-    lock = os.open(folder / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        held = _dead_owners(folder)
+    before its threads are back. A POSIX record lock, which a forked child does not inherit
+    (a ``flock`` it would hold for as long as it lives), with a lock of this process's
+    beside it (record locks are the process's: two threads would both get one)."""
+    with _Sweeps.lock:
+        lock = os.open(folder / _LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            keep = _put_back_threads(folder.parent / "threads", held, put_back)
-            for owner in held:
-                if owner not in keep:
-                    shutil.rmtree(owner, ignore_errors=True)
+            fcntl.lockf(lock, fcntl.LOCK_EX)
+            _sweep(folder, put_back)
         finally:
-            for fd in held.values():
-                os.close(fd)
+            os.close(lock)  # its lock goes with it
+
+
+def _sweep(folder: Path, put_back: PutBack | None) -> None:
+    """``sweep_dead_owners``, its locks held."""
+    held = _dead_owners(folder)
+    try:
+        keep = _put_back_threads(folder.parent / "threads", held, put_back)
+        for owner in held:
+            if owner not in keep:
+                shutil.rmtree(owner, ignore_errors=True)
     finally:
-        os.close(lock)  # its lock goes with it
+        for fd in held.values():
+            os.close(fd)
 
 
 def _dead_owners(folder: Path) -> dict[Path, int]:
@@ -83,30 +106,32 @@ def _put_back_threads(threads: Path, owners: Iterable[Path], put_back: PutBack |
     """Hand each spare of ``owners`` whose journal names a thread missing from ``threads``
     to ``put_back``, the longest journal first (two spares may name one thread: the
     thread's own, and a create that lost the race to it and was cut off before its record
-    was wiped); the owners to keep: one whose thread could not be put back (tried again
-    next time), one holding a spare with records past its start whose thread is there
-    already (two lives of one id: nothing is removed, a person decides), one whose spare is
-    also its thread's folder (a rename half done by a power loss on a file system without
-    a journal: two names for one folder, which removing one would empty; left for
-    ``fsck``)."""
-    named: list[tuple[int, str, Path, Path]] = []
+    was wiped); the owners to keep: one whose thread could not be put back (``put_back``
+    ``None`` or failing: tried again by the next store object made), one holding a spare
+    whose thread is there already with another first record (two lives of one id, or two
+    creates of which nothing tells the one that returned: nothing is removed, a person
+    decides), one whose spare is also its thread's folder (a rename half done by a power
+    loss on a file system without a journal: two names for one folder, which removing one
+    would empty; left for ``fsck``)."""
+    named: list[tuple[int, str, bytes, Path, Path]] = []
     for owner in owners:
         for batch in _folders(owner):
             for spare in _folders(batch):
                 found = _named(spare / JOURNAL)
                 if found is not None:
-                    named.append((found[1], found[0], spare, owner))
+                    name, first, lines = found
+                    named.append((lines, name, first, spare, owner))
     keep: set[Path] = set()
-    for lines, name, spare, owner in sorted(named, key=lambda n: -n[0]):
+    for _, name, first, spare, owner in sorted(named, key=lambda n: (-n[0], str(n[3]))):
         target = threads / name
         try:
             if os.path.samefile(spare, target):
                 get_logger().warning("spare_folder_linked_twice", folder=str(spare))
                 keep.add(owner)
-            elif lines > 1:
+            elif _first_line(target / JOURNAL) != first:
                 get_logger().warning("spare_folder_conflict", folder=str(spare))
                 keep.add(owner)
-            continue
+            continue  # the same start as the thread's: a copy, removed
         except OSError:  # no such thread: the power loss took its name
             pass
         if put_back is None or not put_back(name, spare):
@@ -122,15 +147,24 @@ def _folders(path: Path) -> list[Path]:
         return []
 
 
-def _named(journal: Path) -> tuple[str, int] | None:
-    """The thread the journal's first record names, if intact (``None``: zeros, torn), and
-    how many lines the journal holds."""
+def _named(journal: Path) -> tuple[str, bytes, int] | None:
+    """The thread the journal's first record names, if intact (``None``: zeros, torn), that
+    first line, and how many lines the journal holds."""
     try:
         with open(journal, "rb") as handle:
-            name = named_thread(handle.readline())
+            first = handle.readline()
+            name = named_thread(first)
             if name is None:
                 return None
-            return name, 1 + handle.read().rstrip(b"\0").count(b"\n")
+            return name, first, 1 + handle.read().rstrip(b"\0").count(b"\n")
+    except OSError:
+        return None
+
+
+def _first_line(journal: Path) -> bytes | None:
+    try:
+        with open(journal, "rb") as handle:
+            return handle.readline()
     except OSError:
         return None
 

@@ -223,7 +223,10 @@ class SpareFolders:
         Made under a hidden name and locked before it gets its own, so no sweep takes it
         for a dead owner's in between."""
         self.folder.mkdir(exist_ok=True)
-        sweep_dead_owners(self.folder, self._put_back)
+        # No put-back here: it takes the store's locks, never from this thread (a fork
+        # meanwhile would leave them held in the child); owners holding a thread are kept
+        # for the next store object made (``recover``).
+        sweep_dead_owners(self.folder, None)
         name = f"{os.getpid()}-{secrets.token_hex(4)}"
         making = self.folder / f".new-{name}"
         making.mkdir()
