@@ -783,3 +783,18 @@ def test_one_spare_linked_twice_never_keeps_its_owners_other_threads_from_coming
     with JsonFileStore(tmp_path) as store:
         assert store.records("x2")[0].state == {"x": 2}  # type: ignore[union-attr]
     assert first.exists()  # left for fsck, with its owner
+
+
+def test_a_read_only_store_opens_without_a_word_about_its_spares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with JsonFileStore(tmp_path) as store:
+        store.create("t", start())
+
+    def read_only(*_: Any) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(spares_module, "sweep_dead_owners", read_only)
+    with capture_logs() as logs, JsonFileStore(tmp_path, spares=0) as store:
+        assert store.threads() == ["t"]
+    assert logs == []

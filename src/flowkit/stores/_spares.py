@@ -32,6 +32,7 @@ thread's, and goes.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import inspect
 import itertools
@@ -158,6 +159,8 @@ class SpareFolders:
             if self.folder.is_dir():
                 sweep_dead_owners(self.folder, self._put_back)
         except OSError as exc:  # unreadable: the next store object made here tries again
+            if exc.errno == errno.EROFS:
+                return  # a read-only store: nothing could be put back, nothing to say
             get_logger().warning(
                 "spare_folders_unreadable", folder=str(self.folder), reason=exc.strerror or ""
             )
