@@ -663,18 +663,77 @@ def test_two_spares_naming_one_thread_put_back_the_longer_journal(tmp_path: Path
         with JsonFileStore(root) as store:
             assert store.records("t") == expected
         assert not (root / "spares" / f"{last}-winner").exists()
-        assert (root / "spares" / f"{first}-loser").exists()  # another start: kept, warned
+        assert not (root / "spares" / f"{first}-loser").exists()  # a start alone: removed
 
 
-def test_two_bare_starts_naming_one_thread_keep_the_one_not_put_back(tmp_path: Path) -> None:
-    """Nothing tells which of two one-record spares was the create that returned: one goes
-    back, the other stays on disk, and a warning says where."""
-    _named_spare(tmp_path, "1-a", "t", start(x=1))
+def test_two_bare_starts_naming_one_thread_put_back_the_first_by_folder_name(
+    tmp_path: Path,
+) -> None:
+    """Nothing tells which of two one-record spares was the create that returned: the one
+    found first by folder name goes back, whatever order the folder lists them in."""
     _named_spare(tmp_path, "2-b", "t", start(x=2))
+    _named_spare(tmp_path, "1-a", "t", start(x=1))
+    with JsonFileStore(tmp_path) as store:
+        assert store.records("t")[0].state == {"x": 1}  # type: ignore[union-attr]
+    assert [p for p in (tmp_path / "spares").iterdir() if p.is_dir()] == []
+
+
+def test_a_killed_create_made_again_leaves_nothing_in_spares(tmp_path: Path) -> None:
+    """Found by a defect hunt: a store made before the kill keeps the dead owner (its refill
+    puts nothing back), the thread is started again there, and the spare holding the first
+    try's start alone must then go, not stay with a warning at every open."""
+    with JsonFileStore(tmp_path) as early:
+        script = [sys.executable, "-c", _KILLED_IN_CREATE, str(tmp_path), "rename"]
+        assert subprocess.run(script, check=False).returncode == -signal.SIGKILL
+        early.create("other", start())  # its first refill sweeps, and keeps, the dead owner
+        early._spares.wait()
+        early.create("ghost", start(x=7))  # the caller tries again
     with capture_logs() as logs, JsonFileStore(tmp_path) as store:
-        assert store.records("t")[0].state in ({"x": 1}, {"x": 2})  # type: ignore[union-attr]
-    assert "spare_folder_conflict" in [log["event"] for log in logs]
-    assert len([p for p in (tmp_path / "spares").iterdir() if p.is_dir()]) == 1
+        assert store.records("ghost")[0].state == {"x": 7}  # type: ignore[union-attr]
+    assert logs == []
+    assert [p for p in (tmp_path / "spares").iterdir() if p.is_dir()] == []
+
+
+def test_a_fork_during_a_sweep_never_keeps_the_dead_owners_locked_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a defect hunt: a child forked while a sweep held the dead owners' folders
+    locked kept them locked, and stores made meanwhile took them for live ones."""
+    with JsonFileStore(tmp_path) as store:
+        store.create("x1", start(x=1))
+    _lose_the_rename(tmp_path, "x1")
+    sweeping, finish = threading.Event(), threading.Event()
+    real = leftovers_module._put_back_threads
+
+    def slow(*args: Any) -> Any:
+        sweeping.set()
+        finish.wait(10)
+        return real(*args)
+
+    monkeypatch.setattr(leftovers_module, "_put_back_threads", slow)
+    refill = threading.Thread(  # a refill's sweep: it puts nothing back
+        target=leftovers_module.sweep_dead_owners, args=(tmp_path / "spares", None)
+    )
+    refill.start()
+    assert sweeping.wait(10)
+    started, ready = os.pipe()
+    child = os.fork()
+    if child == 0:  # a long-lived worker that never touches the store
+        os.write(ready, b"x")  # its fork hooks have run
+        time.sleep(5)
+        os._exit(0)
+    try:
+        assert os.read(started, 1) == b"x"
+        finish.set()
+        refill.join(10)
+        monkeypatch.undo()
+        with JsonFileStore(tmp_path) as store:  # while the child lives
+            assert store.threads() == ["x1"]
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        os.close(started)
+        os.close(ready)
 
 
 def test_a_compacted_journal_still_names_its_thread(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ rename, so a power loss may leave the thread there (``_jsonfile_create``).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -17,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import ClassVar
 
 from ..foundation._logging import get_logger
 from ._jsonfile_reader import JOURNAL
@@ -32,12 +34,19 @@ _LOCK = "lock"
 
 
 class _Sweeps:
-    """This process's sweeps, one at a time."""
+    """This process's sweeps, one at a time, and the dead owners' folders the one running
+    holds locked (``flock``, which a forked child's copies would hold for as long as it
+    lives: closed there)."""
 
     lock = threading.Lock()
+    held: ClassVar[list[int]] = []
 
 
 def _after_fork_in_child() -> None:
+    for fd in _Sweeps.held:  # the parent's sweep's, never the child's
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _Sweeps.held = []
     _Sweeps.lock = threading.Lock()  # another thread's sweep, held at the fork, is not the child's
 
 
@@ -69,6 +78,7 @@ def sweep_dead_owners(folder: Path, put_back: PutBack | None) -> None:
 
 def _sweep(folder: Path, put_back: PutBack | None) -> None:
     """``sweep_dead_owners``, its locks held."""
+    _Sweeps.held = []
     held = _dead_owners(folder)
     try:
         keep = _put_back_threads(folder.parent / "threads", held, put_back)
@@ -76,6 +86,7 @@ def _sweep(folder: Path, put_back: PutBack | None) -> None:
             if owner not in keep:
                 shutil.rmtree(owner, ignore_errors=True)
     finally:
+        _Sweeps.held = []
         for fd in held.values():
             os.close(fd)
 
@@ -99,6 +110,7 @@ def _dead_owners(folder: Path) -> dict[Path, int]:
             os.close(fd)
             continue  # a live owner's
         held[path] = fd
+        _Sweeps.held.append(fd)
     return held
 
 
@@ -108,30 +120,31 @@ def _put_back_threads(threads: Path, owners: Iterable[Path], put_back: PutBack |
     thread's own, and a create that lost the race to it and was cut off before its record
     was wiped); the owners to keep: one whose thread could not be put back (``put_back``
     ``None`` or failing: tried again by the next store object made), one holding a spare
-    whose thread is there already with another first record (two lives of one id, or two
-    creates of which nothing tells the one that returned: nothing is removed, a person
-    decides), one whose spare is also its thread's folder (a rename half done by a power
-    loss on a file system without a journal: two names for one folder, which removing one
-    would empty; left for ``fsck``)."""
-    named: list[tuple[int, str, bytes, Path, Path]] = []
+    with records past its start whose thread is there already (two lives of one id: nothing
+    is removed, a person decides), one whose spare is also its thread's folder (a rename
+    half done by a power loss on a file system without a journal: two names for one folder,
+    which removing one would empty; left for ``fsck``). A spare holding a start alone whose
+    thread is there is a create that never returned (killed before its rename, the thread
+    made again since; or, after a power loss, the loser of two creates of one id, of which
+    nothing tells the one that returned: the one found first by folder name goes back)."""
+    named: list[tuple[int, str, Path, Path]] = []
     for owner in owners:
         for batch in _folders(owner):
             for spare in _folders(batch):
                 found = _named(spare / JOURNAL)
                 if found is not None:
-                    name, first, lines = found
-                    named.append((lines, name, first, spare, owner))
+                    named.append((found[1], found[0], spare, owner))
     keep: set[Path] = set()
-    for _, name, first, spare, owner in sorted(named, key=lambda n: (-n[0], str(n[3]))):
+    for lines, name, spare, owner in sorted(named, key=lambda n: (-n[0], str(n[2]))):
         target = threads / name
         try:
             if os.path.samefile(spare, target):
                 get_logger().warning("spare_folder_linked_twice", folder=str(spare))
                 keep.add(owner)
-            elif _first_line(target / JOURNAL) != first:
+            elif lines > 1:
                 get_logger().warning("spare_folder_conflict", folder=str(spare))
                 keep.add(owner)
-            continue  # the same start as the thread's: a copy, removed
+            continue  # a start alone: a create that never returned (killed, then retried)
         except OSError:  # no such thread: the power loss took its name
             pass
         if put_back is None or not put_back(name, spare):
@@ -147,24 +160,15 @@ def _folders(path: Path) -> list[Path]:
         return []
 
 
-def _named(journal: Path) -> tuple[str, bytes, int] | None:
-    """The thread the journal's first record names, if intact (``None``: zeros, torn), that
-    first line, and how many lines the journal holds."""
+def _named(journal: Path) -> tuple[str, int] | None:
+    """The thread the journal's first record names, if intact (``None``: zeros, torn), and
+    how many lines the journal holds."""
     try:
         with open(journal, "rb") as handle:
-            first = handle.readline()
-            name = named_thread(first)
+            name = named_thread(handle.readline())
             if name is None:
                 return None
-            return name, first, 1 + handle.read().rstrip(b"\0").count(b"\n")
-    except OSError:
-        return None
-
-
-def _first_line(journal: Path) -> bytes | None:
-    try:
-        with open(journal, "rb") as handle:
-            return handle.readline()
+            return name, 1 + handle.read().rstrip(b"\0").count(b"\n")
     except OSError:
         return None
 
