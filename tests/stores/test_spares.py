@@ -857,3 +857,42 @@ def test_a_read_only_store_opens_without_a_word_about_its_spares(
     with capture_logs() as logs, JsonFileStore(tmp_path, spares=0) as store:
         assert store.threads() == ["t"]
     assert logs == []
+
+
+@pytest.mark.slow
+def test_two_closes_at_once_beside_creates_leave_no_owner_folder_or_descriptor(
+    tmp_path: Path,
+) -> None:
+    """Found by a defect hunt: one close resetting the pool while another waited for a
+    refill let a new refill start whose owner folder was then left locked and never removed
+    (and refills failed on folders removed under them)."""
+    store = JsonFileStore(tmp_path)
+    stop = time.monotonic() + 1.0
+
+    def creator() -> None:
+        n = 0
+        while time.monotonic() < stop:
+            store.create(f"t{n}", start())
+            n += 1
+
+    def closer() -> None:
+        while time.monotonic() < stop:
+            store.close()
+            time.sleep(0.001)
+
+    with capture_logs() as logs:
+        workers = [threading.Thread(target=f) for f in (creator, closer, closer)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        store.close()
+    assert [log["event"] for log in logs] == []
+    assert [p for p in (tmp_path / "spares").iterdir() if p.is_dir()] == []
+    spares = str(tmp_path / "spares") + "/"
+    assert not [
+        fd
+        for fd in os.listdir("/proc/self/fd")
+        if spares
+        in (os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else "")
+    ]

@@ -102,6 +102,7 @@ class SpareFolders:
         #: weakly, as the store holds this pool.
         self._put_back = None if put_back is None else _weak(put_back)
         self._lock = threading.Lock()
+        self._closing = threading.Lock()  # one ``close`` at a time
         self._state = _State()
         self._finalizer = weakref.finalize(self, self._state.release)  # not the refill's: it
         # holds the pool, so a pool is collected only when no refill runs
@@ -110,6 +111,7 @@ class SpareFolders:
     def _forked(self) -> None:
         """In a forked child: a lock the parent's refill held at the fork stays held there."""
         self._lock = threading.Lock()
+        self._closing = threading.Lock()
         self._state.forked()
 
     def take(self) -> Spare | None:
@@ -179,15 +181,18 @@ class SpareFolders:
 
     def close(self) -> None:
         """Remove the spares not taken and give up the owner folder (the pool starts anew
-        at the next ``take``)."""
-        with self._lock:
-            refill = self._state.refill
-            self._state.stopping = True
-        if refill is not None:
-            refill.join()
-        with self._lock:
-            self._state.release()
-            self._state.reset()
+        at the next ``take``). Two at once take turns: one resetting the pool while the other
+        waited for a refill let a new refill start, whose owner folder the other then lost
+        hold of (left locked, never removed)."""
+        with self._closing:
+            with self._lock:
+                refill = self._state.refill
+                self._state.stopping = True
+            if refill is not None:
+                refill.join()
+            with self._lock:
+                self._state.release()
+                self._state.reset()
 
     # -- the refill thread -------------------------------------------------------------------
 
