@@ -93,21 +93,21 @@ class Scan:
 _NAMED = b'{"thread":"'
 
 
+def _name_end(body: bytes) -> int:
+    """Where the thread's name a line's JSON object starts with ends (-1: it names none)."""
+    return body.find(b'",', len(_NAMED)) if body.startswith(_NAMED) else -1
+
+
 def record_body(body: bytes) -> bytes:
     """A line's JSON object (unsealed) without the thread's name it may start with."""
-    if body.startswith(_NAMED):
-        end = body.find(b'",', len(_NAMED))
-        if end != -1:
-            return b"{" + body[end + 2 :]
-    return body
+    end = _name_end(body)
+    return body if end == -1 else b"{" + body[end + 2 :]
 
 
 def named_thread(line: bytes) -> str | None:
     """The thread a journal's first ``line`` names, if it is intact, sealed and names one."""
     body, intact = unseal(line.rstrip(b"\n"))
-    if not intact or not body.startswith(_NAMED):
-        return None
-    end = body.find(b'",', len(_NAMED))
+    end = _name_end(body) if intact else -1
     name = body[len(_NAMED) : end].decode("ascii", "replace") if end != -1 else ""
     return name if is_thread_id(name) else None
 

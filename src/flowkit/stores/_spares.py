@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import inspect
 import itertools
 import os
 import secrets
@@ -51,6 +50,7 @@ from typing import TypeVar
 from ..errors import StoreError
 from ..foundation._logging import get_logger
 from ._files import sync_dir
+from ._jsonfile_reader import JOURNAL
 from ._jsonl import write_all
 from ._spare_leftovers import PutBack, sweep_dead_owners
 
@@ -60,8 +60,6 @@ _T = TypeVar("_T")
 
 #: The folder of spare thread folders, under the store's root.
 SPARES = "spares"
-#: The journal's name in a thread folder (as ``_jsonfile_reader``'s).
-_JOURNAL = "journal.jsonl"
 #: The most spare folders a store keeps (each is a folder, a journal and a lock file).
 MAX_SPARES = 1024
 #: Seconds a pool whose refill failed (disk full, no permission) waits before it tries again;
@@ -79,16 +77,14 @@ class Spare:
 
     @property
     def journal(self) -> Path:
-        return self.path / _JOURNAL
+        return self.path / JOURNAL
 
 
 class SpareFolders:
     """Up to ``count`` spare thread folders under ``root/spares``, each journal ``size``
     bytes of zeros; ``fsync`` as the store's (without it nothing is synced)."""
 
-    def __init__(
-        self, root: Path, *, count: int, size: int, fsync: bool, put_back: PutBack | None = None
-    ) -> None:
+    def __init__(self, root: Path, *, count: int, size: int, fsync: bool) -> None:
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_SPARES:
             raise StoreError(
                 f"spares must be a whole number from 0 to {MAX_SPARES}; got {count!r:.40}. It "
@@ -98,9 +94,6 @@ class SpareFolders:
         self.count = count
         self.size = size
         self.fsync = fsync
-        #: Where the threads found in dead owners' spares go (``_spare_leftovers``): held
-        #: weakly, as the store holds this pool.
-        self._put_back = None if put_back is None else _weak(put_back)
         self._lock = threading.Lock()
         self._closing = threading.Lock()  # one ``close`` at a time
         self._state = _State()
@@ -154,12 +147,13 @@ class SpareFolders:
         ``count``)."""
         return min(self.count, 2 + state.taken // 2)
 
-    def recover(self) -> None:
+    def recover(self, put_back: PutBack) -> None:
         """Before the store is used: the dead owners' spares that hold a thread missing from
-        ``threads/`` put back, then the owners' folders removed (see the module)."""
+        ``threads/`` handed to ``put_back``, then the owners' folders removed (see the
+        module)."""
         try:
             if self.folder.is_dir():
-                sweep_dead_owners(self.folder, self._put_back)
+                sweep_dead_owners(self.folder, put_back)
         except OSError as exc:  # unreadable: the next store object made here tries again
             if exc.errno == errno.EROFS:
                 return  # a read-only store: nothing could be put back, nothing to say
@@ -257,7 +251,7 @@ class SpareFolders:
                 path = batch / str(next(numbers))
                 path.mkdir()
                 fd = os.open(
-                    path / _JOURNAL, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+                    path / JOURNAL, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
                 )
                 fds.append(fd)
                 made.append(Spare(path, os.fstat(fd).st_ino, self.size))
@@ -358,20 +352,6 @@ def _new_batch(owner: _Owner, state: _State) -> Path:
     batch.mkdir()
     state.batches.append(batch)
     return batch
-
-
-def _weak(put_back: PutBack) -> PutBack:
-    """``put_back`` held weakly when it is a bound method (a method of the store that holds
-    this pool): once its object is gone, nothing is put back (the owners are kept)."""
-    if not inspect.ismethod(put_back):
-        return put_back
-    method = weakref.WeakMethod(put_back)
-
-    def weakly(thread_id: str, folder: Path) -> bool:
-        bound = method()
-        return bound is not None and bound(thread_id, folder)
-
-    return weakly
 
 
 def _make_lock_files(batch: Path, count: int, numbers: itertools.count[int]) -> list[Path]:

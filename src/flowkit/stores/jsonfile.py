@@ -116,13 +116,9 @@ class JsonFileStore(ThreadCreation, IndexedListing):
         if spares is None:
             spares = SPARES if fsync and self.preallocate else 0
         self._spares = SpareFolders(
-            self.root,
-            count=spares,
-            size=min(self.preallocate, BLOCK),
-            fsync=fsync,
-            put_back=self._put_back,
+            self.root, count=spares, size=min(self.preallocate, BLOCK), fsync=fsync
         )
-        self._spares.recover()
+        self._spares.recover(self._put_back)
 
     def __repr__(self) -> str:
         return f"JsonFileStore({str(self.root)!r})"
