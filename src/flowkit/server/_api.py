@@ -1,4 +1,5 @@
-"""The thread API: list, start, inspect, history, resume, fork, patch and delete.
+"""The thread API: start, inspect, history, resume, fork, patch and delete (listing:
+``_listing_api``).
 
 Handlers are plain functions (FastAPI runs them on its worker threads), since a runner call
 blocks until the run waits, finishes or fails. ``wait: false`` hands the run to the server's
@@ -9,50 +10,37 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
 from pydantic_core import to_json
 
-from ..errors import (
-    ConflictError,
-    FlowkitError,
-    InvalidListingError,
-    InvalidResumeInputError,
-    NotWaitingError,
-    UnknownGateError,
-)
 from ..foundation._logging import get_logger
 from ..runner._result import RunResult
 from ..runner._runner import Runner
-from ..stores import _list_threads as stored
 from ..stores._ids import check_thread_id
-from ..stores._listing import ThreadSummary
 from ..stores._record_pages import record_page
+from ._answers import answered_pause, prevalidate
 from ._audit import answered
 from ._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
 from ._journal import checkpoint_data
 from ._models import (
     Accepted,
     Checkpoint,
-    FlowInfo,
     ForkRequest,
     History,
-    Me,
     ResumeRequest,
     StartRequest,
-    ThreadList,
     ThreadState,
     UpdateStateRequest,
 )
 from ._problems import Problem
 from ._redact import redact_with_pauses
-from ._roles import ROLES, is_admin, roles_of, stamp_starter
-from ._security import Access, _allow_all, read_budget
-from ._served import gate_spec, gates_json, pause_spec
+from ._roles import stamp_starter
+from ._security import Access
+from ._served import gates_json
 
 __all__ = ["router", "state_response", "thread_state"]
 
@@ -104,180 +92,6 @@ def state_response(
     thread, for a body built to fit it (tests/server/test_request_cost.py checks that it does)."""
     body = to_json(thread_state(server, runner, result, principal), inf_nan_mode="null")
     return Response(body, status_code, media_type="application/json")
-
-
-# -- flows and listing -----------------------------------------------------------------------
-
-
-@router.get("/flows", response_model=list[FlowInfo], tags=["flows"])
-def list_flows(request: Request, principal: Principal) -> list[dict[str, Any]]:
-    """The flows this server runs, with their gates and state schema."""
-    server = server_of(request)
-    server.guard.require(principal, "read")
-    return [
-        {
-            "name": flow.name,
-            "description": flow.description or "",
-            "start": flow.start,
-            "gates": sorted(flow.gates),
-            "states": list(flow.states),
-            "state_schema": _schema(flow.state),
-        }
-        for flow in server.served.flows.values()
-    ]
-
-
-@router.get("/me", response_model=Me, tags=["flows"])
-def who_am_i(request: Request, principal: Principal) -> dict[str, Any]:
-    """The principal the request's token proves (``null``: anonymous), its roles and the
-    actions they allow, so a page can offer only what its user may do."""
-    server = server_of(request)
-    if principal is None:
-        reads = ["read"] if server.guard.open_reads else []
-        return {"principal": None, "roles": [], "admin": False, "actions": reads}
-    roles = roles_of(principal)
-    allowed = (
-        set(ROLES["admin"]) if roles is None else set().union(*(ROLES.get(r, ()) for r in roles))
-    )
-    return {
-        "principal": str(principal),
-        "roles": None if roles is None else sorted(roles),
-        "admin": is_admin(principal),
-        "actions": sorted(allowed),
-    }
-
-
-@router.get("/threads", response_model=ThreadList, tags=["threads"])
-def list_threads(
-    request: Request,
-    principal: Principal,
-    status: Annotated[
-        str | None, Query(pattern="^(pending|waiting|done|failed)$", description="Only these")
-    ] = None,
-    flow: Annotated[str | None, Query(max_length=200, description="Only this flow's")] = None,
-    updated_before: Annotated[
-        float | None, Query(description="Only those last updated before (epoch seconds)")
-    ] = None,
-    updated_after: Annotated[
-        float | None, Query(description="Only those last updated at or after (epoch seconds)")
-    ] = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[
-        str | None,
-        Query(max_length=600, description="Continue after the page that gave this next_cursor"),
-    ] = None,
-    offset: Annotated[
-        int,
-        Query(ge=0, le=1_000_000, description="Skip this many first (slower: use the cursor)"),
-    ] = 0,
-) -> dict[str, Any]:
-    """Threads the caller may read, most recently updated first, a page at a time from the
-    store's thread index: ``next_cursor`` continues (threads created or deleted meanwhile
-    never make one appear twice or go missing). ``offset`` still works, at the cost of
-    walking the threads it skips."""
-    server = server_of(request)
-    server.guard.require(principal, "read")
-    filters: dict[str, Any] = {
-        "status": status,
-        "flow": flow,
-        "updated_before": updated_before,
-        "updated_after": updated_after,
-    }
-    try:
-        found, after = _listed(server, principal, filters, limit, offset, cursor)
-        # Counting reads no thread, but deciding who may read each would read them all.
-        total = None
-        if server.guard.authorize is _allow_all:
-            total = stored.count_threads(server.served.store, **filters)
-            if status is None:  # all but the unreadable: two counts an index answers
-                unlisted = {**filters, "status": "unreadable"}
-                total -= stored.count_threads(server.served.store, **unlisted)
-    except InvalidListingError as exc:  # a cursor that is not one
-        raise Problem(422, "invalid_request", str(exc)) from exc
-    return {
-        "threads": found,
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-        "next_cursor": after,
-    }
-
-
-def _listed(
-    server: Server,
-    principal: str | None,
-    filters: dict[str, Any],
-    limit: int,
-    offset: int,
-    cursor: str | None,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Up to ``limit`` threads the caller may read, after ``offset`` of them (from
-    ``cursor``), and the cursor after the last one (``None``: no more)."""
-    deciding = server.guard.authorize is not _allow_all  # then each row costs a state load
-    size = limit if deciding else min(limit + offset, 10_000)
-    found: list[dict[str, Any]] = []
-    skip = offset
-    # Rows a caller may not read cost a load each: at most this many per request (a page
-    # comes back short, with its cursor), unless an offset must be walked to the end.
-    budget = read_budget(limit) if deciding and not offset else None
-    while True:
-        page = stored.list_threads(server.served.store, **filters, limit=size, cursor=cursor)
-        for index, summary in enumerate(page.threads):
-            if budget is not None:
-                budget -= 1
-            if not _listable(server, principal, summary):
-                pass
-            elif skip:
-                skip -= 1
-            else:
-                found.append(_summary_json(summary))
-            if len(found) == limit or (budget is not None and budget <= 0):
-                more = index + 1 < len(page.threads) or page.next_cursor is not None
-                return found, summary.cursor() if more else None
-        if page.next_cursor is None:
-            return found, None
-        cursor = page.next_cursor
-
-
-#: What a thread may be listed as (a thread whose journal cannot be read is not listed).
-_LISTED = ("pending", "waiting", "done", "failed")
-
-
-def _listable(server: Server, principal: str | None, summary: ThreadSummary) -> bool:
-    """Whether a listed thread is shown: readable, and (with a hook) the caller's to read."""
-    if summary.status not in _LISTED:
-        get_logger().warning("server_thread_unreadable", thread_id=summary.thread_id)
-        return False
-    return _may_read(server, principal, _summary_json(summary))
-
-
-def _summary_json(summary: ThreadSummary) -> dict[str, Any]:
-    return {
-        "thread_id": summary.thread_id,
-        "flow": summary.flow,
-        "status": summary.status,
-        "node": summary.node,
-        "version": summary.version,
-        "updated": summary.updated,
-    }
-
-
-def _may_read(server: Server, principal: str | None, summary: dict[str, Any]) -> bool:
-    if server.guard.authorize is _allow_all:
-        return True
-    runner = server.served.runners.get(summary["flow"])
-    state = None
-    if runner is not None:
-        try:
-            state = runner.flow.schema.dump_state(runner.get_state(summary["thread_id"]).state)
-        except FlowkitError:
-            return False
-    access = Access(principal, "read", summary["thread_id"], summary["flow"], state)
-    try:
-        server.guard.check(access)
-    except Problem:
-        return False
-    return True
 
 
 # -- one thread ------------------------------------------------------------------------------
@@ -399,7 +213,7 @@ def resume_thread(
         pause = body.gate
         if server.guard.checks_threads:  # the state is read for the check: name the pause
             runner, current = open_thread(server, principal, "resume", thread_id)
-            pause = _answered_pause(body, current)
+            pause = answered_pause(body, current)
         else:
             runner = thread_runner(server, principal, "resume", thread_id)
         result = runner.resume(
@@ -413,9 +227,9 @@ def resume_thread(
                  version=result.version)  # fmt: skip
         return state_response(server, runner, result, principal)
     runner, current = open_thread(server, principal, "resume", thread_id)
-    _prevalidate(runner, current, body)
+    prevalidate(runner, current, body)
     answered(principal, "resume", thread_id, flow=runner.flow.name,
-             pause=_answered_pause(body, current))  # fmt: skip
+             pause=answered_pause(body, current))  # fmt: skip
     _submit(
         server,
         thread_id,
@@ -495,14 +309,6 @@ def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _schema(model: Any) -> dict[str, Any]:
-    try:
-        found: dict[str, Any] = model.model_json_schema()
-    except Exception:  # a state with a field JSON schema cannot describe
-        return {}
-    return found
-
-
 def _new_id(flow: str) -> str:
     prefix = "".join(ch if ch.isalnum() or ch in "_-" else "-" for ch in flow)[:60] or "thread"
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
@@ -515,84 +321,6 @@ def _fork_id(server: Server, thread_id: str) -> str:
     while f"{base}-fork-{number}" in existing:
         number += 1
     return f"{base}-fork-{number}"
-
-
-def _answered_pause(body: ResumeRequest, current: RunResult[Any]) -> str | None:
-    """The pause an answer is for, for the audit line: the one named, else the one open."""
-    return body.gate or (current.gates[0] if len(current.gates) == 1 else None)
-
-
-def _prevalidate(runner: Runner[Any], current: RunResult[Any], body: ResumeRequest) -> None:
-    """Refuse now what the background run would refuse, so the caller hears of it: a done
-    thread, a pause it does not wait at, a bare answer while several pauses are open, an
-    answer its pause's model refuses."""
-    if current.status == "done":
-        raise NotWaitingError(
-            f"Thread `{current.thread_id}` is done at `{current.node}`; fork it to run again.",
-            thread_id=current.thread_id,
-            status=current.status,
-            node=current.node,
-        )
-    expected = body.expected_version
-    if expected is not None and expected != current.version:  # a page that is behind
-        raise ConflictError(
-            f"Thread `{current.thread_id}` is at version {current.version}, not {expected}; "
-            "someone moved it first. Reload it and decide again.",
-            thread_id=current.thread_id,
-            expected=expected,
-            actual=current.version,
-        )
-    if current.status != "waiting" or body.input is None:
-        return
-    for pause, given in _answers(runner, current, body).items():
-        spec = gate_spec(runner.flow, pause)
-        if spec is None:
-            continue
-        try:
-            spec.input.model_validate(given)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False, include_input=False, include_context=False)
-            detail = "\n".join(
-                f"  {'.'.join(map(str, e['loc'])) or '(input)'}: {e['msg']}" for e in errors
-            )
-            raise InvalidResumeInputError(
-                pause, thread_id=current.thread_id, errors=[dict(e) for e in errors], detail=detail
-            ) from exc
-
-
-def _answers(runner: Runner[Any], current: RunResult[Any], body: ResumeRequest) -> dict[str, Any]:
-    """The answers a resume of a waiting thread gives, by pause id, as the runner reads them:
-    ``gate`` names one; a mapping ``{id: input}`` answers several (where several can be
-    open); a bare input answers the one open pause, and is refused when several are open."""
-    flow, waiting, thread_id = runner.flow, current.gates, current.thread_id
-    names = ", ".join(f"`{pause}`" for pause in waiting)
-    if body.gate is not None:
-        if body.gate in waiting:
-            return {body.gate: body.input}
-        if gate_spec(flow, body.gate) is None:
-            raise UnknownGateError(
-                body.gate, thread_id=thread_id, gates=list(dict.fromkeys([*flow.gates, *waiting]))
-            )
-        raise NotWaitingError(
-            f"Thread `{thread_id}` waits at {names}, not at `{body.gate}`; resume with gate= "
-            + ("that one." if len(waiting) == 1 else "one of those."),
-            thread_id=thread_id,
-            status=current.status,
-            node=current.node,
-        )
-    given = body.input
-    several = any((pause_spec(flow, pause) or (None, False))[1] for pause in waiting)
-    if several and isinstance(given, Mapping) and given and set(given) <= set(waiting):
-        return dict(given)
-    if len(waiting) == 1:
-        return {waiting[0]: given}
-    raise NotWaitingError(
-        f"Thread `{thread_id}` waits at {len(waiting)} pauses ({names}); pass gate='<id>' with "
-        "its input, or an input mapping {id: input} to answer several.",
-        thread_id=thread_id,
-        status=current.status,
-        node=current.node,
-    )
 
 
 def _start_in_background(server: Server, runner: Runner[Any], thread_id: str, value: Any) -> None:

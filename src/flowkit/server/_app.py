@@ -28,6 +28,7 @@ from ._api import router as api_router
 from ._context import Server
 from ._docs import mount_docs
 from ._hub import Hub
+from ._listing_api import router as listing_router
 from ._middleware import Guarded
 from ._models import ProblemBody
 from ._pages import router as page_router
@@ -158,6 +159,7 @@ def create_app(
     _install_handlers(app)
     _problem_documents(app)
 
+    app.include_router(listing_router)
     app.include_router(api_router)
     app.include_router(timer_router)
     app.include_router(stream_router)

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 
 from ...definition._flow import Flow
-from .._api import _schema
 from .._context import Principal, server_of
+from .._listing_api import state_schema
 from .._served import gate_spec, input_schema
 from ._context import registry_of
 from ._documents import AssistantDoc, GraphDoc, SchemasDoc, answer
@@ -78,7 +78,7 @@ def get_schemas(
     """The flow's state schema as input, output and state schema; no config or context."""
     server_of(request).guard.require(principal, "read")
     flow = flow_of(request, assistant_id)
-    state = _schema(flow.state)
+    state = state_schema(flow.state)
     return {
         "graph_id": flow.name,
         "input_schema": state,

@@ -31,7 +31,7 @@ from ...errors import (
 )
 from ...runner._result import Checkpoint, RunResult
 from ...runner._runner import Runner
-from .._api import _prevalidate
+from .._answers import prevalidate
 from .._audit import answered
 from .._context import Server
 from .._models import ResumeRequest
@@ -174,7 +174,7 @@ def plan_run(
         return replace(base, goto=goto, idle=runner.flow.kind_of(goto) != "node")
     if "resume" in command:
         value, gate = _answer(current, command["resume"])
-        _prevalidate(runner, current, ResumeRequest(input=value, gate=gate))
+        prevalidate(runner, current, ResumeRequest(input=value, gate=gate))
         return replace(base, input=value, gate=gate, pause=_paused_at(current, gate))
     _refuse_restart(current, body.input is not None)
     # Nothing to answer a pause with: as LangGraph's interrupted node interrupts again, the
@@ -219,7 +219,7 @@ def _travel(
                 node=point.node,
             )
         value, gate = _answer(point, command["resume"])
-        _prevalidate(runner, point, ResumeRequest(input=value, gate=gate))
+        prevalidate(runner, point, ResumeRequest(input=value, gate=gate))
         return replace(base, input=value, gate=gate, pause=_paused_at(point, gate))
     return replace(base, idle=point.status in ("waiting", "done"))
 

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Request, Response
 
 from ...errors import ThreadNotFoundError
-from .._api import _listed
 from .._audit import answered
 from .._context import Principal, Server, ThreadId, open_thread, server_of, thread_runner
+from .._listing_api import listed
 from .._problems import Problem
 from ._context import (
     Opened,
@@ -172,7 +172,7 @@ def _candidates(
     filters = {"status": _STORED.get(body.status or "")}
     cursor = None
     while True:
-        page, cursor = _listed(server, principal, filters, 200, 0, cursor)
+        page, cursor = listed(server, principal, filters, 200, 0, cursor)
         yield from (row["thread_id"] for row in page)
         if cursor is None:
             return
