@@ -282,3 +282,50 @@ def test_ending_a_stuck_session_lets_the_next_check_begin_anew(
     fresh = second.check(two_issues, episode=1, policy=IterationPolicy(count=1))
     assert not fresh.resumed and fresh.session_id != sid and fresh.result.done
     assert [s.session_id for s in second.history(1)] == [fresh.session_id, sid]
+
+
+def recheck_fails_llm() -> ScriptedLLM:
+    """Checks and plans like the editor; the re-check of round 1 finds the LLM gone."""
+    editor = editor_llm()
+    checks = 0
+
+    def check(prompt: str) -> str:
+        nonlocal checks
+        checks += "Manuscript:\n" in prompt and "Excerpt:\n" not in prompt
+        if (
+            checks == 2 and "Excerpt:\n" not in prompt
+        ):  # the first is the check, the second round 1's re-check
+            raise LLMUnavailableError("the model server went away")
+        return editor.complete([{"role": "user", "content": prompt}]).text
+
+    return ScriptedLLM([("", check)])
+
+
+def test_fixes_applied_before_an_interruption_are_still_verified(
+    make_checker: Make, two_issues: Path
+) -> None:
+    """A session stopped after round 1's fixes were applied (here the re-check's LLM went away;
+    a killed process stops there alike): the resumed check turns the fixed issues Partial
+    (§5.2), and still judges those fixes, as the uninterrupted check does."""
+    plain = make_checker()
+    whole = plain.check(two_issues, episode=1, policy=IterationPolicy(count=1))
+    expected = sorted(i.state for i in plain.store.issues(whole.session_id, principal=AKI))
+    plain.close()
+    two_issues.with_name("ep2.txt").write_text(two_issues.read_text("utf-8"), "utf-8")
+    first = make_checker(recheck_fails_llm())
+    stopped = first.check(
+        two_issues.with_name("ep2.txt"), episode=2, policy=IterationPolicy(count=1)
+    )
+    assert stopped.result.status == "failed" and stopped.result.node == "recheck"
+    sid = stopped.session_id
+    fixed = [i for i in first.store.issues(sid, principal=AKI) if i.state == "InProgress"]
+    assert fixed  # round 1's fixes were applied before the re-check failed
+    first.close()
+    second = make_checker()
+    done = second.check(two_issues.with_name("ep2.txt"), episode=2)
+    assert done.resumed and done.result.done
+    assert {i.issue_id for i in fixed} <= set(done.partial_ids)
+    issues = second.store.issues(sid, principal=AKI)
+    assert sorted(i.state for i in issues) == expected
+    resolutions = second.store.resolutions(sid, principal=AKI)
+    assert resolutions and all(r.verification_status != "pending" for r in resolutions)

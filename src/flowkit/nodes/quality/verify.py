@@ -24,12 +24,12 @@ __all__ = ["apply_alignment", "record_verdicts", "take_alignment", "verify"]
 _STATUS = {"Resolved": "passed", "Recurrence": "recurrence", "Partial": "partial"}
 
 
-def _item(round_: int, issue: Issue, verdict: Judgement) -> VerdictItem:
+def _item(round_: int, issue: Issue, verdict: Judgement, worked: bool) -> VerdictItem:
     placement = verdict.placement
     return VerdictItem(
         round=round_,
         issue_id=issue.issue_id,
-        worked=issue.state == "InProgress",
+        worked=worked,
         state=verdict.state,
         new_range=placement.range,
         new_checksum=verdict.new_checksum,
@@ -49,6 +49,7 @@ def verify(state: QualityState, issue_id: str, ctx: Context[QualityServices]) ->
     issue = services.store.issue(issue_id, principal=services.principal)
     sid = state.session_id
     remapper = services.remapper(issue.manuscript_hash, state.manuscript_hash, session_id=sid)
+    worked = _fixed_this_round(services, state, issue)
     placement = remapper.place(issue.text_range, issue.range_checksum)
     verdict = judge(
         issue,
@@ -58,9 +59,30 @@ def verify(state: QualityState, issue_id: str, ctx: Context[QualityServices]) ->
         findings=state.findings,
         located=locate_findings(remapper.new, state.findings),
         embedder=services.embedder,
-        worked=issue.state == "InProgress",
+        worked=worked,
     )
-    return {"verdicts": [_item(state.round, issue, verdict)]}
+    return {"verdicts": [_item(state.round, issue, verdict, worked)]}
+
+
+def _fixed_this_round(services: QualityServices, state: QualityState, issue: Issue) -> bool:
+    """Whether a fix of ``issue`` was applied this round and waits for its verdict: the issue
+    is InProgress, or a resume since turned it Partial (§5.2) with the fix applied and its
+    resolution still pending (the session stopped between ``apply_fixes`` and the verdicts)."""
+    if issue.state == "InProgress":
+        return True
+    planned = any(
+        p.round == state.round and p.issue_id == issue.issue_id and p.status == "planned"
+        for p in state.plans
+    )
+    if issue.state != "Partial" or not planned:
+        return False
+    mine = [
+        r
+        for r in services.store.resolutions(state.session_id, principal=services.principal)
+        if r.issue_id == issue.issue_id
+    ]
+    latest = max(mine, key=lambda r: r.resolution_attempt, default=None)
+    return latest is not None and latest.verification_status == "pending"
 
 
 def _updated(issue: Issue, item: VerdictItem, manuscript_hash: str) -> Issue:
@@ -283,7 +305,7 @@ def apply_alignment(state: QualityState, ctx: Context[QualityServices]) -> dict[
                 located=locate_findings(text, state.findings), embedder=services.embedder,
                 worked=answer.issue_id in worked,
             )  # fmt: skip
-            item = _item(state.round, issue, verdict)
+            item = _item(state.round, issue, verdict, answer.issue_id in worked)
             store.record_issue(_updated(issue, item, state.manuscript_hash))
             if answer.issue_id in worked and verdict.state in _STATUS:
                 _verify_resolution(services, state, answer.issue_id, verdict)
