@@ -69,7 +69,8 @@ ADJUSTMENT_STRATEGIES: Final[tuple[AdjustmentStrategy, ...]] = (
     "manual_confirmation",
 )
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+#: A hex SHA-256, as the store names manuscripts and ranges.
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="hex SHA-256")]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -304,6 +305,6 @@ class StepExecution(BaseModel):
     @field_validator("manuscript_hash_refs")
     @classmethod
     def _hashes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not _HEX64.match(v) for v in value):
+        if any(not HEX64.match(v) for v in value):
             raise ValueError("manuscript_hash_refs holds hex SHA-256 values only")
         return value

@@ -188,6 +188,26 @@ class WorkflowStateStoreContract:
         assert session.iteration_policy.count == 5
         assert session.manuscript_hash == sha256_text("new")
 
+    def test_a_malformed_manuscript_hash_is_refused_and_locks_nothing(
+        self, store: WorkflowStateStore, reopen: Reopen
+    ) -> None:
+        secret = "the opening line of chapter 3"
+        with pytest.raises(QualityInputError) as refused:
+            store.begin_session(4, IterationPolicy(), principal=AKI, manuscript_hash=secret)
+        assert secret not in str(refused.value)  # the value may be manuscript text
+        store.rollback()
+        other = reopen()  # the episode is free, for another handle as for this one
+        other.begin_session(4, IterationPolicy(), principal=AKI)
+        other.rollback()
+        session_id = self._begun(store)
+        with pytest.raises(QualityInputError) as refused:
+            store.update_session(session_id, manuscript_hash=secret)
+        assert secret not in str(refused.value)
+        with pytest.raises(QualityInputError):
+            store.update_session(session_id, iteration_policy={"count": 3})  # type: ignore[arg-type]
+        store.commit()
+        assert store.get_session(session_id, principal=AKI).iteration_policy.count == 2
+
     # -- units ---------------------------------------------------------------------------------
 
     def test_a_unit_is_all_or_nothing_and_bumps_the_version(

@@ -9,11 +9,26 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from ..errors import AccessDeniedError, IssueNotFoundError, QualityInputError, SessionNotFoundError
+from ...foundation._logging import get_logger
+from ..errors import (
+    AccessDeniedError,
+    CorruptStateError,
+    IssueNotFoundError,
+    QualityInputError,
+    SessionNotFoundError,
+)
 from ..ids import ISSUE_ID, SESSION_ID, check_episode
-from ..models import Issue, IssueResolution, ManuscriptFetchLog, Principal, Session, StepExecution
+from ..models import (
+    HEX64,
+    Issue,
+    IssueResolution,
+    ManuscriptFetchLog,
+    Principal,
+    Session,
+    StepExecution,
+)
 
-__all__ = ["ReadableStore", "check_principal", "check_session_id"]
+__all__ = ["ReadableStore", "check_manuscript_hash", "check_principal", "check_session_id"]
 
 
 class ReadableStore(ABC):
@@ -64,7 +79,20 @@ class ReadableStore(ABC):
         check_principal(principal)
         if episode_number is not None:
             check_episode(episode_number)
-        found = [s for s in map(self._read_session, self._session_ids(episode_number)) if s]
+        found: list[Session] = []
+        for session_id in self._session_ids(episode_number):
+            try:
+                session = self._read_session(session_id)
+            except CorruptStateError as exc:
+                if episode_number is not None:
+                    raise  # the episode's own damage, as its next check would meet it
+                # Listing every episode: one damaged session does not hide the others.
+                get_logger().warning(
+                    "quality_session_unreadable", session_id=session_id, qc_code=exc.qc_code
+                )
+                continue
+            if session is not None:
+                found.append(session)
         readable = [s for s in found if principal.admin or s.initiator == principal.user_id]
         return sorted(readable, key=lambda s: (s.created_at, s.session_id), reverse=True)
 
@@ -105,6 +133,17 @@ def check_session_id(session_id: object) -> str:
             f"{str(session_id)[:80]!r} is not a session id (QC_EP<episode>_<YYYYMMDD>_<HHMM>)."
         )
     return session_id
+
+
+def check_manuscript_hash(manuscript_hash: object) -> None:
+    """``None`` or a hex SHA-256; the message never repeats the value (it may be text)."""
+    if manuscript_hash is not None and (
+        not isinstance(manuscript_hash, str) or not HEX64.match(manuscript_hash)
+    ):
+        raise QualityInputError(
+            "manuscript_hash is the SHA-256 of the manuscript's text, 64 characters 0-9a-f "
+            "(flowkit.quality.models.sha256_text), or None."
+        )
 
 
 def check_principal(principal: object) -> None:

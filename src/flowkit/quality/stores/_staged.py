@@ -39,7 +39,7 @@ from ..models import (
     SessionContext,
     StepExecution,
 )
-from ._reads import ReadableStore, check_principal, check_session_id
+from ._reads import ReadableStore, check_manuscript_hash, check_principal, check_session_id
 
 __all__ = ["StagedStore", "Unit", "stale"]
 
@@ -101,6 +101,7 @@ class StagedStore(ReadableStore):
     ) -> SessionContext:
         check_episode(episode_number)
         check_principal(principal)
+        check_manuscript_hash(manuscript_hash)
         if not isinstance(iteration_policy, IterationPolicy):
             raise QualityInputError("iteration_policy must be an IterationPolicy.")
         with self._writing():
@@ -112,34 +113,41 @@ class StagedStore(ReadableStore):
                     episode_number=episode_number,
                 )
             try:
-                ids = self._session_ids(episode_number)
-                sessions = list(map(self._read_session, ids))
-            except BaseException:
+                return self._begun(episode_number, iteration_policy, principal, manuscript_hash)
+            except BaseException:  # no unit holds the lock yet: let it go here
                 self._unlock(episode_number)
                 raise
-            active = [s for s in sessions if s and s.current_status == "active"]
-            if active:
-                self._unlock(episode_number)
-                newest = max(active, key=lambda s: s.created_at)
-                raise SessionBusyError(
-                    f"Episode {episode_number} has an active session {newest.session_id}; "
-                    "resume it (running the same check again does) or end it first.",
-                    episode_number=episode_number,
-                )
-            now = self.clock()
-            session = Session(
-                session_id=session_id_for(episode_number, now, frozenset(ids)),
+
+    def _begun(
+        self,
+        episode_number: int,
+        iteration_policy: IterationPolicy,
+        principal: Principal,
+        manuscript_hash: str | None,
+    ) -> SessionContext:
+        """The new session's unit, the episode locked by the caller (who lets go on failure)."""
+        ids = self._session_ids(episode_number)
+        sessions = list(map(self._read_session, ids))
+        active = [s for s in sessions if s and s.current_status == "active"]
+        if active:
+            newest = max(active, key=lambda s: s.created_at)
+            raise SessionBusyError(
+                f"Episode {episode_number} has an active session {newest.session_id}; "
+                "resume it (running the same check again does) or end it first.",
                 episode_number=episode_number,
-                initiator=principal.user_id,
-                iteration_policy=iteration_policy,
-                created_at=now,
-                manuscript_hash=manuscript_hash,
-                policy_history=(iteration_policy,),
             )
-            self._unit = Unit(
-                session_id=session.session_id, session=session, locked=[episode_number]
-            )
-            return SessionContext(session=session)
+        now = self.clock()
+        session = Session(
+            session_id=session_id_for(episode_number, now, frozenset(ids)),
+            episode_number=episode_number,
+            initiator=principal.user_id,
+            iteration_policy=iteration_policy,
+            created_at=now,
+            manuscript_hash=manuscript_hash,
+            policy_history=(iteration_policy,),
+        )
+        self._unit = Unit(session_id=session.session_id, session=session, locked=[episode_number])
+        return SessionContext(session=session)
 
     def resume_session(self, session_id: str, *, principal: Principal) -> SessionContext:
         with self._writing():
@@ -174,6 +182,9 @@ class StagedStore(ReadableStore):
         manuscript_hash: str | None = None,
         iteration_policy: IterationPolicy | None = None,
     ) -> None:
+        check_manuscript_hash(manuscript_hash)
+        if iteration_policy is not None and not isinstance(iteration_policy, IterationPolicy):
+            raise QualityInputError("iteration_policy must be an IterationPolicy, or None.")
         with self._writing():
             session = self._staged_session(session_id)
             changes: dict[str, object] = {}
