@@ -198,3 +198,52 @@ def test_a_postgres_row_disagreeing_with_its_record_is_qc_009_not_stale_forever(
             assert store.issues(session_id, principal=AKI) == []
         finally:
             store.close()
+
+
+def test_one_damaged_session_does_not_hide_the_others(backend: Backend) -> None:
+    """Damage stays with its session and its episode: another episode's issue is read by id,
+    and the listing of every session shows the readable ones (with a warning for the
+    damaged one), while the damaged episode's own listing still raises QC-009."""
+    damaged = _finished_session(backend, episode=1)
+    store = backend.open()
+    healthy = store.begin_session(2, IterationPolicy(), principal=AKI).session_id
+    store.commit()
+    issue = make_issue(healthy)
+    store.record_issue(issue)
+    store.commit()
+    backend.damage(damaged)
+    fresh = backend.open()  # nothing read yet, as in a new process
+    assert fresh.issue(issue.issue_id, principal=AKI).issue_id == issue.issue_id
+    with structlog.testing.capture_logs() as logs:
+        listed = backend.open().sessions(principal=AKI)
+    assert [s.session_id for s in listed] == [healthy]
+    unreadable = [e for e in logs if e["event"] == "quality_session_unreadable"]
+    assert [e["session_id"] for e in unreadable] == [damaged]
+    assert CONTENT not in repr(logs)
+    with pytest.raises(StatePersistenceError) as caught:
+        backend.open().sessions(1, principal=AKI)
+    _assert_qc_009(caught, damaged)
+
+
+def test_an_issue_missing_beside_a_damaged_json_session_is_not_called_missing(
+    tmp_path: Path,
+) -> None:
+    """The issue asked for may be in the damaged document: QC-009, not "no such issue"."""
+    backend = Backend("json", str(tmp_path / "store"))
+    damaged = _finished_session(backend)
+    backend.damage(damaged)
+    with pytest.raises(StatePersistenceError) as caught:
+        backend.open().issue(make_issue(damaged).issue_id, principal=AKI)
+    _assert_qc_009(caught, damaged)
+    backend.close()
+
+
+def test_a_copy_beside_the_session_documents_is_no_session(tmp_path: Path) -> None:
+    backend = Backend("json", str(tmp_path / "store"))
+    session_id = _finished_session(backend)
+    sessions = tmp_path / "store" / "sessions"
+    copy = sessions / f"{session_id}_backup.json"
+    copy.write_bytes((sessions / f"{session_id}.json").read_bytes())
+    listed = backend.open().sessions(principal=AKI)
+    assert [s.session_id for s in listed] == [session_id]
+    backend.close()

@@ -69,12 +69,14 @@ def test_a_damaged_document_is_qc_009(tmp_path: Path, damage: Callable[[bytes], 
         for read in (
             lambda: store.get_session(session_id, principal=AKI),
             lambda: store.issues(session_id, principal=AKI),
-            lambda: store.sessions(None, principal=AKI),
+            lambda: store.sessions(1, principal=AKI),
         ):
             with pytest.raises(StatePersistenceError, match="restore the file") as caught:
                 read()
             assert qc_code_for(caught.value) == "QC-009"
         assert store.get_session(other, principal=AKI) is not None  # only that session
+        # Listing every episode shows the readable ones (the damaged one is logged).
+        assert [s.session_id for s in store.sessions(None, principal=AKI)] == [other]
 
 
 def test_an_unwritable_folder_is_qc_009(tmp_path: Path) -> None:

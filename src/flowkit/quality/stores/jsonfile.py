@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
+from ..errors import CorruptStateError
 from ..ids import episode_of
 from ..models import Issue, IssueResolution, ManuscriptFetchLog, Session, StepExecution
 from ._session_data import Change
@@ -71,7 +72,9 @@ class JsonWorkflowStateStore(StagedStore):
             names = [p.stem for p in self._sessions.glob("QC_EP*.json")]
         except OSError as exc:
             raise persist_error("list", self._sessions, exc) from exc
-        return sorted(n for n in names if episode_number is None or episode_of(n) == episode_number)
+        # Only session ids: a copy beside them (``QC_EP001_..._backup.json``) is no session.
+        found = ((n, episode_of(n)) for n in names)
+        return sorted(n for n, ep in found if ep is not None and episode_number in (None, ep))
 
     def _read_issues(self, session_id: str) -> list[Issue]:
         return self._files.read(session_id, lambda d: list(d.issues.values())) or []
@@ -93,9 +96,19 @@ class JsonWorkflowStateStore(StagedStore):
         return self._files.read(session_id, lambda d: list(d.fetch_log)) or []
 
     def _issue_session(self, issue_id: str) -> str | None:
+        """The session holding ``issue_id`` (reading sessions fills the index). A damaged
+        session stops the search only if the issue is in no other: it may be in that one."""
         if issue_id not in self._issue_index:
+            damage: CorruptStateError | None = None
             for session_id in self._session_ids(None):
-                self._read_session(session_id)  # fills the index
+                try:
+                    self._read_session(session_id)
+                except CorruptStateError as exc:
+                    damage = damage or exc
+                if issue_id in self._issue_index:
+                    break
+            if issue_id not in self._issue_index and damage is not None:
+                raise damage
         return self._issue_index.get(issue_id)
 
     def _apply(self, unit: Unit, session: Session) -> None:
