@@ -27,7 +27,19 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``flowkit`` command tree (cheap: no command's module is imported)."""
     from .. import __version__
-    from . import auth, demo, flows, lifecycle, migrate, runs, runtime, scale, serve, threads
+    from . import (
+        auth,
+        demo,
+        flows,
+        lifecycle,
+        migrate,
+        runs,
+        runtime,
+        scale,
+        serve,
+        thread_view,
+        threads,
+    )
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -54,7 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"flowkit {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for group in (flows, threads, lifecycle, runs, migrate, runtime, scale, demo, serve, auth):
+    for group in (
+        flows,
+        threads,
+        thread_view,
+        lifecycle,
+        runs,
+        migrate,
+        runtime,
+        scale,
+        demo,
+        serve,
+        auth,
+    ):
         group.register(commands, common)
 
     from ..dialogue.cli import add_commands as add_dialogue_commands
