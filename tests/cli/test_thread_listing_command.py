@@ -49,6 +49,7 @@ def test_filters_order_and_pages_of_a_listing(
     assert _ids(both) == _ids(_run(capsys, "threads", *where, "--status", "waiting,done")[1])
     assert _ids(_run(capsys, "threads", *where, "--flow", "other")[1]) == []
     assert _run(capsys, "threads", *where, "--flow", "other")[1].startswith("No matching threads")
+    assert _run(capsys, "threads", *where, "--flow", "")[1].startswith("No matching threads")
     newest = _ids(_run(capsys, "threads", *where, "--order", "updated")[1])
     assert sorted(newest) == ["d1", "d2", "w1", "w2", "w3"] and newest[-1] == "w1"
     code, out, err = _run(capsys, "threads", *where, "--limit", "2")

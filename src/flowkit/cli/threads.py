@@ -159,7 +159,7 @@ def _cmd_threads(args: argparse.Namespace, out: TextIO) -> int:
                 for s in progress.track(listed)
             ]
         if not rows:
-            filtered = args.status or args.flow or args.cursor
+            filtered = args.status or args.flow is not None or args.cursor
             which = "No matching threads" if filtered else "No threads"
             out.write(f"{which} in {shown(store_location(args))}\n")
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from ..errors import FlowkitError
+from ..errors import FlowkitError, InvalidListingError
 from ._listing import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -79,6 +79,8 @@ def iter_threads(
 ) -> Iterator[ThreadSummary]:
     """Every thread that passes the filters, in ``order``, from after ``cursor``: fetched
     ``page_size`` at a time (a store without a thread index is read once, in one pass)."""
+    if isinstance(page_size, bool) or not isinstance(page_size, int):
+        raise InvalidListingError(f"page_size is a whole number, not {page_size!r:.40}.")
     query = thread_query(
         status=status,
         flow=flow,

@@ -147,8 +147,11 @@ def thread_query(
             f"A listing's limit is a whole number from 1 to {MAX_LIMIT}, not {limit!r:.40}; "
             "page on with the cursor for more (or iterate with iter_threads)."
         )
-    if flow is not None and not isinstance(flow, str):
-        raise InvalidListingError(f"flow is a flow's name, not {type(flow).__name__}.")
+    if flow is not None and not _is_name(flow):
+        raise InvalidListingError(
+            f"flow is a flow's name: a string of at most {_MAX_FLOW_NAME} characters, UTF-8, "
+            "without NUL."
+        )
     after_updated, after_id = _read_cursor(cursor, cast(Order, order))
     return ThreadQuery(
         statuses=_statuses(status),
@@ -192,12 +195,42 @@ def _statuses(status: str | Iterable[str] | None) -> frozenset[str] | None:
     return wanted
 
 
+#: The longest flow name a listing filters by (no flow has a longer one).
+_MAX_FLOW_NAME = 200
+
+
+def _is_name(flow: object) -> bool:
+    """Whether ``flow`` can name a flow: what a store can look up, never an encoding error."""
+    if not isinstance(flow, str) or len(flow) > _MAX_FLOW_NAME or "\0" in flow:
+        return False
+    try:
+        flow.encode()
+    except UnicodeEncodeError:  # a lone surrogate (a command line's undecodable bytes)
+        return False
+    return True
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` is a real number a float holds (not a bool, nan, inf or 10**400)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def _seconds(name: str, value: float | datetime | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if value.utcoffset() is None:
+            raise InvalidListingError(
+                f"{name} is a naive datetime (no time zone): which of 24 hours? Give an aware "
+                "one (datetime.now(UTC) - ...) or seconds since the epoch."
+            )
+        return value.timestamp()  # aware: no local time to convert through, never out of range
+    if not _finite(value):
         raise InvalidListingError(
             f"{name} is a time: seconds since the epoch or a datetime, not {value!r:.40}."
         )
@@ -254,12 +287,7 @@ def _is_key(key: object, size: int) -> TypeGuard[list[Any]]:
         return False
     if size == 1:
         return True
-    updated = key[0]
-    return (
-        isinstance(updated, int | float)
-        and not isinstance(updated, bool)
-        and math.isfinite(updated)
-    )
+    return _finite(key[0])
 
 
 class QueriedListing(ABC):

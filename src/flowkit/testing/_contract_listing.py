@@ -8,6 +8,7 @@ never give a thread twice nor miss one, and what each summary says.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from ..errors import InvalidCursorError, InvalidListingError
 from ..records._records import StartRecord
 from ..stores import Store
 from ..stores._list_threads import count_threads, iter_threads, list_threads
-from ..stores._listing import ThreadSummary
+from ..stores._listing import ThreadSummary, make_cursor
 from ._contract_flows import start_record, step_record
 
 __all__ = ["ListingChecks"]
@@ -185,6 +186,12 @@ class ListingChecks:
             {"status": []},
             {"updated_before": "yesterday"},
             {"updated_after": float("nan")},
+            {"updated_after": 10**400},  # an int no float holds
+            {"updated_after": datetime(2026, 1, 1)},  # naive: which of 24 hours?
+            {"flow": "\ud800"},  # a lone surrogate: undecodable bytes of a command line
+            {"flow": "a\0b"},
+            {"flow": "f" * 201},
+            {"flow": 7},
         ],
         ids=repr,
     )
@@ -193,6 +200,11 @@ class ListingChecks:
     ) -> None:
         with pytest.raises(InvalidListingError):
             list_threads(store, **options)
+        # iter_threads: the same refusals; a page size that is no whole number too.
+        rest = {k: v for k, v in options.items() if k != "limit"}
+        pages: dict[str, Any] = {"page_size": "5"} if "limit" in options else {}
+        with pytest.raises(InvalidListingError):
+            next(iter_threads(store, **rest, **pages))
 
     def test_a_cursor_that_is_not_one_or_is_for_another_order_is_refused(
         self, store: Store
@@ -202,9 +214,12 @@ class ListingChecks:
         by_id = list_threads(store, order="id", limit=1).next_cursor
         by_update = list_threads(store, limit=1).next_cursor
         assert by_id is not None and by_update is not None
+        huge = make_cursor("updated", [10**400, "t1"])
         for bad in ("", "not a cursor", "e30", by_id[:-3], "x" * 5000):
             with pytest.raises(InvalidCursorError):
                 list_threads(store, order="id", cursor=bad)
+        with pytest.raises(InvalidCursorError):  # a time no float holds
+            list_threads(store, cursor=huge)
         with pytest.raises(InvalidCursorError, match="order"):
             list_threads(store, cursor=by_id)
         with pytest.raises(InvalidCursorError, match="order"):
