@@ -61,6 +61,25 @@ def test_a_checkpoint_id_of_other_digits_is_a_422(client: TestClient, named: str
     assert _history(client, thread_id) == before  # nothing written
 
 
+def test_a_checkpoint_id_past_every_version_is_no_checkpoint_not_a_500(
+    client: TestClient,
+) -> None:
+    """Thousands of digits (past what ``int()`` converts) name a version no thread reaches."""
+    thread_id = _paused(client)
+    whole = _history(client, thread_id)
+    named = "9" * 5000
+    page = client.post(f"{LG}/threads/{thread_id}/history", json={"before": named}, headers=AUTH)
+    assert page.status_code == 200 and page.json() == whole  # before it: every checkpoint
+    past = "9" * 30  # past every version, short enough for a run's checkpoint_id
+    for path, body in [
+        (f"/threads/{thread_id}/state/checkpoint", {"checkpoint": {"checkpoint_id": named}}),
+        (f"/threads/{thread_id}/runs/wait", {"assistant_id": "review", "checkpoint_id": past}),
+    ]:
+        answer = client.post(LG + path, json=body, headers=AUTH)
+        assert (answer.status_code, answer.json()["code"]) == (404, "checkpoint_not_found"), path
+    assert _history(client, thread_id) == whole  # nothing written
+
+
 def test_each_langgraph_answer_leaves_an_audit_line_without_values(client: TestClient) -> None:
     thread_id = _paused(client)
     answer = {"assistant_id": "review", "command": {"resume": {"approved": False,

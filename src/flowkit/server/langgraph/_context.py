@@ -70,7 +70,14 @@ def checkpoint_version(checkpoint_id: str | None) -> int | None:
             f"`{checkpoint_id:.40}` is not a checkpoint id of this server: they are versions "
             "(`checkpoint.checkpoint_id` of a state or history entry).",
         )
-    return int(checkpoint_id)
+    digits = checkpoint_id.lstrip("0")
+    if len(digits) > len(str(_PAST_EVERY_VERSION)):  # no int() of thousands of digits
+        return _PAST_EVERY_VERSION
+    return min(int(checkpoint_id), _PAST_EVERY_VERSION)
+
+
+#: What an id past any version a thread can reach stands for (the largest 64-bit version).
+_PAST_EVERY_VERSION = 2**63 - 1
 
 
 def asked_checkpoint(
