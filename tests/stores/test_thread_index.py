@@ -280,6 +280,36 @@ def test_an_index_deleted_under_an_open_store_is_rebuilt_and_kept_again(tmp_path
     store.close()
 
 
+@pytest.mark.parametrize("how", ["garbage in its WAL", "deleted"])
+def test_rows_an_open_store_writes_into_a_replaced_index_are_not_lost(
+    tmp_path: Path, how: str
+) -> None:
+    """Within a second of its last check, a writer still has the old index file open when a
+    listing elsewhere replaces it: the rows it writes there (a step, a new thread, a delete)
+    must not stay missing from later listings once it goes quiet or closes."""
+    store = JsonFileStore(tmp_path, fsync=False)
+    _grow(store, "x", 1)
+    _grow(store, "y", 1)
+    _grow(store, "z", 1)
+    index = _index(tmp_path)
+    if how == "deleted":
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{index}{suffix}").unlink(missing_ok=True)
+    else:
+        with open(f"{index}-wal", "r+b") as wal:
+            wal.seek(32)
+            wal.write(os.urandom(4000))
+    with capture_logs():
+        listed(tmp_path)  # another store object replaces (or recreates) and rebuilds it
+    store.append("x", [step_record(2)], expected_version=1)  # at once: no check since
+    _grow(store, "new", 2)
+    store.delete("y")
+    assert listed(tmp_path) == truth(tmp_path)  # the writer still open, gone quiet
+    store.close()
+    assert listed(tmp_path) == truth(tmp_path)
+    assert [row[0] for row in truth(tmp_path)] == ["new", "x", "z"]
+
+
 def test_a_failed_row_update_never_fails_the_commit_and_marks_a_rebuild(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

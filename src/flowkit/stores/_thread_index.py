@@ -156,6 +156,7 @@ class JsonThreadIndex:
 
     def close(self) -> None:
         """Close the index's files; it reopens them when used again."""
+        self.flush()  # the deferred rows, checked to have reached the index file at the path
         with self._read_lock, self._write_lock:
             self._held.close(self.fsync)
 
@@ -204,6 +205,7 @@ class JsonThreadIndex:
         try:
             if held.db is not None:
                 held.write(now)
+                self._check_written()
             else:  # unusable for now (logged when found): the next listing rebuilds
                 with contextlib.suppress(*_ERRORS):
                     self._mark_stale()
@@ -232,6 +234,7 @@ class JsonThreadIndex:
                 if held.db is not None:
                     held.wrote = True
                     change(held.db)
+                    self._check_written()
                 else:  # unusable for now (logged when found): the next listing rebuilds, as
                     with contextlib.suppress(*_ERRORS):  # a rebuild since may have taken
                         self._mark_stale()  # the marker
@@ -239,6 +242,26 @@ class JsonThreadIndex:
                 self._failed(exc, thread_id)
             if held.writer is not None:
                 held.writer.done(thread_id)
+
+    def _check_written(self) -> None:
+        """After rows went into the index file: if that file is no longer the one at the path
+        (a listing in another process found it damaged and replaced it, or it was deleted,
+        since this writer's last check), the rows went with it: the index is marked stale
+        (the next listing rebuilds it from the journals, which hold them) and the next commit
+        opens the file now there. One ``stat`` per row transaction, not per step."""
+        held = self._held
+        assert held.db is not None
+        try:
+            current = os.stat(self._db_path).st_ino == held.db.ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            return
+        with contextlib.suppress(*_ERRORS):
+            held.db.close()
+        held.db = None
+        self._checked = 0.0  # reopen at the next commit, not a second later
+        self._mark_stale()
 
     def _check_writes(self) -> None:
         """Open the write connection (registering as a writer), or reopen it when the index
