@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, overload
 from typing_extensions import TypeVar
 
 from ..errors import InvalidUpdateError, RunError
+from ..foundation._logging import get_logger
+from ..records._events import Emitted
 from ..records._node_error import ErrorText, NodeError, is_retryable
 from ._ask import Ask
 from ._cache_policy import CachePolicy
@@ -204,8 +206,6 @@ class Context(Generic[D]):
         and subscribers (as an ``Emitted`` event). Not journaled; a no-op when nobody watches.
         """
         if self._emit is not None:
-            from ..records._events import Emitted
-
             self._emit(Emitted(self.thread_id, self.run_id, self.node, value))
 
     @property
@@ -263,8 +263,6 @@ class Context(Generic[D]):
     @cached_property
     def log(self) -> Logger:
         # Bound lazily: most nodes never log, and binding costs more than the node itself.
-        from ..foundation._logging import get_logger
-
         return get_logger().bind(thread_id=self.thread_id, run_id=self.run_id, node=self.node)
 
     def __repr__(self) -> str:

@@ -23,6 +23,8 @@ from ._cursor import Cursor
 from ._open import merged, without_call
 from ._replay import replay_record
 from ._upgrade import MigrationReport, RawCursor, check_position, state_error, upgrade
+from .batch._journal import items_from_snapshot
+from .subflows._journal import sub_from_snapshot
 
 if TYPE_CHECKING:
     from ..definition._flow import Flow
@@ -172,9 +174,6 @@ class JournalReader:
 
 def cursor_from_snapshot(flow: Flow, thread_id: str, snap: Snapshot) -> Cursor:
     """The typed position a snapshot (or a migration's position) holds."""
-    from .batch._journal import items_from_snapshot
-    from .subflows._journal import sub_from_snapshot
-
     try:
         state = flow.schema.load_state(snap.state)
     except ValidationError as exc:

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -21,18 +21,16 @@ from ..execution._steps import announce
 from ..execution._threads import Threads
 from ..execution._timers import as_time
 from ..foundation._logging import get_logger
+from ..memory import InProcessMemory, Memory
 from ..records._events import Event, Subscriber
 from ..records._node_error import ERROR_TEXTS, ErrorText
 from ..records._records import record_clock
 from ..stores._protocol import AttemptMarks, Store, attempt_marks
 from ..stores.memory import MemoryStore
 from ._checkpoints import check_version
+from ._node_llm import NodeLLM
 from ._preparing import pauses_of, resume_steps, start_steps
 from ._result import Pause, RunResult
-
-if TYPE_CHECKING:
-    from ..memory import Memory
-    from ._runner import Runner
 
 __all__ = ["D", "RunnerBase", "S"]
 
@@ -99,7 +97,7 @@ class RunnerBase(Generic[S, D]):
         self._max_recoveries = max_recovery_attempts
         self._clock_given = clock
         #: Runners of the flows that ``Subflow`` calls of a batch run as child threads.
-        self._children: dict[int, Runner[Any, Any]] = {}
+        self._children: dict[int, Any] = {}  # of Runner (``Runner._child_runner``)
         self._children_lock = threading.Lock()
         #: Runs the child threads of a batch's Subflow calls (whose nodes cannot sleep).
         self._batch_child = False
@@ -168,8 +166,6 @@ class RunnerBase(Generic[S, D]):
     def _node_llm(self, thread_id: str, run_id: str, node: str, calls: list[dict[str, Any]]) -> Any:
         if self.llm is None:
             return None
-        from ._node_llm import NodeLLM
-
         announce = self._emit if self._subscribers else None
         return NodeLLM(
             self.llm, calls, announce=announce, thread_id=thread_id, run_id=run_id, node=node
@@ -178,12 +174,10 @@ class RunnerBase(Generic[S, D]):
     def _cache_memory(self) -> Memory:
         """Where cached node updates live: ``cache``, made in this process on first use."""
         if self.cache is None:
-            from ..memory import InProcessMemory
-
             self.cache = InProcessMemory()
         return self.cache
 
-    def _child_runner(self, flow: Flow) -> Runner[Any, Any]:
+    def _child_runner(self, flow: Flow) -> Any:
         """A runner of ``flow`` that runs the child threads of ``Subflow`` calls in a batch
         (``Runner`` makes them)."""
         raise NotImplementedError

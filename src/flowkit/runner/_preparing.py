@@ -22,6 +22,7 @@ from ..execution._steps import mirror, status_of
 from ..execution._threads import Threads
 from ..execution.batch._gates import ChildAnswers, answer_children
 from ..execution.subflows._child import waiting_pauses
+from ..execution.subflows._run import answer_child
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..records._events import Waiting
 from ._checkpoints import check_version
@@ -125,8 +126,6 @@ def resume_steps(
     if expected_version is not None:
         check_version(thread_id, cursor.version, expected_version)
     if cursor.sub is not None and cursor.status == "waiting":  # a gate inside a Subflow
-        from ..execution.subflows._run import answer_child
-
         cursor = answer_child(runner, thread_id, run_id, cursor, value, gate, actor)
         return run_steps(runner, thread_id, run_id, cursor)
     if gate is not None and not known_pause(runner.flow, gate, cursor):

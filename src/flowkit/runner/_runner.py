@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -33,12 +33,10 @@ from ._checkpoints import (
     rewind_thread,
 )
 from ._fired import Fired
+from ._lifecycle import PruneResult, compact_thread, delete_thread, prune_threads
 from ._result import Checkpoint, RunResult
 from ._stream import AsyncStream, Mode, Stream, async_items, parse_modes, sync_items
 from ._timer_firing import fire_due_timers
-
-if TYPE_CHECKING:
-    from ._lifecycle import PruneResult
 
 __all__ = ["Runner"]
 
@@ -405,8 +403,6 @@ class Runner(RunnerBase[S, D]):
         ``ThreadNotFoundError`` if there is none; ``ConflictError`` (nothing deleted) while a
         run of it is going on, in this process or another.
         """
-        from ._lifecycle import delete_thread
-
         delete_thread(self._threads, thread_id)
 
     def prune(
@@ -425,8 +421,6 @@ class Runner(RunnerBase[S, D]):
         those deleted so far (``what``: ``"read"``, ``"deleted"``): a long prune can show how
         far it is.
         """
-        from ._lifecycle import prune_threads
-
         store = self._threads.require_store("prune")
         return prune_threads(
             store,
@@ -446,8 +440,6 @@ class Runner(RunnerBase[S, D]):
         to where the thread stood cleanly at a node (not between a ``Map``'s calls or inside
         a ``Subflow``), so a little more may be kept. ``ConflictError`` while it runs.
         """
-        from ._lifecycle import compact_thread
-
         return compact_thread(self._threads, thread_id, keep)
 
     def __repr__(self) -> str:

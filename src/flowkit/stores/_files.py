@@ -17,6 +17,7 @@ from ..errors import StoreError, ThreadNotFoundError
 from ..foundation._atomic import write_atomically
 from ..foundation._logging import get_logger
 from ..records._records import FORMAT_VERSION, Snapshot
+from ._jsonl import unseal
 
 __all__ = [
     "JournalHandles",
@@ -93,8 +94,6 @@ def read_snapshot_file(
     Whether the journal holds the snapshot's record is checked by the caller, which reads
     those bytes anyway.
     """
-    from ._jsonl import unseal
-
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExistsError
 from ...errors import ThreadNotFoundError as NotFound
 from ...foundation._logging import get_logger
+from ...records._marker import AttemptMarker
 from ...records._records import Snapshot, StartRecord
 from .._ids import check_thread_id
 from .._jsonl import encode
@@ -48,8 +49,6 @@ from ._sql import Statements
 if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
-
-    from ...records._marker import AttemptMarker
 
 __all__ = ["PostgresStore"]
 
@@ -471,8 +470,6 @@ class PostgresStore(WorkQueue, PostgresListing):
                 raise NotFound(thread_id)
 
     def last_attempt(self, thread_id: str) -> AttemptMarker | None:
-        from ...records._marker import AttemptMarker
-
         query = self._sql.last_attempt
         row = retried(
             self._conn,
