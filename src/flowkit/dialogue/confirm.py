@@ -12,6 +12,7 @@ import unicodedata
 from typing import Final, Literal
 
 __all__ = [
+    "CHANGE",
     "CHANGE_RESPONSES",
     "CONFIRM",
     "CONFIRM_RESPONSES",
@@ -25,6 +26,10 @@ __all__ = [
 #: never a slot name: those are identifiers). A question or small talk in between carries it
 #: forward like a pending slot question, so the reply after the digression is still a yes/no.
 CONFIRM: Final = "@confirm"
+#: What "What would you like to change?" after a no at a confirmation asks for: carried over
+#: a question or small talk in between like ``CONFIRM``, so the reply after it is still a
+#: change, a yes or a no.
+CHANGE: Final = "@change"
 
 #: Responses that ask the user to confirm a goal: the next message is read as yes or no.
 CONFIRM_RESPONSES: Final = ("confirm_goal", "confirm_repeat")

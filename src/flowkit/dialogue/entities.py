@@ -89,9 +89,14 @@ _DATE_IN_DAYS = re.compile(r"\bin (?P<n>\d{1,3}) days?\b|(?P<jn>\d{1,3})日後",
 _DATE_ISO = re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")
 _DATE_MD = re.compile(r"(?<![\d/])(?P<m>\d{1,2})/(?P<d>\d{1,2})(?![\d/])")
 _DATE_JA = re.compile(r"(?:(?P<y>\d{4})年)?(?P<m>\d{1,2})月(?P<d>\d{1,2})日")
+#: A year said after a date ("March 14, 2026", "the 14th of March 2026").
+_YEAR = r"(?:,?\s+(?P<{}>(?:19|20)\d{{2}})\b)?"
 _DATE_EN = re.compile(
-    r"\b(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon1>[a-z]{3})[a-z]*"
-    r"|(?P<mon2>[a-z]{3})[a-z]*\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?)\b",
+    r"\b(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon1>[a-z]{3})[a-z]*\b"
+    + _YEAR.format("y1")
+    + r"|(?P<mon2>[a-z]{3})[a-z]*\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?\b"
+    + _YEAR.format("y2")
+    + r")",
     re.I,
 )
 _ORDINAL_UNITS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
@@ -113,7 +118,11 @@ _ORDINAL = "|".join(sorted(map(re.escape, _ORDINALS), key=len, reverse=True))
 _DATE_EN_WORDS = re.compile(
     r"\b(?:the\s+)?(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?|(?P<o1>" + _ORDINAL + r"))\s+of\s+"
     r"(?P<mon1>[a-z]{3})[a-z]*\b"
-    r"|\b(?P<mon2>[a-z]{3})[a-z]*\s+(?:the\s+)?(?P<o2>" + _ORDINAL + r")\b",
+    + _YEAR.format("y1")
+    + r"|\b(?P<mon2>[a-z]{3})[a-z]*\s+(?:the\s+)?(?P<o2>"
+    + _ORDINAL
+    + r")\b"
+    + _YEAR.format("y2"),
     re.I,
 )
 #: 三月十四日, 十二月一日: a month and day in kanji numerals.
@@ -312,14 +321,15 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
     for m in _DATE_EN.finditer(text):
         month = (m["mon1"] or m["mon2"]).lower()
         if month in _MONTHS_EN:
-            day = int(m["d1"] or m["d2"])
-            add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, day, None))
+            day, year = int(m["d1"] or m["d2"]), m["y1"] or m["y2"]
+            add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, day, _year(year)))
     for m in _DATE_EN_WORDS.finditer(text):
         month = (m["mon1"] or m["mon2"])[:3].lower()
         ordinal = m["o1"] or m["o2"]
         number = _ORDINALS[ordinal.lower()] if ordinal else int(m["d1"])
         if month in _MONTHS_EN and not _within(found, m):
-            add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, number, None))
+            year = _year(m["y1"] or m["y2"])
+            add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, number, year))
     for m in _DATE_JA_KANJI.finditer(text):
         month_number, day_number = kanji_number(m["m"]), kanji_number(m["d"])
         if month_number and day_number and 1 <= month_number <= 12:
@@ -337,6 +347,10 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
 def _within(found: list[Found], m: re.Match[str]) -> bool:
     """Whether ``m`` overlaps a date found already (one date, read by two patterns)."""
     return any(f.start < m.end() and m.start() < f.end for f in found)
+
+
+def _year(said: str | None) -> int | None:
+    return int(said) if said else None
 
 
 def _make_date(year: int, month: int, day: int) -> date | None:

@@ -57,6 +57,9 @@ class TurnContext:
     today: date
     history: tuple[ChatMessage, ...] = ()
     slots: Mapping[str, JsonScalar] = field(default_factory=dict)
+    #: Personal values said earlier in the conversation (an earlier goal's too): masked in
+    #: the LLM's prompts like the current slots' (``said_in_private``).
+    said: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +317,7 @@ class LLMRecognizer:
         )
         # The same masking as logs: known personal values become ***.
         secrets = [str(v) for k, v in context.slots.items() if k in self.private and v]
+        secrets += context.said
         history = "\n".join(f"{m.role}: {m.content}" for m in context.history[-4:])
         history, text = mask_text(history, secrets), mask_text(text, secrets)
         system = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ...definition._node import Node, node
-from ...dialogue.confirm import CONFIRM
+from ...dialogue.confirm import CHANGE, CONFIRM
 from ...dialogue.forms import CONTINUE
 from ...dialogue.services import Services
 from ...dialogue.state import DialogueState, GoalState, NextAction, ResponsePlan
@@ -48,7 +48,7 @@ def make_gp(services: Services) -> Node:
             response = "continue_goal" if goal.command == "stop" else "continue_repeat"
             action, ask = "clarify", CONTINUE
         elif goal.active and goal.confirm and goal.command == "deny":
-            response, action = "confirm_declined", "clarify"
+            response, action, ask = "confirm_declined", "clarify", CHANGE
         elif goal.active and goal.confirm and goal.command == "unclear":
             response, action, ask = "confirm_repeat", "clarify", CONFIRM
         elif goal.active and goal.refusal is not None and not _reconfirm(goal):

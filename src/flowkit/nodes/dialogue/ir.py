@@ -32,7 +32,7 @@ from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue._models import AFFIRM, DENY, INFORM, UNCLEAR
-from ...dialogue.confirm import CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
+from ...dialogue.confirm import CHANGE, CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
 from ...dialogue.events import current_event, event_understanding
 from ...dialogue.forms import CONTINUE, STOP, is_stop
 from ...dialogue.nlu import TurnContext, Understanding, from_intent, text_change
@@ -58,18 +58,20 @@ def make_ir(services: Services) -> Node:
         response = asked.response_id if asked is not None else None
         text = state.user_text
         context = TurnContext(
-            expects=None if expects in (CONFIRM, CONTINUE) else expects,
+            expects=None if expects in (CONFIRM, CHANGE, CONTINUE) else expects,
             lang=state.lang(),
             today=services.today(ctx),
             history=tuple(state.messages[-7:-1]),
             slots=dict(state.slots),
         )
+        if ctx.llm is not None:  # only an LLM's prompt needs them masked
+            context = replace(context, said=_said_in_private(services, state, context))
         in_form = expects is not None or response in (*CHANGE_RESPONSES, "present_step")
         if expects == CONTINUE:
             understood = _yes_or_no(services, text, context, ctx)
         elif in_form and is_stop(text):
             understood = Understanding(STOP, [], 1.0)
-        elif expects == CONFIRM or response in CHANGE_RESPONSES:
+        elif expects in (CONFIRM, CHANGE) or response in CHANGE_RESPONSES:
             # A confirmation question, also one repeated after a question in between, or the
             # question what to change after a no.
             declined = expects != CONFIRM and response not in CONFIRM_RESPONSES
@@ -97,6 +99,24 @@ def make_ir(services: Services) -> Node:
         return {"intent_type": understood.intent_type, "entities": understood.entities}
 
     return intent_recognition
+
+
+def _said_in_private(
+    services: Services, state: DialogueState, context: TurnContext
+) -> tuple[str, ...]:
+    """The values (and their words) the user gave in answer to a personal slot's question
+    earlier in the conversation, an earlier goal's included: the slots now hold only the
+    current goal's, but the history an LLM's prompt carries may still show those."""
+    domain, found, asked = services.domain, set[str](), None
+    private = {n for n, s in domain.slots.items() if s.pii and not s.send_to_llm}
+    for message in state.messages[:-1]:
+        if message.role == "assistant":
+            asked = message.expects
+        elif asked in private:
+            answer = replace(context, expects=asked, history=(), slots={})
+            for entity in services.offline.understand(message.content, answer).entities:
+                found.update(str(x) for x in (entity.value, entity.text) if x)
+    return tuple(sorted(found, key=len, reverse=True))  # longest first: "Aya Mori" before "Aya"
 
 
 def _yes_or_no(services: Services, text: str, context: TurnContext, ctx: Context) -> Understanding:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...definition._node import Context, Node, node
-from ...dialogue.confirm import CONFIRM
+from ...dialogue.confirm import CHANGE, CONFIRM
 from ...dialogue.events import current_event
 from ...dialogue.forms import CONTINUE
 from ...dialogue.services import Services
@@ -21,7 +21,7 @@ __all__ = ["make_rn"]
 _READS = ["response_plan", "clarifying_question", "goal_state", "slots", "messages", "exec_trace"]
 _WRITES = ["final_answer", "messages"]
 #: The question a digression comes back to, by what it asked for.
-_AGAIN = {CONFIRM: "confirm_goal", CONTINUE: "continue_goal"}
+_AGAIN = {CONFIRM: "confirm_goal", CHANGE: "confirm_declined", CONTINUE: "continue_goal"}
 
 
 def make_rn(services: Services, *, llm: bool) -> Node:

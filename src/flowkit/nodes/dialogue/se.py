@@ -45,7 +45,10 @@ def make_se(services: Services) -> Node:
                 code, params = problem
                 rejected[name] = {"reason": code, **params}
                 del slots[name]
-        missing = [*rejected, *(m for m in state.missing_slots if m not in rejected)]
+        # Asked again first, with the reason; an optional slot only where it has a question
+        # (it is asked this turn only, and never blocks its goal).
+        again = [n for n in rejected if domain.slots[n].required or domain.slots[n].question]
+        missing = [*again, *(m for m in state.missing_slots if m not in rejected)]
         entry = TraceEntry(
             node="SE",
             kind="slots",

@@ -1,0 +1,103 @@
+"""Forms and confirmations as a defect hunt found them wanting, one test per defect: a
+refused optional value, a digression after declining a confirmation, personal values of an
+earlier goal in the LLM's prompts, the year of an English date, an event-only intent from the
+LLM, "yes, I want ..." after "anything else?" and a YAML alias that refers to itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from flowkit.dialogue import Dialogue
+from flowkit.errors import LLMTimeoutError
+from flowkit.testing import ScriptedLLM
+
+from .conftest import monday
+
+TOOLS: dict[str, Any] = yaml.safe_load("""
+name: tools
+intents:
+  borrow: {examples: {en: [I want to borrow a tool]}, keywords: {en: [borrow]}}
+entities:
+  tool: {kind: choice, values: {wrench: {en: [wrench]}}}
+  quantity: {kind: number}
+slots:
+  tool: {entity: tool, question: {en: "Which tool?"}}
+  quantity: {entity: quantity, required: false, question: {en: "How many?"}, validation: {max: 3}}
+goals:
+  borrow: {intent: borrow, mode: SLOT_FILLING, slots: [tool, quantity], action: lend, done: lent}
+actions:
+  lend: {}
+responses:
+  lent: {en: "Lent {quantity}."}
+""")
+
+
+def test_a_refused_optional_value_is_asked_again_once_and_never_blocks() -> None:
+    bot = Dialogue(TOOLS)
+    again = bot.send("t", "I want to borrow 9 of them")
+    assert again.response_id == "slot_invalid" and "at most 3" in again.text
+    assert again.missing_slots[0] == "quantity" and "quantity" not in again.slots
+    done = bot.send("t", "a wrench")  # not a quantity: the optional slot stays empty
+    assert done.response_id == "lent" and done.state.goal_state.status != "active"
+    other = Dialogue(TOOLS)
+    other.send("u", "I want to borrow 9 of them")
+    assert other.send("u", "2, a wrench").slots == {"tool": "wrench", "quantity": 2}
+
+
+def test_an_event_with_a_refused_optional_value_leaves_the_conversation_going() -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    asked = bot.trigger("e1", "report_fault", {"faulty_machine": "robot 1", "priority": "meh"})
+    assert asked.response_id == "slot_invalid" and asked.missing_slots[0] == "priority"
+    answered = bot.send("e1", "urgent")
+    assert answered.response_id == "confirm_goal" and answered.slots["priority"] == "urgent"
+
+
+@pytest.mark.parametrize("digression", ["what is the maximum payload?", "hello"])
+def test_after_a_no_a_digression_comes_back_to_what_to_change(digression: str) -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    bot.send("f", "robot 2 is broken")
+    assert bot.send("f", "no").response_id == "confirm_declined"
+    aside = bot.send("f", digression)
+    assert "What would you like to change?" in aside.text  # asked again after the answer
+    changed = bot.send("f", "robot 3")
+    assert changed.response_id == "confirm_goal" and changed.slots["faulty_machine"] == "robot_3"
+    other = Dialogue("robot_cell", clock=monday)
+    other.send("g", "robot 2 is broken")
+    other.send("g", "no")
+    other.send("g", digression)
+    assert other.send("g", "yes").response_id == "fault_reported"  # a later yes still confirms
+
+
+def test_an_earlier_goals_personal_value_never_reaches_the_llms_prompt() -> None:
+    def down(prompt: str) -> str:
+        raise LLMTimeoutError("slow")  # understanding falls back offline; the prompts stay
+
+    llm = ScriptedLLM([(lambda text: True, down)])
+    bot = Dialogue("robot_cell", llm=llm, clock=monday)
+    for text in ["book maintenance for robot 1 tomorrow at 10", "my name is Zebediah Quux",
+                 "book maintenance for robot 2", "tomorrow"]:  # fmt: skip
+        bot.send("z", text)
+    prompts = [" ".join(m["content"] for m in call.messages) for call in llm.calls]
+    assert len(prompts) >= 3 and "Conversation so far" in prompts[-1]
+    assert not [p for p in prompts if "Zebediah" in p or "Quux" in p]
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("March 14, 2025", "2025-03-14"),
+        ("the 14th of March 2025", "2025-03-14"),
+        ("14 March 2025", "2025-03-14"),
+        ("March the fourteenth, 2025", "2025-03-14"),
+        ("March 14", "2025-03-14"),
+        ("March 14, 2026", None),  # the year said: past the 60 days bookings open ahead
+        ("March 4th, 2025", None),  # the year said: in the past (not next year's 4 March)
+    ],
+)
+def test_the_year_of_an_english_date_is_the_one_said(said: str, kept: str | None) -> None:
+    bot = Dialogue("robot_cell", clock=monday)  # Monday 2025-03-10
+    bot.send("d", "book maintenance for robot 2")
+    assert bot.send("d", said).slots.get("date") == kept
