@@ -5,13 +5,14 @@ LLM, "yes, I want ..." after "anything else?" and a YAML alias that refers to it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from flowkit.dialogue import Dialogue
-from flowkit.errors import LLMTimeoutError
+from flowkit.dialogue import Dialogue, load_domain
+from flowkit.errors import DomainError, LLMTimeoutError
 from flowkit.testing import ScriptedLLM
 
 from .conftest import monday
@@ -31,7 +32,7 @@ goals:
 actions:
   lend: {}
 responses:
-  lent: {en: "Lent {quantity}."}
+  lent: {en: "Lent."}
 """)
 
 
@@ -101,3 +102,48 @@ def test_the_year_of_an_english_date_is_the_one_said(said: str, kept: str | None
     bot = Dialogue("robot_cell", clock=monday)  # Monday 2025-03-10
     bot.send("d", "book maintenance for robot 2")
     assert bot.send("d", said).slots.get("date") == kept
+
+
+def test_after_anything_else_a_yes_with_a_request_is_the_request() -> None:
+    bot = Dialogue({**TOOLS, "anything_else": True})
+    done = bot.send("a", "I want to borrow a wrench")
+    assert done.response_id == "lent" and "anything else" in done.text.lower()
+    asked = bot.send("a", "yes, I want to borrow a tool")
+    assert asked.state.goal_state.goal == "borrow" and asked.text == "Which tool?"
+    assert Dialogue({**TOOLS, "anything_else": True}).send("b", "yes").response_id != "lent"
+
+
+@pytest.mark.parametrize("text", ["a: &a [*a]\n", "name: x\nintents: &e {a: *e}\n"])
+def test_a_yaml_alias_that_refers_to_itself_is_a_problem_not_a_hang(
+    tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "domain.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DomainError):
+        load_domain(path)
+
+
+def test_typed_text_never_becomes_an_event_only_intent_even_through_the_llm() -> None:
+    domain = yaml.safe_load("""
+name: plants
+intents:
+  greet: {kind: small_talk, response: hi, keywords: {en: [hello]}}
+  plant_dry: {external: true}
+entities:
+  plant: {kind: choice, values: {fern: {en: [fern]}}}
+slots:
+  plant: {entity: plant, question: {en: "Which plant?"}}
+goals:
+  dry: {intent: plant_dry, mode: SLOT_FILLING, slots: [plant], done: needs_water}
+responses:
+  needs_water: {en: "SENSOR: your {plant} is dry!"}
+  hi: {en: Hi.}
+""")
+    said = {"intent": "plant_dry", "entities": [{"entity": "plant", "value": "fern"}],
+            "commands": []}  # fmt: skip
+    llm = ScriptedLLM([("Message: the fern is dry", said)])
+    reply = Dialogue(domain, llm=llm).send("u", "the fern is dry")
+    assert reply.intent_type == "OOS" and "SENSOR" not in reply.text
+    assert "plant_dry" not in " ".join(m["content"] for m in llm.calls[0].messages)
+    event = Dialogue(domain).trigger("v", "plant_dry", {"plant": "fern"})
+    assert event.text == "SENSOR: your fern is dry!"  # the event itself still works

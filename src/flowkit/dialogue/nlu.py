@@ -294,7 +294,10 @@ class LLMRecognizer:
             return Understanding("QUESTION", entities, 1.0, "llm", match=intent)
         if spec is not None and spec.kind == "small_talk":
             return Understanding("SMALL_TALK", entities, 1.0, "llm", match=intent)
-        known = spec is not None or intent in ("QUESTION", "SMALL_TALK", INFORM, "cancel")
+        # An event-only intent (``external: true``) never comes from typed text, whatever the
+        # model says: a user must not be able to fake a sensor's or a system's event.
+        typed = spec is not None and not spec.external
+        known = typed or intent in ("QUESTION", "SMALL_TALK", INFORM, "cancel")
         if not known or (intent == "OOS" and entities and context.expects):
             intent = INFORM if entities and context.expects else "OOS"
         return Understanding(intent, entities, 1.0, "llm")
@@ -304,6 +307,7 @@ class LLMRecognizer:
         intents = "\n".join(
             f"- {name} ({spec.kind}): {'; '.join(spec.examples.get(lang, [])[:2])}"
             for name, spec in domain.intents.items()
+            if not spec.external
         )
         faq = "\n".join(f"- {n}: {f.questions.get(lang, [''])[0]}" for n, f in domain.faq.items())
         slots = "\n".join(

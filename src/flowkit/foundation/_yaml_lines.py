@@ -20,8 +20,14 @@ def lines_of(root: Any) -> Lines:
 
     lines: Lines = {}
     stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    # An alias is the node it names: each node is walked once, where it is met first, so an
+    # alias that refers to itself (``a: &a [*a]``) ends the walk instead of never ending it.
+    walked: set[int] = set()
     while stack:
         node, path = stack.pop()
+        if id(node) in walked:
+            continue
+        walked.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 child = (*path, str(key.value))

@@ -32,7 +32,14 @@ from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue._models import AFFIRM, DENY, INFORM, UNCLEAR
-from ...dialogue.confirm import CHANGE, CHANGE_RESPONSES, CONFIRM, CONFIRM_RESPONSES, yes_no
+from ...dialogue.confirm import (
+    CHANGE,
+    CHANGE_RESPONSES,
+    CONFIRM,
+    CONFIRM_RESPONSES,
+    bare_yes_no,
+    yes_no,
+)
 from ...dialogue.events import current_event, event_understanding
 from ...dialogue.forms import CONTINUE, STOP, is_stop
 from ...dialogue.nlu import TurnContext, Understanding, from_intent, text_change
@@ -76,9 +83,10 @@ def make_ir(services: Services) -> Node:
             # question what to change after a no.
             declined = expects != CONFIRM and response not in CONFIRM_RESPONSES
             understood = _confirmation(services, text, context, ctx, declined=declined)
-        elif asked_anything_else(services.domain, response) and yes_no(text) is not None:
-            # "Anything else?" after a finished task: a bare yes asks what, a no closes.
-            understood = Understanding(AFFIRM if yes_no(text) == "yes" else DENY, [], 1.0)
+        elif asked_anything_else(services.domain, response) and bare_yes_no(text) is not None:
+            # "Anything else?" after a finished task: a bare yes asks what, a bare no closes;
+            # "yes, I want a coffee" is understood as usual (the coffee is the answer).
+            understood = Understanding(AFFIRM if bare_yes_no(text) == "yes" else DENY, [], 1.0)
         else:
             understood = services.recognizer.understand(text, context, ctx.llm)
             if context.expects in services.domain.slots:
