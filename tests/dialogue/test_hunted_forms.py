@@ -147,3 +147,16 @@ responses:
     assert "plant_dry" not in " ".join(m["content"] for m in llm.calls[0].messages)
     event = Dialogue(domain).trigger("v", "plant_dry", {"plant": "fern"})
     assert event.text == "SENSOR: your fern is dry!"  # the event itself still works
+
+
+def test_a_digression_after_a_refusal_comes_back_to_the_slot_the_refusal_asked_for() -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    bot.send("a", "book maintenance for robot 1 tomorrow at 3 pm")
+    bot.send("a", "Sato")  # takes 15:00
+    bot.send("b", "book maintenance for robot 1 tomorrow at 3 pm")
+    refused = bot.send("b", "Abe")
+    assert "already booked" in refused.text and "At what time?" in refused.text
+    aside = bot.send("b", "hello")
+    assert aside.text.endswith(refused.text[refused.text.index("At what time?") :])
+    assert "Who is requesting it?" not in aside.text
+    assert bot.send("b", "4 pm").slots["time"] == "16:00"

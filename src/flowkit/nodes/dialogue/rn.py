@@ -25,13 +25,17 @@ _AGAIN = {CONFIRM: "confirm_goal", CHANGE: "confirm_declined", CONTINUE: "contin
 
 
 def make_rn(services: Services, *, llm: bool) -> Node:
-    renderer = services.renderer
+    renderer, domain = services.renderer, services.domain
 
     def respond(state: DialogueState, ctx: Context) -> dict[str, Any]:
         plan = state.response_plan
         assert plan is not None, "RP guarantees a plan"
         question = state.clarifying_question if (plan.by == "SFP" or plan.resume) else None
-        if plan.resume and plan.slot in _AGAIN:
+        if plan.resume and plan.slot in domain.slots:
+            # Back to the slot that was asked for: its own question (the one SFP asked last
+            # may be another slot's, when a goal's refusal asked this one again).
+            question = domain.text(domain.slots[plan.slot].question, plan.lang) or question
+        elif plan.resume and plan.slot in _AGAIN:
             # Back from a digression to a confirmation (or "continue?") question: ask it
             # again, as GP did.
             again = ResponsePlan(id=_AGAIN[plan.slot], by="GP", lang=plan.lang, slot=plan.slot)
