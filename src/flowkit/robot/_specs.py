@@ -20,6 +20,7 @@ __all__ = [
     "Role",
     "TextSpec",
     "ValueRule",
+    "slot_number",
 ]
 
 Role = Literal["hat", "chain-head", "process", "call", "terminal", "event", "value"]
@@ -36,8 +37,19 @@ ROLE_CONNECTIONS: Mapping[str, tuple[Connection | None, Connection | None]] = {
     "value": (None, None),
 }
 
-_INTEGER = re.compile(r"-?\d+")
-_NUMBER = re.compile(r"-?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# ASCII digits only: "５０" or "٥" is no value the editor writes (``\d`` takes any script's).
+_INTEGER = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_KEY_NUMBER = re.compile(r"0|[1-9][0-9]*")
+
+
+def slot_number(value: str, prefix: str) -> int | None:
+    """The number of a slot key as the editor writes it, ``<prefix><n>`` (``P21``: ASCII
+    digits, no leading zero), else ``None``: a name (``P²``, ``P007``, ``above the part``)."""
+    if not value.startswith(prefix):
+        return None
+    rest = value[len(prefix) :]
+    return int(rest) if _KEY_NUMBER.fullmatch(rest) else None
 
 
 class _Frozen(BaseModel):
@@ -93,9 +105,8 @@ class ValueRule(_Frozen):
         if self.kind == "integer":
             return bool(_INTEGER.fullmatch(value)) and self._in_range(int(value))
         if self.kind == "ref":
-            prefix = self.prefix or ""
-            rest = value[len(prefix) :]
-            return value.startswith(prefix) and rest.isdigit() and self._in_range(int(rest))
+            number = slot_number(value, self.prefix or "")
+            return number is not None and self._in_range(number)
         if self.pattern is None:
             return True
         return compile_pattern(self.pattern, what="pattern").fullmatch(value) is not None
@@ -141,9 +152,9 @@ class InputSpec(_Frozen):
             return 0 if name == self.name else None
         head, _, tail = self.name.partition("{n}")
         middle = name[len(head) : len(name) - len(tail)] if len(name) > len(head + tail) else ""
-        canonical = middle.isdigit() and middle == str(int(middle))
-        if name.startswith(head) and name.endswith(tail) and canonical:
-            return int(middle)
+        number = slot_number(middle, "")
+        if name.startswith(head) and name.endswith(tail) and number is not None:
+            return number
         return None
 
 

@@ -8,6 +8,7 @@ as a message naming the task and the step.
 
 from __future__ import annotations
 
+from ..robot._specs import slot_number
 from ..robot.catalog import Catalog
 from ..robot.steps import Step, TaskSteps
 from .tasks import TaskList
@@ -17,8 +18,7 @@ __all__ = ["is_logical_name", "step_problems"]
 
 def is_logical_name(value: str, prefix: str) -> bool:
     """A value meant for a slot field that is not a slot key (``P21``) but a name."""
-    rest = value[len(prefix) :] if value.startswith(prefix) else None
-    return not (rest is not None and rest.isdigit()) and bool(value.strip())
+    return slot_number(value, prefix) is None and bool(value.strip())
 
 
 def _with_placeholders(step: Step, catalog: Catalog) -> Step:

@@ -1,0 +1,46 @@
+"""Field values as a defect hunt found them mishandled: digits of other scripts (full-width,
+superscript, Arabic-Indic) and leading zeros are no slot key or number the editor writes, and
+are refused with a problem (``int("²")`` raised ValueError out of every check)."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowkit.errors import InvalidProgramError
+from flowkit.robot import Step, decompile, validate_steps, validate_xml
+
+H = '<xml xmlns="https://developers.google.com/blockly/xml">'
+
+
+def _codes(steps: list[Step]) -> list[str]:
+    return [p.code for p in validate_steps(steps)]
+
+
+@pytest.mark.parametrize(
+    ("block", "field", "value"),
+    [
+        ("moveP", "point_name_list", "P\u00b2"),  # superscript two
+        ("moveP", "point_name_list", "P\uff12\uff11"),  # full-width 21
+        ("moveP", "point_name_list", "P007"),
+        ("wait_timer", "name", "N\u0664\u0668\u0662"),  # Arabic-Indic 482
+        ("set_speed", "speed", "\uff15\uff10"),  # full-width 50
+    ],
+)
+def test_digits_the_editor_never_writes_are_a_bad_field_value(
+    block: str, field: str, value: str
+) -> None:
+    steps = [Step(type="select_robot", fields={"robotName": "r"}),
+             Step(type=block, fields={field: value})]  # fmt: skip
+    assert _codes(steps) == ["bad_field_value"]
+    fine = {"point_name_list": "P21", "name": "N482", "speed": "50"}[field]
+    assert _codes([steps[0], Step(type=block, fields={field: fine})]) == []
+
+
+def test_a_numbered_input_with_a_superscript_digit_is_a_problem_not_a_crash() -> None:
+    xml = (H + '<block type="select_robot" id="s" x="0" y="0"><field name="robotName">r</field>'
+           '<next><block type="controls_if" id="i"><value name="IF\u00b2"><block '
+           'type="logic_boolean" id="b"><field name="BOOL">TRUE</field></block></value></block>'
+           "</next></block></xml>")  # fmt: skip
+    assert validate_xml(xml)  # problems, not ValueError
+    with pytest.raises(InvalidProgramError):
+        decompile(xml)
