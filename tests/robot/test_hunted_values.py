@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from flowkit.errors import InvalidProgramError
-from flowkit.robot import Step, decompile, validate_steps, validate_xml
+from flowkit.errors import InvalidProgramError, StepTextError
+from flowkit.robot import Program, Step, decompile, validate_steps, validate_xml
+from flowkit.robot.params import TeachingTable, map_parameters, name_words
+from flowkit.robot.text import parse
 
 H = '<xml xmlns="https://developers.google.com/blockly/xml">'
 
@@ -44,3 +46,22 @@ def test_a_numbered_input_with_a_superscript_digit_is_a_problem_not_a_crash() ->
     assert validate_xml(xml)  # problems, not ValueError
     with pytest.raises(InvalidProgramError):
         decompile(xml)
+
+
+def test_a_one_letter_label_is_part_of_a_name_not_an_article() -> None:
+    table = TeachingTable.from_mapping({"P1": {"name": "pallet"}, "P2": {"name": ""},
+                                        "P3": {"name": ""}})  # fmt: skip
+    moves = [Step(type="moveP", fields={"point_name_list": f"pallet {x}"}) for x in "AB"]
+    program = Program(stacks=[[Step(type="select_robot", fields={"robotName": "r"}), *moves]])
+    entries = map_parameters(program, points=table).report.entries
+    assert [(e.logical, e.slot, e.action) for e in entries] == [
+        ("pallet A", "P2", "assigned"), ("pallet B", "P3", "assigned")]  # fmt: skip
+    assert name_words("a pallet", "point") == name_words("pallet", "point")  # still an article
+    assert name_words("Point A", "point") != name_words("Point B", "point")
+
+
+def test_a_long_condition_that_is_refused_says_so_in_a_short_message() -> None:
+    text = "1. select_robot r\n2. wait_block until " + " or ".join(["robot_io 1"] * 260) + "\n"
+    with pytest.raises(StepTextError) as refused:
+        parse(text)
+    assert refused.value.line == 2 and len(str(refused.value)) < 2000

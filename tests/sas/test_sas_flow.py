@@ -115,6 +115,23 @@ def test_a_broken_edit_is_refused_and_the_thread_keeps_waiting(tmp_path: Path) -
     assert runner.get_state("cell").node == "sas_awaiting_module_steps_review"
 
 
+def test_an_edit_calling_the_main_program_is_refused_at_the_review(tmp_path: Path) -> None:
+    """The main program is never compiled as a sub-program: a call to it would only fail at
+    the merge, after the reviewer approved it (found by a defect hunt)."""
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    start(runner, tmp_path)
+    review = runner.resume("cell", {"action": "approve"})
+    text = render_module_steps(
+        review.state.sas_step2_module_steps,
+        TaskList(tasks=review.state.sas_step1_generated_tasks),
+    )
+    heading = next(line for line in text.splitlines() if line.startswith("## Open_Gripper"))
+    edited = text.replace(heading, f"{heading}\n0. procedures_callnoreturn Main_Task", 1)
+    with pytest.raises(InvalidResumeInputError, match="Main_Task"):
+        runner.resume("cell", {"action": "edit", "edited": edited})
+    assert runner.get_state("cell").node == "sas_awaiting_module_steps_review"
+
+
 def test_feedback_for_one_task_at_the_task_list_review_is_refused_not_widened(
     tmp_path: Path,
 ) -> None:

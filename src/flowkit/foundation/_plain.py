@@ -31,14 +31,19 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+#: The most parts of a field path a message shows.
+_PATH_PARTS = 8
+
+
 def describe_validation_error(exc: ValidationError, *, most: int = 5) -> str:
     """One line per problem (at most ``most``): ``field.path: reason``."""
     problems = []
     for error in exc.errors(include_url=False, include_input=False)[:most]:
         # Union members' names (`StartRecord`, `function-after[...]`) are not the user's fields.
-        where = ".".join(
-            str(part) for part in error["loc"] if not (isinstance(part, str) and "[" in part)
-        )
+        parts = [str(part) for part in error["loc"] if not (isinstance(part, str) and "[" in part)]
+        if len(parts) > _PATH_PARTS:  # a deeply nested value: where it starts and ends
+            parts = [parts[0], "(...)", *parts[-(_PATH_PARTS - 2) :]]
+        where = ".".join(parts)
         reason = shorten(str(error["msg"]))
         problems.append(f"{where}: {reason}" if where else reason)
     hidden = exc.error_count() - len(problems)

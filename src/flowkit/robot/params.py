@@ -90,7 +90,8 @@ SYNONYMS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
 #: variable called ``start`` is not a ``home``).
 POSITION_CONCEPTS: Final = frozenset({"home", "wait", "approach", "exit"})
 _CANONICAL = {word: concept for concept, words in SYNONYMS.items() for word in (concept, *words)}
-_COMMON = frozenset({"the", "a", "an", "of", "for", "to", "at"})
+_ARTICLES = frozenset({"a", "an"})
+_COMMON = frozenset({"the", *_ARTICLES, "of", "for", "to", "at"})
 _STOP_WORDS: Mapping[ParameterKind, frozenset[str]] = {
     "point": _COMMON | {"point", "position", "pos"},
     "number": _COMMON | {"number", "value"},
@@ -116,8 +117,11 @@ def normalize_name(text: str) -> str:
 def name_words(text: str, kind: ParameterKind) -> frozenset[str]:
     """The canonical words of a name: stop words dropped, synonyms mapped (``SYNONYMS``)."""
     words = set()
-    for word in re.findall(r"\w+", normalize_name(text)):
-        if word in _STOP_WORDS[kind]:
+    said = re.findall(r"\w+", normalize_name(text))
+    for index, word in enumerate(said):
+        # An article comes before a word: a last "a" is a label ("pallet A" is not "pallet").
+        label = word in _ARTICLES and index == len(said) - 1
+        if word in _STOP_WORDS[kind] and not label:
             continue
         concept = _CANONICAL.get(word, word)
         words.add(word if concept in POSITION_CONCEPTS and kind != "point" else concept)

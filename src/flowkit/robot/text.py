@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from flowkit.errors import StepTextError
 
-from ..foundation._plain import shorten
+from ..foundation._plain import describe_validation_error, shorten
 from ._text_annotate import Annotation, annotate, parse_annotation, split_annotation
 from ._text_document import parse_document_line, render_document, text_document
 from ._text_lex import TextSyntaxError, lex, quote
@@ -397,7 +397,6 @@ def _read(number: int, raw: str) -> _Line | None:
 
 
 def _message(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
-        for e in exc.errors()
-    )
+    """The first few problems, by field path (a long condition nests deep: every problem
+    with its whole path made a message of megabytes)."""
+    return describe_validation_error(exc, most=3)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..robot._specs import slot_number
 from ..robot.catalog import Catalog
 from ..robot.steps import Step, TaskSteps
-from .tasks import TaskList
+from .tasks import TaskList, TaskType
 
 __all__ = ["is_logical_name", "step_problems"]
 
@@ -50,6 +50,7 @@ def step_problems(steps: TaskSteps, plan: TaskList, catalog: Catalog) -> list[st
         kind=steps.kind,
         steps=[_with_placeholders(s, catalog) for s in steps.steps],
     )
-    others = [t.name for t in plan.tasks if t.name != steps.task]
+    # The sub-programs it may call: never the main program (never compiled as one).
+    others = [t.name for t in plan.tasks if t.name != steps.task and t.type is not TaskType.MAIN]
     problems = validate_task(checked, procedures=others, catalog=catalog)
     return [str(p) for p in problems if p.severity == "error"]
