@@ -112,6 +112,9 @@ class _Reader:
         self.lines: dict[int, int] = {}
         #: Elements written ``<a/>`` (None: the text was not given, so no markup is read).
         self.closed: set[Element] | None = None
+        #: Each parent's children, the text around them and each child's place, read once
+        #: (per block, a document of many stacks read all its root's children again).
+        self._gaps: dict[Element, tuple[list[str], dict[Element, int], int]] = {}
 
     @staticmethod
     def children(element: Element) -> list[Element]:
@@ -142,9 +145,14 @@ class _Reader:
         if self.closed is None:
             return None, None
         parent = element.getparent()
-        siblings, texts = gaps(parent)
-        index = siblings.index(element)
-        last = index == len(siblings) - 1
+        known = self._gaps.get(parent)
+        if known is None:
+            siblings, texts = gaps(parent)
+            known = texts, {child: i for i, child in enumerate(siblings)}, len(siblings)
+            self._gaps[parent] = known  # keeps the proxies alive, so lxml hands the same back
+        texts, places, count = known
+        index = places[element]
+        last = index == count - 1
         expected = indent(depth - 1 if last else depth)
         return read_markup(element, depth, self.closed, (texts[index + 1], expected))
 
