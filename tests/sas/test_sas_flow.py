@@ -340,3 +340,15 @@ def test_task_files_of_an_earlier_run_do_not_linger(tmp_path: Path) -> None:
     written = sorted(p.name for p in stale.parent.glob("*.xml"))
     assert not stale.exists() and keep.read_text() == "mine"
     assert written == [Path(g.path).name for g in done.state.generated_node_xmls]
+
+
+def test_the_configured_robot_names_the_select_robot_block(tmp_path: Path) -> None:
+    runner: Runner[SasState] = Runner(flow, llm=scripted())
+    config = {"output_dir": str(tmp_path / "out"), "teaching_file": str(teaching_file(tmp_path)),
+              "robot": "fairino_FR"}  # fmt: skip
+    runner.start("cell", {"user_input": REQUEST, "config": config})
+    runner.resume("cell", {"action": "approve"})
+    done = runner.resume("cell", {"action": "approve"})
+    xml = Path(done.state.final_flow_xml_path).read_text(encoding="utf-8")
+    assert '<field name="robotName">fairino_FR</field>' in xml
+    assert "dobot_mg400" not in xml

@@ -30,6 +30,23 @@ def _ordered_tasks(state: SasState, steps: dict[str, TaskSteps]) -> list[TaskSte
     return [steps[t.name] for t in state.sas_step1_generated_tasks if t.name in steps]
 
 
+def _on_robot(program: Program, robot: str | None) -> Program:
+    """``program`` with the configured robot's name in its ``select_robot`` blocks (the
+    editor fills it from its settings; the model's guess stands only where none is set)."""
+    if not robot:
+        return program
+    stacks = [
+        [
+            step.model_copy(update={"fields": {**step.fields, "robotName": robot}})
+            if step.type == "select_robot"
+            else step
+            for step in stack
+        ]
+        for stack in program.stacks
+    ]
+    return program.model_copy(update={"stacks": stacks})
+
+
 def _fail(step: str, message: str) -> dict[str, Any]:
     """Back to the module-step review with the error; approval withdrawn until a retry."""
     return {
@@ -144,7 +161,9 @@ def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
     demo's own request, given no table, maps onto the demo cell's."""
     from ...robot.params import apply_teaching
 
-    program = build_program(_ordered_tasks(state, state.sas_step2_module_steps))
+    program = _on_robot(
+        build_program(_ordered_tasks(state, state.sas_step2_module_steps)), state.config.robot
+    )
     out = Path(state.run_output_directory or ".")
     teaching = state.config.teaching_file or teaching_for(state.current_user_request)
     try:
