@@ -5,13 +5,22 @@ are refused with a problem (``int("²")`` raised ValueError out of every check).
 from __future__ import annotations
 
 import importlib
+import json
 from typing import Any
 
 import pytest
 
 from flowkit.errors import InvalidProgramError, StepTextError
-from flowkit.robot import Program, Step, decompile, validate_steps, validate_xml
-from flowkit.robot.params import TeachingTable, map_parameters, name_words
+from flowkit.robot import (
+    Program,
+    Step,
+    decompile,
+    default_catalog,
+    load_catalog,
+    validate_steps,
+    validate_xml,
+)
+from flowkit.robot.params import TeachingTable, apply_teaching, map_parameters, name_words
 from flowkit.robot.text import parse
 
 H = '<xml xmlns="https://developers.google.com/blockly/xml">'
@@ -89,3 +98,26 @@ def test_decompiling_many_stacks_reads_each_parents_children_once(
     stacks = "".join(f'\n  <block type="return" id="r{i}" x="{i}" y="0"/>' for i in range(300))
     steps = decompile(H + stacks + "\n</xml>\n")
     assert len(steps.stacks) == 300 and calls == 1
+
+
+def test_a_point_field_of_your_own_block_counts_as_a_used_slot(tmp_path: Any) -> None:
+    blocks = tmp_path / "my-blocks.json"
+    blocks.write_text(json.dumps({"format_version": 1, "name": "my-cell", "blocks": {
+        "vacuum_pick": {"role": "process", "description": "Moves to a point and sucks.",
+                        "fields": [{"name": "point", "kind": "ref", "prefix": "P", "min": 1,
+                                    "max": 100, "required": True}]}}}))  # fmt: skip
+    (tmp_path / "teaching.yaml").write_text("P1:\n  name: safe point\nP2:\n  name: ''\n"
+                                            "P3:\n  name: ''\n", encoding="utf-8")  # fmt: skip
+    catalog = default_catalog().merge(load_catalog(blocks))
+    program = Program(stacks=[[
+        Step(type="select_robot", fields={"robotName": "r"}),
+        Step(type="vacuum_pick", fields={"point": "P2"}),
+        Step(type="moveP", fields={"point_name_list": "above the part"}),
+    ]])  # fmt: skip
+    mapped, report = apply_teaching(
+        program, tmp_path / "teaching.yaml", tmp_path / "out", catalog=catalog
+    )
+    assert mapped.stacks[0][2].fields["point_name_list"] == "P3"  # P2 is the block's
+    assert ("above the part", "P3", "assigned") in [
+        (e.logical, e.slot, e.action) for e in report.entries
+    ]

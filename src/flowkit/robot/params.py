@@ -29,6 +29,7 @@ from ._tables import (
     TeachingTable,
     same_file,
 )
+from .catalog import Catalog
 from .steps import Program, Step
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "map_parameters",
     "name_words",
     "normalize_name",
+    "parameter_fields",
     "parse_slot_key",
 ]
 
@@ -295,12 +297,27 @@ def _nested(step: Step, path: str) -> Iterator[tuple[Step, str]]:
             yield from _chain(item, f"{path}/{name}")
 
 
+def parameter_fields(catalog: Catalog | None = None) -> Mapping[str, Mapping[str, ParameterKind]]:
+    """``PARAMETER_FIELDS``, and with ``catalog`` its blocks' slot fields too: every ``ref``
+    field whose prefix is ``P``, ``N`` or ``F`` (a block of your own that takes a point)."""
+    if catalog is None:
+        return PARAMETER_FIELDS
+    found = {block: dict(fields) for block, fields in PARAMETER_FIELDS.items()}
+    for block_type, spec in catalog.blocks.items():
+        for field in spec.fields:
+            kind = _KIND_OF_PREFIX.get(field.prefix or "") if field.kind == "ref" else None
+            if kind is not None:
+                found.setdefault(block_type, {})[field.name] = kind
+    return found
+
+
 def map_parameters(
     program: Program,
     *,
     points: TeachingTable | None,
     numbers: NumberTable | None = None,
     flags: FlagTable | None = None,
+    catalog: Catalog | None = None,
 ) -> ParameterMapping:
     """Replace every logical point, number and flag name in ``program`` by a slot key.
 
@@ -308,7 +325,8 @@ def map_parameters(
     equal slot name (``normalize_name``) is reused; else one unambiguous synonym match
     (``SYNONYMS``) is reused; else the lowest free slot is assigned and named. The same name
     always gets the same slot. Without a table for a kind its names stay and are reported
-    ``unmapped``. Deterministic and idempotent; the inputs are not modified.
+    ``unmapped``. Deterministic and idempotent; the inputs are not modified. ``catalog``: the
+    blocks of your own whose fields hold slots too (``parameter_fields``).
 
     Raises:
         NoFreeSlotError: a table ran out of free slots (it lists every name left over).
@@ -320,8 +338,9 @@ def map_parameters(
     }
     mapped = program.model_copy(deep=True)
     uses: list[tuple[Step, str, ParameterKind, BlockRef]] = []
+    fields = parameter_fields(catalog)
     for step, path in _located(mapped):
-        for field_name, kind in PARAMETER_FIELDS.get(step.type, {}).items():
+        for field_name, kind in fields.get(step.type, {}).items():
             value = step.fields.get(field_name)
             if value is not None:
                 ref = BlockRef(path=path, block_type=step.type, field=field_name, block_id=step.id)
@@ -360,6 +379,8 @@ def apply_teaching(
     program: Program,
     teaching_path: str | os.PathLike[str] | None,
     output_dir: str | os.PathLike[str],
+    *,
+    catalog: Catalog | None = None,
 ) -> tuple[Program, MappingReport]:
     """Map ``program`` onto ``teaching_path`` (and ``number_parameter.yaml`` /
     ``flag_parameter.yaml`` beside it when present), write the updated tables and
@@ -389,7 +410,7 @@ def apply_teaching(
             "place, so choose another output directory",
             path=str(target),
         )
-    result = map_parameters(program, points=points, numbers=numbers, flags=flags)
+    result = map_parameters(program, points=points, numbers=numbers, flags=flags, catalog=catalog)
     target.mkdir(parents=True, exist_ok=True)
     for updated in (result.points, result.numbers, result.flags):
         if updated is not None:

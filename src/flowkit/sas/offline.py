@@ -42,7 +42,9 @@ def compile_file(
         return compile_command(steps, output, fragment=fragment, catalog=blocks, out=out, err=err)
     try:
         target = writable_output(output)
-        program, report = apply_teaching(to_program(load_steps(steps)), teaching, target.parent)
+        program, report = apply_teaching(
+            to_program(load_steps(steps)), teaching, target.parent, catalog=blocks
+        )
         xml = compile_program(program, catalog=blocks, deterministic=True, fragment=fragment)
         write_atomically(target, xml)
     except InvalidProgramError as exc:

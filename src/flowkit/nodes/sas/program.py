@@ -167,7 +167,7 @@ def parameter_mapping(state: SasState, ctx: Context) -> dict[str, Any]:
     out = Path(state.run_output_directory or ".")
     teaching = state.config.teaching_file or teaching_for(state.current_user_request)
     try:
-        mapped, report = apply_teaching(program, teaching, out)
+        mapped, report = apply_teaching(program, teaching, out, catalog=catalog_for(state.config))
     except (FlowkitError, OSError) as exc:
         return _fail(PARAMETER_MAPPING, f"Parameter mapping failed: {exc}; fix it, then retry.")
     summary = report.to_markdown()
