@@ -84,6 +84,32 @@ def test_start_without_a_model_says_how_to_configure_one(
     assert "FLOWKIT_LLM" in capsys.readouterr().err
 
 
+def test_a_task_that_is_not_utf8_is_unusable_input_and_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    undecodable = b"pick \xff\xfe part".decode("utf-8", "surrogateescape")  # as argv has it
+    store = tmp_path / "store"
+    code = main(["sas", "start", undecodable, "--llm", "replay:demo", "--store", str(store)])
+    assert code == 2 and "not UTF-8" in capsys.readouterr().err
+    assert not (store / "threads").exists() or not any((store / "threads").iterdir())
+
+
+def test_compile_reads_the_text_form_with_the_catalog_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocks = tmp_path / "gripper.json"
+    blocks.write_text(json.dumps({"name": "gripper", "blocks": {"grip": {
+        "role": "process", "label": "Grip", "description": "Closes the gripper with a force.",
+        "fields": [{"name": "force", "kind": "integer", "min": 1, "max": 50, "default": "10"}],
+        "text": {"positional": ["force"]}}}}))  # fmt: skip
+    steps = tmp_path / "steps.txt"
+    steps.write_text("1. select_robot r\n2. grip 20\n", encoding="utf-8")
+    output = tmp_path / "flow.xml"
+    code = main(["sas", "compile", str(steps), "-o", str(output), "--catalog", str(blocks)])
+    assert code == 0, capsys.readouterr().err
+    assert '<field name="force">20</field>' in output.read_text(encoding="utf-8")
+
+
 def test_offline_compile_validate_decompile_round_trip(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,10 +38,13 @@ _TASKS = TypeAdapter(list[TaskSteps])
 _SECTION = re.compile(r"^##\s+(\w+)", re.MULTILINE)
 
 
-def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
+def load_steps(
+    path: str | Path, catalog: Catalog | None = None
+) -> Program | list[TaskSteps] | list[Step]:
     """Read module steps from a file: JSON (a program, ``{"kind": "robot-tasks", "tasks":
     [...]}`` or a list of tasks) or the text form (``## stack`` sections = a program,
-    ``## main``/``## sub`` sections = tasks, no sections = one chain).
+    ``## main``/``## sub`` sections = tasks, no sections = one chain), its blocks read by
+    ``catalog`` (default: the shipped one).
 
     Raises:
         RobotProgramError: the file cannot be read or is not steps (``StepTextError`` with
@@ -59,10 +62,10 @@ def load_steps(path: str | Path) -> Program | list[TaskSteps] | list[Step]:
     if Path(path).suffix.lower() != ".json":
         section = _SECTION.search(text)
         if section is None:
-            return parse(text)
-        return (
-            parse_program(text) if section.group(1) in ("stack", "document") else parse_tasks(text)
-        )
+            return parse(text, catalog)
+        if section.group(1) in ("stack", "document"):
+            return parse_program(text, catalog)
+        return parse_tasks(text, catalog)
     try:
         data = parse_json(text, what="steps file", path=where)
         if isinstance(data, list):
@@ -105,7 +108,7 @@ def compile_command(
     try:
         target = writable_output(output)
         xml = compile_program(
-            load_steps(steps_path), catalog=catalog, deterministic=True, fragment=fragment
+            load_steps(steps_path, catalog), catalog=catalog, deterministic=True, fragment=fragment
         )
     except InvalidProgramError as exc:
         report_problems(f"{steps_path}: not compiled", exc, err)

@@ -236,6 +236,14 @@ def _cmd_start(args: argparse.Namespace, out: TextIO) -> int:
     text = args.text.strip()
     if not text:
         raise _error("The robot task is empty; describe what the robot should do.", code=2)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # undecodable bytes of the command line, escaped
+        raise _error(
+            f"The robot task is not UTF-8 text (character {exc.start + 1}); write it in your "
+            "terminal's UTF-8, or pass it from a UTF-8 file.",
+            code=2,
+        ) from exc
     if len(text) > MAX_REQUEST:
         raise _error(
             f"The robot task is {len(text):,} characters long (limit {MAX_REQUEST:,}); shorten "

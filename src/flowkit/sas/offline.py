@@ -43,7 +43,7 @@ def compile_file(
     try:
         target = writable_output(output)
         program, report = apply_teaching(
-            to_program(load_steps(steps)), teaching, target.parent, catalog=blocks
+            to_program(load_steps(steps, blocks)), teaching, target.parent, catalog=blocks
         )
         xml = compile_program(program, catalog=blocks, deterministic=True, fragment=fragment)
         write_atomically(target, xml)
