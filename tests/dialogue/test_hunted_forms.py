@@ -160,3 +160,46 @@ def test_a_digression_after_a_refusal_comes_back_to_the_slot_the_refusal_asked_f
     assert aside.text.endswith(refused.text[refused.text.index("At what time?") :])
     assert "Who is requesting it?" not in aside.text
     assert bot.send("b", "4 pm").slots["time"] == "16:00"
+
+
+@pytest.mark.parametrize(
+    ("said", "slot", "value"),
+    [
+        ("change 10 am to 11 am", "time", "11:00"),
+        ("from 10 to 11 am please, actually", "time", "11:00"),
+        ("not robot 1, robot 2", "machine", "robot_2"),
+    ],
+)
+def test_a_correction_naming_the_old_and_the_new_value_takes_the_new(
+    said: str, slot: str, value: str
+) -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    bot.send("c", "book maintenance for robot 1 tomorrow at 10 am")
+    reply = bot.send("c", said)
+    assert reply.slots[slot] == value
+    assert "Changed" not in reply.text or value in reply.text  # never a change that did not
+
+
+def test_a_correction_acknowledges_only_the_slot_it_changed() -> None:
+    domain = yaml.safe_load("""
+name: trains
+intents:
+  book: {examples: {en: [book a table]}, keywords: {en: [book]}}
+entities:
+  city: {kind: choice, values: {paris: {en: [Paris]}, lyon: {en: [Lyon]}},
+         roles: {origin: {en: [from]}, destination: {en: [to]}}}
+slots:
+  from_city: {entity: city, role: origin, question: {en: "From where?"}}
+  to_city: {entity: city, role: destination, question: {en: "To where?"}}
+  outside: {entity: city, question: {en: "Outside?"}}
+goals:
+  book: {intent: book, mode: SLOT_FILLING, slots: [from_city, to_city, outside], done: booked}
+responses:
+  booked: {en: "Booked."}
+""")
+    bot = Dialogue(domain)
+    first = bot.send("t", "book a table from Paris to Lyon")
+    assert first.slots == {"from_city": "paris", "to_city": "lyon"}
+    changed = bot.send("t", "actually from Lyon")
+    assert changed.slots == {"from_city": "lyon", "to_city": "lyon"}
+    assert "from city" in changed.text.lower() and "to city" not in changed.text.lower()

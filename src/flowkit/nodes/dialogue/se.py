@@ -11,7 +11,7 @@ from typing import Any
 
 from ...definition._node import Context, Node, node
 from ...dialogue.services import Services
-from ...dialogue.state import DialogueState, TraceEntry
+from ...dialogue.state import DialogueState, Entity, TraceEntry
 from ...dialogue.validation import check_value
 
 __all__ = ["make_se"]
@@ -27,15 +27,19 @@ def make_se(services: Services) -> Node:
     def slot_evaluator(state: DialogueState, ctx: Context) -> dict[str, Any]:
         today = services.today(ctx)
         slots = dict(state.slots)
-        said = {(e.entity, e.value): e.correction for e in state.entities}
-        filled = [
-            name
-            for name, value in slots.items()
-            if name in domain.slots and (domain.slots[name].entity or "", value) in said
-        ]
-        corrected = [
-            name for name in filled if said[(domain.slots[name].entity or "", slots[name])]
-        ]
+
+        def saying(name: str) -> list[Entity]:
+            """This turn's entities that name slot ``name``'s value (a role: its slot's)."""
+            spec = domain.slots[name]
+            return [
+                e
+                for e in state.entities
+                if (e.entity, e.value) == (spec.entity or "", slots[name])
+                and e.role in (None, spec.role)
+            ]
+
+        filled = [name for name in slots if name in domain.slots and saying(name)]
+        corrected = [name for name in filled if any(e.correction for e in saying(name))]
         rejected: dict[str, dict[str, Any]] = {}
         for name, value in list(slots.items()):
             if name not in domain.slots:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...definition._node import Node, node
+from ...dialogue._models import Domain
 from ...dialogue.services import Services
-from ...dialogue.state import DialogueState, JsonScalar
+from ...dialogue.state import DialogueState, Entity, JsonScalar
 
 __all__ = ["make_sst"]
 
@@ -33,7 +34,7 @@ def make_sst(services: Services) -> Node:
             {} if goal.fresh else {k: v for k, v in state.slots.items() if k in wanted}
         )
         assigned: set[str] = set()
-        for entity in state.entities:
+        for entity in _changes(state.entities, slots, wanted, domain):
             takers = [s for s in wanted if domain.slots[s].entity == entity.entity]
             if entity.role is not None:
                 # A role picks its slot; a role no slot takes leaves the rest to choose from.
@@ -51,3 +52,22 @@ def make_sst(services: Services) -> Node:
         return {"slots": slots, "missing_slots": missing}
 
     return slot_state_tracker
+
+
+def _changes(
+    entities: list[Entity], slots: dict[str, JsonScalar], wanted: list[str], domain: Domain
+) -> list[Entity]:
+    """``entities`` without a filled slot's old value said beside its new one ("change 10 am
+    to 11 am", "not robot 1, robot 2"): the new one changes it, whichever comes first. Only
+    for a slot that is the one taker of its entity, with no role (a role says which is which)."""
+
+    def restated(entity: Entity) -> bool:
+        takers = [s for s in wanted if domain.slots[s].entity == entity.entity]
+        if entity.role is not None or len(takers) != 1 or slots.get(takers[0]) != entity.value:
+            return False
+        return any(
+            other.entity == entity.entity and other.role is None and other.value != entity.value
+            for other in entities
+        )
+
+    return [entity for entity in entities if not restated(entity)]
