@@ -1,7 +1,8 @@
 """Forms and confirmations as a defect hunt found them wanting, one test per defect: a
-refused optional value, a digression after declining a confirmation, personal values of an
-earlier goal in the LLM's prompts, the year of an English date, an event-only intent from the
-LLM, "yes, I want ..." after "anything else?" and a YAML alias that refers to itself."""
+refused optional value, a digression after declining a confirmation or after a refusal,
+personal values of an earlier goal in the LLM's prompts, the year of an English date, an
+event-only intent from the LLM, "yes, I want ..." after "anything else?", a YAML alias that
+refers to itself, corrections naming the old value, and a booking ledger on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 import yaml
+from _pg import fresh_schema, require_postgres
 
-from flowkit.dialogue import Dialogue, load_domain
+from flowkit.dialogue import Dialogue, FileLedger, load_domain
 from flowkit.errors import DomainError, LLMTimeoutError
 from flowkit.testing import ScriptedLLM
 
@@ -203,3 +206,26 @@ responses:
     changed = bot.send("t", "actually from Lyon")
     assert changed.slots == {"from_city": "lyon", "to_city": "lyon"}
     assert "from city" in changed.text.lower() and "to city" not in changed.text.lower()
+
+
+def test_two_processes_on_postgres_share_a_ledger_when_given_one(tmp_path: Path) -> None:
+    """On a store with no folder the ledger was each Dialogue's own memory, silently: two
+    operators (two Dialogue objects, as two processes) both booked the same slot."""
+    require_postgres()
+    from flowkit.stores.postgres import PostgresStore
+
+    with fresh_schema() as (url, schema), structlog.testing.capture_logs() as logs:
+        stores = [PostgresStore(url, schema=schema) for _ in range(2)]
+        try:
+            alone = Dialogue("robot_cell", store=stores[0], clock=monday)
+            assert "dialogue_ledger_in_process" in [e["event"] for e in logs]
+            shared = FileLedger(tmp_path / "ledger")
+            bots = [Dialogue("robot_cell", store=s, clock=monday, ledger=shared) for s in stores]
+            for bot, who in zip(bots, ["Sato", "Abe"], strict=True):
+                bot.send(f"op-{who}", "book maintenance for robot 2 tomorrow at 3 pm")
+            assert bots[0].send("op-Sato", "Sato").response_id == "booking_done"
+            assert "already booked" in bots[1].send("op-Abe", "Abe").text
+            del alone
+        finally:
+            for store in stores:
+                store.close()

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .app import Dialogue, Reply
     from .conversations import ConversationResult, load_conversations, run_conversations
     from .domain import Domain, domain_json_schema, load_domain
+    from .ledger import FileLedger, Ledger, MemoryLedger
     from .nlu import LLMRecognizer, OfflineRecognizer, TurnContext, Understanding
     from .state import DialogueState
     from .threads import opaque_thread_id
@@ -29,8 +30,11 @@ __all__ = [
     "DialogueState",
     "Domain",
     "FileArtifacts",
+    "FileLedger",
     "LLMRecognizer",
+    "Ledger",
     "MemoryArtifacts",
+    "MemoryLedger",
     "OfflineRecognizer",
     "Reply",
     "TurnContext",
@@ -58,6 +62,9 @@ _LAZY = {
     "Domain": "domain",
     "domain_json_schema": "domain",
     "load_domain": "domain",
+    "FileLedger": "ledger",
+    "Ledger": "ledger",
+    "MemoryLedger": "ledger",
     "LLMRecognizer": "nlu",
     "OfflineRecognizer": "nlu",
     "TurnContext": "nlu",

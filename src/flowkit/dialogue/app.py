@@ -20,13 +20,15 @@ from typing import Any, Literal
 
 from ..definition._flow import UNSET
 from ..errors import DomainError, ThreadNotFoundError
+from ..foundation._logging import get_logger
 from ..routing.dialogue import SG
 from ..runner._result import RunResult
 from ..runner._runner import Runner
 from ..stores._protocol import Store
+from ..stores.memory import MemoryStore
 from .actions import Artifacts, FileArtifacts, Handler
 from .domain import Domain, load_domain
-from .ledger import FileLedger, MemoryLedger
+from .ledger import FileLedger, Ledger, MemoryLedger
 from .state import DialogueState, JsonScalar
 from .threads import check_opaque
 from .workflow import build_flow
@@ -77,7 +79,10 @@ class Dialogue:
     processes (large action results then go to ``dir/artifacts``, and what actions take, such
     as booked slots, to ``dir/ledger``, shared by every process on that folder). ``llm``
     enables the LLM recogniser (``understanding="auto"``) and LLM-phrased responses
-    (``style: llm``).
+    (``style: llm``). ``ledger``: where actions record what they take (default: ``dir/ledger``
+    with a ``JsonFileStore``, else this object's memory; on another store shared by several
+    processes, such as ``PostgresStore``, pass one all of them share, or each process books
+    on its own, and a warning says so).
     """
 
     def __init__(
@@ -90,12 +95,19 @@ class Dialogue:
         actions: Mapping[str, Handler] | None = None,
         artifacts: Artifacts | None = None,
         clock: Callable[[], datetime] | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.domain = load_domain(domain)
         root = getattr(store, "root", None)
         if artifacts is None and root is not None:
             artifacts = FileArtifacts(root / "artifacts")
-        ledger = FileLedger(root / "ledger") if root is not None else MemoryLedger()
+        if ledger is None and root is not None:
+            ledger = FileLedger(root / "ledger")
+        elif ledger is None:
+            if store is not UNSET and store is not None and not isinstance(store, MemoryStore):
+                # Conversations on a shared store, claims in this process only.
+                get_logger().warning("dialogue_ledger_in_process", store=type(store).__name__)
+            ledger = MemoryLedger()
         self.flow = build_flow(
             self.domain,
             understanding=understanding,
