@@ -121,3 +121,12 @@ def test_a_point_field_of_your_own_block_counts_as_a_used_slot(tmp_path: Any) ->
     assert ("above the part", "P3", "assigned") in [
         (e.logical, e.slot, e.action) for e in report.entries
     ]
+
+
+def test_a_document_with_two_main_programs_is_refused_like_a_task_list_with_two() -> None:
+    main = ('<block type="select_robot" id="{0}" x="{1}" y="0"><field name="robotName">r'
+            '</field><next><block type="set_motor" id="{0}m"><field name="state_list">on</field>'
+            "</block></next></block>")  # fmt: skip
+    xml = H + main.format("a", 0) + main.format("b", 300) + "</xml>"
+    assert [p.code for p in validate_xml(xml)] == ["main_task_count"]
+    assert [p.code for p in validate_xml(H + main.format("a", 0) + "</xml>")] == []

@@ -41,6 +41,15 @@ def check_program(program: Program, catalog: Catalog) -> list[Finding]:
     """Check every stack of ``program``; stacks are numbered from 1 in problems."""
     units = [Unit(chain=stack, stack=i + 1) for i, stack in enumerate(program.stacks)]
     findings = check_units(units, catalog)
+    heads = [
+        i + 1 for i, stack in enumerate(program.stacks) if stack and stack[0].type == "select_robot"
+    ]
+    if len(heads) > 1:  # as a task list with two main tasks is refused
+        message = (
+            f"{len(heads)} stacks start with select_robot (stacks {', '.join(map(str, heads))}); "
+            "a program has one main program: make the others sub-programs"
+        )
+        findings.append((Problem(severity="error", code="main_task_count", message=message), None))
     if program.main() is None:
         message = (
             "no stack starts with select_robot, so the program has no main program; add one "
