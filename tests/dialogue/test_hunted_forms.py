@@ -229,3 +229,10 @@ def test_two_processes_on_postgres_share_a_ledger_when_given_one(tmp_path: Path)
         finally:
             for store in stores:
                 store.close()
+
+
+def test_a_step_by_step_goal_that_replaced_a_form_is_missing_no_slots() -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    assert bot.send("a", "book maintenance for robot 1").missing_slots
+    switched = bot.send("a", "start the changeover")
+    assert switched.dialogue_mode == "STEP_BY_STEP" and switched.missing_slots == []

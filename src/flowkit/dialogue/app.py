@@ -63,8 +63,11 @@ class Reply:
             intent_type=state.intent_type,
             dialogue_mode=state.dialogue_mode,
             slots=dict(state.slots),
-            # A cancelled (or finished) goal needs nothing more.
-            missing_slots=list(state.missing_slots) if state.goal_state.active else [],
+            # A cancelled (or finished) goal needs nothing more, nor does a step-by-step one
+            # (a form it replaced may have left its own missing slots in the state).
+            missing_slots=list(state.missing_slots)
+            if state.goal_state.active and state.dialogue_mode == "SLOT_FILLING"
+            else [],
             next_action=state.next_action,
             turn_id=state.turn_id,
             done=result.status == "done",
