@@ -130,3 +130,13 @@ def test_a_document_with_two_main_programs_is_refused_like_a_task_list_with_two(
     xml = H + main.format("a", 0) + main.format("b", 300) + "</xml>"
     assert [p.code for p in validate_xml(xml)] == ["main_task_count"]
     assert [p.code for p in validate_xml(H + main.format("a", 0) + "</xml>")] == []
+
+
+def test_a_new_name_never_gets_a_free_slot_outside_the_fields_range() -> None:
+    table = TeachingTable.from_mapping({"P0": {"name": ""}, "P1": {"name": "safe point"},
+                                        "P2": {"name": ""}})  # fmt: skip
+    moves = [Step(type="moveP", fields={"point_name_list": n}) for n in ("safe point", "above")]
+    program = Program(stacks=[[Step(type="select_robot", fields={"robotName": "r"}), *moves]])
+    result = map_parameters(program, points=table)
+    assert [s.fields["point_name_list"] for s in result.program.stacks[0][1:]] == ["P1", "P2"]
+    assert validate_steps(result.program.stacks[0]) == []  # P0 would be moveP's bad value

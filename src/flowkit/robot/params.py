@@ -29,7 +29,7 @@ from ._tables import (
     TeachingTable,
     same_file,
 )
-from .catalog import Catalog
+from .catalog import Catalog, default_catalog
 from .steps import Program, Step
 
 __all__ = [
@@ -165,8 +165,33 @@ class ParameterMapping:
     report: MappingReport
 
 
+#: The slot numbers every field of a kind that the steps use accepts: (lowest, highest).
+Bounds = Mapping[ParameterKind, tuple[int | None, int | None]]
+
+
+def _bounds(uses: Sequence[tuple[Step, str, ParameterKind, BlockRef]], catalog: Catalog) -> Bounds:
+    """Per kind, the range all its fields in ``uses`` accept (a free slot outside it, such as
+    ``P0`` for ``moveP``'s ``P1``..``P100``, is never given to a new name)."""
+    found: dict[ParameterKind, tuple[int | None, int | None]] = {}
+    for step, field_name, kind, _ in uses:
+        spec = catalog.get(step.type)
+        field = next((f for f in spec.fields if f.name == field_name), None) if spec else None
+        low, high = found.get(kind, (None, None))
+        if field is not None and field.min is not None:
+            low = int(field.min) if low is None else max(low, int(field.min))
+        if field is not None and field.max is not None:
+            high = int(field.max) if high is None else min(high, int(field.max))
+        found[kind] = (low, high)
+    return found
+
+
 class _Mapper:
-    def __init__(self, tables: Mapping[ParameterKind, ParameterTable | None], taken: set[str]):
+    def __init__(
+        self,
+        tables: Mapping[ParameterKind, ParameterTable | None],
+        taken: set[str],
+        bounds: Bounds,
+    ) -> None:
         self.tables = tables
         self.new_names: dict[ParameterKind, dict[str, str]] = {k: {} for k in tables}
         self.named: dict[ParameterKind, list[Slot]] = {}
@@ -174,8 +199,17 @@ class _Mapper:
         for kind, table in tables.items():
             slots = sorted(table or (), key=lambda s: s.number)
             self.named[kind] = [s for s in slots if not s.free]
-            # A free slot the steps already use by key is not free for a new name.
-            self.free[kind] = [s.key for s in slots if s.free and s.key not in taken]
+            # A free slot the steps already use by key is not free for a new name, nor is one
+            # outside the range of the fields that name it.
+            low, high = bounds.get(kind, (None, None))
+            self.free[kind] = [
+                s.key
+                for s in slots
+                if s.free
+                and s.key not in taken
+                and (low is None or s.number >= low)
+                and (high is None or s.number <= high)
+            ]
         self.entries: dict[tuple[ParameterKind, str], MappingEntry] = {}
         self.full: list[MappingEntry] = []
 
@@ -346,7 +380,8 @@ def map_parameters(
                 ref = BlockRef(path=path, block_type=step.type, field=field_name, block_id=step.id)
                 uses.append((step, field_name, kind, ref))
     keys = (parse_slot_key(step.fields[field_name]) for step, field_name, _, _ in uses)
-    mapper = _Mapper(tables, {key[1] for key in keys if key is not None})
+    bounds = _bounds(uses, catalog or default_catalog())
+    mapper = _Mapper(tables, {key[1] for key in keys if key is not None}, bounds)
     for step, field_name, kind, ref in uses:
         entry = mapper.resolve(kind, step.fields[field_name], ref)
         if entry.slot is not None and entry.action != "error":
