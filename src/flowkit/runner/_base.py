@@ -6,6 +6,7 @@ async drivers of a run. ``Runner`` (``_runner``) adds the public calls on top.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -42,7 +43,7 @@ S = TypeVar("S", bound=BaseModel)
 D = TypeVar("D", default=Any)
 
 
-class RunnerBase(Generic[S, D]):
+class RunnerBase(ABC, Generic[S, D]):
     """A runner's settings and its side of the execution core (see the module); the
     arguments are ``Runner``'s."""
 
@@ -177,10 +178,10 @@ class RunnerBase(Generic[S, D]):
             self.cache = InProcessMemory()
         return self.cache
 
+    @abstractmethod
     def _child_runner(self, flow: Flow) -> Any:
         """A runner of ``flow`` that runs the child threads of ``Subflow`` calls in a batch
-        (``Runner`` makes them)."""
-        raise NotImplementedError
+        (``Runner`` makes them: this class is only its base)."""
 
     def _step_prefix(self, thread_id: str) -> str:
         """What step keys of this runner's nodes start with (a child flow's add its path)."""
