@@ -27,6 +27,7 @@ from flowkit.errors import (
 )
 from flowkit.records._records import Snapshot, StartRecord, StepRecord
 from flowkit.stores import JsonFileStore
+from flowkit.stores import _files as files_module
 from flowkit.stores import jsonfile as jsonfile_module
 
 TallyRunner = Callable[..., Runner[Any]]
@@ -400,3 +401,93 @@ def test_a_refused_thread_id_names_the_rule_it_breaks(thread_id: str, reason: st
     with pytest.raises(InvalidThreadIdError) as caught:
         check_thread_id(thread_id)
     assert f"is not allowed: {reason}." in str(caught.value)
+
+
+# -- the journal's descriptor while the thread's lock is held ------------------------------------
+
+
+def count_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every check of a cached journal descriptor against its path, as a list of fds."""
+    checks: list[int] = []
+    real = files_module.still_named
+
+    def counted(fd: int, name: str | None) -> bool:
+        checks.append(fd)
+        return real(fd, name)
+
+    monkeypatch.setattr(files_module, "still_named", counted)
+    return checks
+
+
+def test_while_a_threads_lock_is_held_its_journal_is_checked_once_not_per_step(
+    open_store: OpenStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every delete, compaction and put-back holds the thread's lock, so while this store
+    holds it the file at the path cannot change: one check, not one per step (each check
+    is a ``readlink`` of ``/proc/self/fd``, a tenth of a step's CPU)."""
+    store = open_store()
+    store.create("t", start())
+    store.append("t", [step(1)], expected_version=0)  # the descriptor is cached
+    checks = count_checks(monkeypatch)
+    with store.lock("t"):
+        for version in range(2, 12):
+            store.append("t", [step(version)], expected_version=version - 1)
+    assert len(checks) == 1
+    store.append("t", [step(12)], expected_version=11)  # the lock let go: checked again
+    assert len(checks) == 2
+
+
+def test_a_journal_removed_after_the_lock_is_let_go_is_never_written_into(
+    open_store: OpenStore, root: Path
+) -> None:
+    store = open_store()
+    store.create("t", start())
+    with store.lock("t"):
+        store.append("t", [step(1)], expected_version=0)
+        store.append("t", [step(2)], expected_version=1)
+    shutil.rmtree(root / "threads" / "t")
+    with pytest.raises(ThreadNotFoundError):
+        store.append("t", [step(3)], expected_version=2)
+    with store.lock("t"), pytest.raises(ThreadNotFoundError):
+        store.append("t", [step(3)], expected_version=2)
+
+
+def test_a_check_that_raced_with_the_locks_release_is_not_trusted_under_the_next_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that passed while the lock was being let go records the hold it ran under;
+    the next hold is another, so the descriptor is checked again under it."""
+    journal = tmp_path / "journal.jsonl"
+    journal.write_bytes(b"")
+    handles = files_module.JournalHandles(4)
+    handles.trust("t")
+    handles.get("t", lambda: journal, create=False)
+    stale = dict(handles._trusted)  # what a check racing with ``distrust`` writes back
+    handles.distrust("t")
+    handles._trusted.update(stale)
+    handles.trust("t")  # the next hold
+    checks = count_checks(monkeypatch)
+    handles.get("t", lambda: journal, create=False)
+    assert len(checks) == 1
+    handles.get("t", lambda: journal, create=False)
+    assert len(checks) == 1  # checked under this hold: trusted from now on
+    handles.close()
+
+
+def test_handles_collected_after_their_modules_globals_are_gone_close_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At interpreter exit a store kept alive past its modules' teardown is collected after
+    their globals were set to ``None``: its handles printed ``Exception ignored in ...
+    JournalHandles.__del__ ... 'NoneType' object is not callable`` on stderr (seen with a
+    script that swapped ``os.fdatasync`` for a lambda) and leaked their descriptors."""
+    handles = files_module.JournalHandles(4)
+    journal = tmp_path / "journal.jsonl"
+    journal.write_bytes(b"")
+    fd, _ = handles.get("t", lambda: journal, create=False)
+    for name in ("os", "OrderedDict"):  # what the interpreter's teardown does to the module
+        monkeypatch.setattr(files_module, name, None)
+    handles.__del__()
+    monkeypatch.undo()
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -160,11 +160,23 @@ class JournalHandles:
     file's times makes the next write stamp a fine-grained time, so every step's
     ``fdatasync`` had an inode to commit too (~40 µs a step on ext4). Where ``/proc`` is
     missing, the link count (``fstat``) says whether the file was unlinked.
+
+    While this store object holds a thread's lock (``trust``), the check runs once: every
+    delete, compaction or put-back of a journal holds that lock, in any process, so the
+    file at the path cannot change until the lock is let go (``distrust``). A journal
+    removed by hand meanwhile is no more caught than one removed between a check and the
+    write after it.
     """
 
     def __init__(self, max_open: int) -> None:
         self._fds: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
         self._max_open = max_open
+        # A token per hold of a thread's lock by this store object, and the token under
+        # which each descriptor was last checked: a check that raced with the lock's release
+        # leaves a token no later hold ever matches (no lock needed between the two).
+        self._locked: dict[str, int] = {}
+        self._trusted: dict[str, int] = {}
+        self._tokens = itertools.count()
 
     def get(self, thread_id: str, path: Callable[[], Path], *, create: bool) -> tuple[int, bool]:
         """The descriptor of the journal at ``path()`` and whether it was (re)opened.
@@ -174,8 +186,12 @@ class JournalHandles:
         held = self._fds.get(thread_id)
         if held is not None:
             fd, name = held
-            if still_named(fd, name):
+            token = self._locked.get(thread_id)
+            trusted = token is not None and self._trusted.get(thread_id) == token
+            if trusted or still_named(fd, name):
                 self._fds.move_to_end(thread_id)
+                if token is not None:
+                    self._trusted[thread_id] = token
                 return fd, False
             # The journal was deleted (and maybe recreated) behind our back: never write
             # into the unlinked file, where the data would silently vanish.
@@ -190,7 +206,20 @@ class JournalHandles:
         except OSError as exc:
             raise os_error("open", journal, exc, thread_id=thread_id) from exc
         self._keep(thread_id, fd)
+        token = self._locked.get(thread_id)
+        if token is not None:
+            self._trusted[thread_id] = token
         return fd, True
+
+    def trust(self, thread_id: str) -> None:
+        """This store object now holds the thread's lock (see the class)."""
+        self._locked[thread_id] = next(self._tokens)
+
+    def distrust(self, thread_id: str) -> None:
+        """This store object is letting go of the thread's lock: check the descriptor before
+        each use again."""
+        self._locked.pop(thread_id, None)
+        self._trusted.pop(thread_id, None)
 
     def adopt(self, thread_id: str, fd: int) -> None:
         """Keep ``fd``, now the journal of ``thread_id`` at its path, as its descriptor (the
@@ -199,27 +228,36 @@ class JournalHandles:
         self._keep(thread_id, fd)
 
     def _keep(self, thread_id: str, fd: int) -> None:
+        self._trusted.pop(thread_id, None)
         self._fds[thread_id] = (fd, name_of(fd))
         while len(self._fds) > self._max_open:
-            _, (old, _) = self._fds.popitem(last=False)
+            evicted, (old, _) = self._fds.popitem(last=False)
+            self._trusted.pop(evicted, None)
             os.close(old)
 
     def drop(self, thread_id: str) -> None:
         """Close the thread's descriptor, if open (its files are going away)."""
+        self._trusted.pop(thread_id, None)
         held = self._fds.pop(thread_id, None)
         if held is not None:
             os.close(held[0])
 
     def close(self) -> None:
+        self._trusted.clear()
         while self._fds:
             os.close(self._fds.popitem()[1][0])
 
-    def __del__(self) -> None:
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
         # Stores are often made inline (``Runner(flow, store=JsonFileStore("runs"))``) and
-        # never closed; collected handles must not leak their descriptors.
-        for fd, _ in getattr(self, "_fds", {}).values():
-            with suppress(OSError):
-                os.close(fd)
+        # never closed; collected handles must not leak their descriptors. Nothing from the
+        # module's globals: at interpreter exit they may be gone already.
+        held = getattr(self, "_fds", None)
+        while held:
+            fd, _ = held.popitem()[1]
+            try:
+                _close(fd)
+            except OSError:
+                continue
 
 
 #: What the kernel appends to the name of an open file that was unlinked.

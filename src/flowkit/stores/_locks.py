@@ -26,7 +26,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from ..errors import StoreError
-from ._files import os_error
+from ._files import JournalHandles, os_error
 from ._ids import is_thread_id
 from ._protocol import thread_busy
 
@@ -49,10 +49,14 @@ class ThreadLockFile:
     asked on release only when this acquisition had to create the file (a new thread, or an
     id that names none), so a lock taken for a thread that does not exist leaves no file
     behind, and the common case (resuming a thread whose file is there) pays nothing for it.
-    A class, not ``@contextmanager``: every run takes one.
+    ``handles``, the store's journal descriptors, are told while the lock is held (they
+    check a journal's descriptor once per hold instead of before each write). A class, not
+    ``@contextmanager``: every run takes one.
     """
 
-    __slots__ = ("_created", "_exists", "_fd", "_path", "_spare", "_thread_id", "remove")
+    __slots__ = (
+        "_created", "_exists", "_fd", "_handles", "_path", "_spare", "_thread_id", "remove",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -60,11 +64,13 @@ class ThreadLockFile:
         thread_id: str,
         exists: Callable[[str], bool],
         spare: Callable[[], Path | None] | None = None,
+        handles: JournalHandles | None = None,
     ) -> None:
         self._path = path
         self._thread_id = thread_id
         self._exists = exists
         self._spare = spare
+        self._handles = handles
         self._fd = -1
         self._created = False
         self.remove = False
@@ -77,6 +83,8 @@ class ThreadLockFile:
                 if _names(self._path, fd):
                     self._fd = fd
                     self.remove = False
+                    if self._handles is not None:
+                        self._handles.trust(self._thread_id)
                     return
             except BlockingIOError:
                 os.close(fd)
@@ -89,6 +97,8 @@ class ThreadLockFile:
 
     def __exit__(self, *exc: object) -> None:
         fd, self._fd = self._fd, -1
+        if self._handles is not None:  # before the unlock: from then on others may replace it
+            self._handles.distrust(self._thread_id)
         try:
             if (self.remove or (self._created and not self._exists(self._thread_id))) and (
                 _names(self._path, fd)  # never a newcomer's file, should ours be gone already

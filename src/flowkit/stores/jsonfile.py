@@ -458,4 +458,6 @@ class JsonFileStore(ThreadCreation, IndexedListing):
         """``lock``, as the class ``delete`` and ``compact`` hold (``delete`` sets ``remove``)."""
         # Lock files live apart from thread folders, so locking never creates a thread.
         path = self._locks_dir / f"{check_thread_id(thread_id)}{LOCK_SUFFIX}"
-        return ThreadLockFile(path, thread_id, self._exists, self._spares.take_lock_file)
+        return ThreadLockFile(
+            path, thread_id, self._exists, self._spares.take_lock_file, self._handles
+        )
