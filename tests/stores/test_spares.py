@@ -25,6 +25,7 @@ from flowkit.stores import _jsonfile_create as create_module
 from flowkit.stores import _jsonl as jsonl_module
 from flowkit.stores import _spare_leftovers as leftovers_module
 from flowkit.stores import _spares as spares_module
+from flowkit.stores._syncfs import sync_file_system
 
 
 def start(**state: Any) -> StartRecord:
@@ -896,3 +897,123 @@ def test_two_closes_at_once_beside_creates_leave_no_owner_folder_or_descriptor(
         if spares
         in (os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else "")
     ]
+
+
+def test_a_refill_hands_out_spares_a_few_at_a_time_and_starts_at_half(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Made all in one go, a refill's spares came too late for a store starting threads back
+    to back: one thread in five made its folder on the spot meanwhile."""
+    made: list[int] = []
+    real = spares_module.SpareFolders._make
+
+    def recorded(self: Any, batch: Path, count: int, numbers: Any) -> Any:
+        made.append(count)
+        return real(self, batch, count, numbers)
+
+    monkeypatch.setattr(spares_module.SpareFolders, "_make", recorded)
+    with JsonFileStore(tmp_path, spares=16) as store:
+        for index in range(40):
+            with store.lock(f"t{index}"):
+                store.create(f"t{index}", start())
+            store._spares.wait()
+        pool = store._spares
+        target = pool._target(pool._state)
+        assert target == 16
+        assert made and max(made) <= max(spares_module._CHUNK, target // 4)
+        for index in range(20):  # a refill starts exactly when half or fewer are left
+            with pool._lock:
+                left = min(len(pool._state.ready), len(pool._state.locks))
+            refills = len(made)
+            with store.lock(f"u{index}"):
+                store.create(f"u{index}", start())
+            pool.wait()
+            started = len(made) > refills
+            assert started == (left - 1 <= target // 2), (index, left)
+
+
+def count_refill_syncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the ``fsync``/``fdatasync`` calls the refill thread makes, in order."""
+    syncs: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def counted(fd: int, _real: Any = real, _name: str = name) -> None:
+            if threading.current_thread().name == "flowkit-spares":
+                syncs.append(_name)
+            _real(fd)
+
+        monkeypatch.setattr(os, name, counted)
+    return syncs
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs is Linux's")
+def test_a_refill_syncs_its_spares_with_one_syncfs_not_two_syncs_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ``fsync`` ends with a flush of the disk's cache, which delays the syncs of the
+    threads being started meanwhile: a refill flushed twice per spare."""
+    refill_syncs = count_refill_syncs(monkeypatch)
+    filesystem_syncs: list[int] = []
+    real_syncfs = spares_module.sync_file_system
+
+    def counted_syncfs(fd: int) -> bool:
+        filesystem_syncs.append(fd)
+        return real_syncfs(fd)
+
+    monkeypatch.setattr(spares_module, "sync_file_system", counted_syncfs)
+    with JsonFileStore(tmp_path, spares=16) as store:
+        for index in range(30):
+            with store.lock(f"t{index}"):
+                store.create(f"t{index}", start())
+        store._spares.wait()
+        assert filesystem_syncs and refill_syncs == []
+        assert [r.version for r in store.records("t29")] == [0]
+
+
+def test_without_syncfs_a_refill_syncs_each_spare_and_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refill_syncs = count_refill_syncs(monkeypatch)
+    monkeypatch.setattr(spares_module, "sync_file_system", lambda fd: False)
+    with JsonFileStore(tmp_path, spares=4) as store:
+        warm(store)
+        assert refill_syncs.count("fdatasync") >= 1
+        assert refill_syncs.count("fdatasync") == refill_syncs.count("fsync")
+        with store.lock("t"):
+            store.create("t", start(x=7))
+        assert (tmp_path / "threads" / "t" / "journal.jsonl").stat().st_ino
+        assert store.records("t")[0].state == {"x": 7}  # type: ignore[union-attr]
+
+
+def test_a_syncfs_that_fails_is_a_refill_failure_and_creates_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(fd: int) -> bool:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(spares_module, "sync_file_system", failing)
+    with JsonFileStore(tmp_path, spares=8) as store, capture_logs() as logs:
+        for index in range(6):
+            with store.lock(f"t{index}"):
+                store.create(f"t{index}", start())
+            store._spares.wait()
+        assert [r.version for r in store.records("t5")] == [0]
+        assert owner_folders(tmp_path) == [] or all(
+            not list(owner.glob("*/*/journal.jsonl")) for owner in owner_folders(tmp_path)
+        )
+    assert [e["event"] for e in logs].count("spare_folders_failed") == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs is Linux's")
+def test_sync_file_system_syncs_on_linux_and_a_bad_descriptor_is_an_os_error(
+    tmp_path: Path,
+) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        assert sync_file_system(fd) is True
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as caught:
+        sync_file_system(fd)  # closed now
+    assert caught.value.errno == errno.EBADF
