@@ -312,6 +312,55 @@ def test_stream_updates_show_the_join() -> None:
     assert updates[0] == {"summarise": {"summaries": ["A", "B"]}}
 
 
+def test_a_joins_update_is_what_its_calls_wrote_not_the_fields_new_value() -> None:
+    """A field that held items before the map: the update (stream and ``StateChanged``)
+    is the calls' items, as a plain node's is its own, so a client applying updates
+    through the reducer rebuilds the state (it got the whole list, earlier items again)."""
+
+    def intro(state: Doc) -> dict[str, Any]:
+        return {"summaries": ["intro"], "notes": ["n0"]}
+
+    flow = Flow(
+        name="join_updates",
+        state=Doc,
+        start="intro",
+        nodes={
+            "intro": intro,
+            "summarise": Map(summarise, over=lambda s: s.sections),
+            "both": Parallel(
+                {
+                    "x": lambda s: {"summaries": ["x"]},
+                    "y": lambda s: {"summaries": ["y"], "report": "y"},
+                }
+            ),
+            "merged": Map(
+                summarise,
+                over=lambda s: s.sections,
+                merge=lambda s, updates: {"notes": [u["summaries"][0] for u in updates]},
+            ),
+        },
+        routes={"intro": "summarise", "summarise": "both", "both": "merged", "merged": END},
+    )
+    runner = Runner(flow)
+    with capture_events(runner) as events:
+        updates = list(runner.stream("t", {"sections": ["a", "b"]}, mode="updates"))
+    assert updates == [
+        {"intro": {"summaries": ["intro"], "notes": ["n0"]}},
+        {"summarise": {"summaries": ["A", "B"]}},
+        {"both": {"summaries": ["x", "y"], "report": "y"}},
+        {"merged": {"notes": ["A", "B"]}},
+    ]
+    changes = [(e.node, e.update) for e in events.of("state_changed")]
+    assert changes == [(node, update) for u in updates for node, update in u.items()]
+    rebuilt: dict[str, list[str]] = {"summaries": [], "notes": []}
+    for update in updates:
+        for written in update.values():
+            for key in rebuilt:
+                rebuilt[key] += written.get(key, [])
+    final = runner.get_state("t").state
+    assert rebuilt == {"summaries": final.summaries, "notes": final.notes}
+
+
 def test_branches_overwriting_one_plain_field_are_refused_at_build() -> None:
     @node(writes=["report"])
     def one(state: Doc) -> dict[str, Any]:

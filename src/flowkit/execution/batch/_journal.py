@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     pass
 
 __all__ = [
+    "combined_update",
     "field_values",
     "items_from_snapshot",
     "merge_items",
@@ -41,6 +42,23 @@ def merge_items(
     for index in order:
         state, _ = schema.apply(state, items[index].update, node=node, strict_json=True)
     return state
+
+
+def combined_update(
+    schema: StateSchema, items: Mapping[int, ItemDone], order: list[int]
+) -> dict[str, Any]:
+    """The calls' updates in ``order`` as one update, each field's through its reducer
+    (``append``: the calls' items in order; no reducer: the last call's value): what the
+    node wrote, as a plain node's update is, never the field's whole new value."""
+    combined: dict[str, Any] = {}
+    for index in order:
+        for key, value in field_values(schema, items[index].update).items():
+            reducer = schema.fields[key].reducer
+            if key in combined and reducer is not None:
+                combined[key] = reducer(combined[key], value)
+            else:
+                combined[key] = value
+    return combined
 
 
 def field_values(schema: StateSchema, update: Mapping[str, Any]) -> dict[str, Any]:

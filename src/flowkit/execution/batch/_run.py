@@ -32,7 +32,7 @@ from .._steps import attempts as _attempts
 from .._steps import check_ask, check_writes, log_node_finished, move, status_of
 from ._checkpoints import Group, checkpoint_pauses, finished_call, label_of
 from ._children import ChildPaused, child_call
-from ._journal import field_values, merge_items
+from ._journal import combined_update, field_values, merge_items
 
 __all__ = ["asked_calls", "run_batch"]
 
@@ -378,12 +378,10 @@ def _join(
     runner._threads.commit(thread_id, cursor.version, after, record)
     if runner._subscribers:
         runner._emit(NodeFinished(thread_id, run_id, name, latency, 1, error))
-        changed = set(extra)
-        if folded:
-            changed |= {key for i in merged for key in items[i].update}
-        runner._announce(
-            thread_id, run_id, name, after, {key: getattr(state, key) for key in sorted(changed)}
-        )
+        # The node's update, as a plain node's: what it wrote, not the fields' new values.
+        update = combined_update(flow.schema, items, merged) if folded else {}
+        update.update(extra)
+        runner._announce(thread_id, run_id, name, after, dict(sorted(update.items())))
     return after
 
 
