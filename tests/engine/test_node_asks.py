@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from datetime import timedelta
 from typing import Annotated, Any
 
 import pytest
@@ -35,6 +36,7 @@ from flowkit import (
 from flowkit.errors import (
     InvalidResumeInputError,
     InvalidUpdateError,
+    NodeContractError,
     UndeclaredWriteError,
     UnknownGateError,
     UnstorableValueError,
@@ -329,6 +331,38 @@ def test_a_retry_policy_never_retries_an_ask(store: Store) -> None:
     assert result.status == "waiting" and calls == [1]
     assert [r.attempts for r in store.records("t") if isinstance(r, StepRecord)] == [1]
     assert runner.resume("t", {"name": "Aiko"}).status == "done" and calls == [1]
+
+
+@pytest.mark.parametrize("call", ["ask", "sleep_until"])
+@pytest.mark.parametrize("then", ["returns", "raises another error"])
+def test_a_node_that_caught_its_own_ask_and_went_on_is_refused_and_nothing_saved(
+    store: Store, call: str, then: str
+) -> None:
+    """``Ask`` is an ``Exception`` (as LangGraph's ``interrupt`` signal is), so a node body
+    wrapped in ``try/except Exception`` swallowed the pause: the thread ran on as if someone
+    had answered."""
+    ran_on: list[str] = []
+
+    @node(asks=Reply)
+    def careless(state: Signup, ctx: Context) -> dict[str, Any]:
+        try:
+            if call == "ask":
+                ctx.ask({"question": "name?"})
+            else:
+                ctx.sleep_until(timedelta(days=1))
+        except Exception as exc:
+            ran_on.append(type(exc).__name__)
+            if then == "raises another error":
+                raise RuntimeError("wrapped") from exc
+        return {"log": ["went on without an answer"]}
+
+    runner = Runner(_one_node(careless), store=store)
+    with pytest.raises(NodeContractError, match=f"called ctx.{call}, then went on") as caught:
+        runner.start("t")
+    assert caught.value.node == "n" and ran_on
+    assert [r.version for r in store.records("t")] == [0]  # nothing saved past the start
+    state = runner.get_state("t")
+    assert state.status == "pending" and state.state.log == []
 
 
 def test_an_async_node_asks(store: Store) -> None:

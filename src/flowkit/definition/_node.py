@@ -109,6 +109,7 @@ class Context(Generic[D]):
         "_emit",
         "_memory",
         "_runner",
+        "_signalled",
         "_step",
         "attempt",
         "clock",
@@ -150,6 +151,9 @@ class Context(Generic[D]):
         # step key are read from them only when a node asks (most never do).
         self._runner = runner
         self._step = step
+        #: What the node called to end its step (``ctx.ask``, ``ctx.sleep_until``), if it did:
+        #: a node that returns after it was caught (``except Exception``) is refused.
+        self._signalled: str | None = None
 
     def ask(
         self,
@@ -166,6 +170,7 @@ class Context(Generic[D]):
 
         ``input`` (optional) names the model the node declared with ``@node(asks=...)``.
         """
+        self._signalled = "ctx.ask"
         raise Ask(payload, update=update, input=input)
 
     def sleep_until(
@@ -199,6 +204,7 @@ class Context(Generic[D]):
                 "after the batch.",
                 thread_id=self.thread_id,
             )
+        self._signalled = "ctx.sleep_until"
         raise SleepUntil(when, update=update)
 
     def emit(self, value: Any) -> None:

@@ -19,6 +19,7 @@ from ..definition._route_table import END
 from ..errors import (
     AttemptsExhaustedError,
     InvalidUpdateError,
+    NodeContractError,
     RecoveryLimitError,
     StoreError,
     UndeclaredWriteError,
@@ -217,11 +218,25 @@ def attempts(
             )
         outcome = yield CallNode(node, name, cursor.state, ctx, thread_id, owner)
         assert outcome is not None
+        if ctx is not None and ctx._signalled is not None and not isinstance(outcome.error, Ask):
+            raise _signal_caught(name, ctx._signalled)
         if outcome.error is None or isinstance(outcome.error, Ask):  # asking is no failure
             return outcome, attempt, calls
         if node.retry is None or not node.retry.should_retry(outcome.error, attempt):
             return outcome, attempt, calls
         yield from back_off(runner, thread_id, name, node.retry, attempt, type(outcome.error))
+
+
+def _signal_caught(name: str, call: str) -> NodeContractError:
+    """A node that called ``ctx.ask``/``ctx.sleep_until`` and then went on: the signal they
+    raise (an ``Exception``, as LangGraph's ``interrupt`` is) was caught in the node."""
+    return NodeContractError(
+        f"`{name}` called {call}, then went on: something in the node caught the signal it "
+        "raises (an `except Exception` around the call?), so the node ran on as if no one was "
+        f"asked. Let it through: catch narrower exceptions, or re-raise flowkit.Ask (which "
+        f"{call} raises) first. Nothing was saved; fix the node and resume.",
+        node=name,
+    )
 
 
 def check_ask(name: str, spec: Gate | None, ask: Ask) -> Gate:
