@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic_core import to_json
 
+from ..errors import ConflictError, ThreadExistsError
 from ..foundation._logging import get_logger
 from ..runner._result import RunResult
 from ..runner._runner import Runner
@@ -116,7 +118,8 @@ def start_thread(request: Request, flow: FlowName, body: StartRequest, principal
     value = stamp_starter(runner.flow, body.input, principal)
     server.guard.check(Access(principal, "start", thread_id, flow, value))
     if body.wait:
-        result = runner.start(thread_id, value)
+        with _claimed(server, thread_id, starting=True):
+            result = runner.start(thread_id, value)
         server.served.remember(thread_id, flow)
         return state_response(server, runner, result, principal, 201)
     _start_in_background(server, runner, thread_id, value)
@@ -216,18 +219,24 @@ def resume_thread(
             pause = answered_pause(body, current)
         else:
             runner = thread_runner(server, principal, "resume", thread_id)
-        result = runner.resume(
-            thread_id,
-            body.input,
-            gate=body.gate,
-            expected_version=body.expected_version,
-            actor=principal or "anonymous",
-        )
+        with _claimed(server, thread_id):
+            result = runner.resume(
+                thread_id,
+                body.input,
+                gate=body.gate,
+                expected_version=body.expected_version,
+                actor=principal or "anonymous",
+            )
         answered(principal, "resume", thread_id, flow=runner.flow.name, pause=pause,
                  version=result.version)  # fmt: skip
         return state_response(server, runner, result, principal)
     runner, current = open_thread(server, principal, "resume", thread_id)
     prevalidate(runner, current, body)
+    # The run expects the thread where the answer was checked: moved meanwhile (by another
+    # process: this one's requests wait for the claim), it writes nothing, never answering
+    # a pause its sender did not see.
+    checked_at = current.version if body.expected_version is None else body.expected_version
+    _claim(server, thread_id)
     answered(principal, "resume", thread_id, flow=runner.flow.name,
              pause=answered_pause(body, current))  # fmt: skip
     _submit(
@@ -237,7 +246,7 @@ def resume_thread(
             thread_id,
             body.input,
             gate=body.gate,
-            expected_version=body.expected_version,
+            expected_version=checked_at,
             actor=principal or "anonymous",
         ),
     )
@@ -276,15 +285,16 @@ def update_thread_state(
     and moves the thread where its route sends the new state."""
     server = server_of(request)
     runner = thread_runner(server, principal, "update", thread_id)
-    result = runner.update_state(
-        thread_id,
-        body.values,
-        goto=body.goto,
-        reason=body.reason,
-        actor=principal or "anonymous",
-        expected_version=body.expected_version,
-        as_node=body.as_node,
-    )
+    with _claimed(server, thread_id):
+        result = runner.update_state(
+            thread_id,
+            body.values,
+            goto=body.goto,
+            reason=body.reason,
+            actor=principal or "anonymous",
+            expected_version=body.expected_version,
+            as_node=body.as_node,
+        )
     answered(principal, "update", thread_id, flow=runner.flow.name, version=result.version)
     return state_response(server, runner, result, principal)
 
@@ -300,7 +310,8 @@ def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -
     """Delete the thread and its whole history (not while it runs: 409)."""
     server = server_of(request)
     runner = thread_runner(server, principal, "delete", thread_id)
-    runner.delete(thread_id)  # ConflictError (409) while a run of it goes on
+    with _claimed(server, thread_id):
+        runner.delete(thread_id)  # ConflictError (409) while a run of it goes on
     server.served.forget(thread_id)
     answered(principal, "delete", thread_id, flow=runner.flow.name)
     return Response(status_code=204)
@@ -323,8 +334,31 @@ def _fork_id(server: Server, thread_id: str) -> str:
     return f"{base}-fork-{number}"
 
 
+def _claim(server: Server, thread_id: str, *, starting: bool = False) -> None:
+    """Claim ``thread_id`` for this request (``_underway``); a start that finds it claimed is
+    a ``ThreadExistsError`` (another request is starting it), anything else a
+    ``ConflictError``."""
+    try:
+        server.underway.claim(thread_id)
+    except ConflictError:
+        if starting:
+            raise ThreadExistsError(thread_id) from None
+        raise
+
+
+@contextmanager
+def _claimed(server: Server, thread_id: str, *, starting: bool = False) -> Iterator[None]:
+    """``thread_id`` claimed for the request's ``with`` block (see ``_claim``)."""
+    _claim(server, thread_id, starting=starting)
+    try:
+        yield
+    finally:
+        server.underway.release(thread_id)
+
+
 def _start_in_background(server: Server, runner: Runner[Any], thread_id: str, value: Any) -> None:
     """Start the run on the server's pool; return once the thread exists (or it failed)."""
+    _claim(server, thread_id, starting=True)
     created = server.creations.expect(thread_id)
     try:
         future = _submit(server, thread_id, lambda: runner.start(thread_id, value))
@@ -337,6 +371,9 @@ def _start_in_background(server: Server, runner: Runner[Any], thread_id: str, va
 
 
 def _submit(server: Server, thread_id: str, call: Callable[[], Any]) -> Any:
+    """Run ``call`` on the server's pool; the thread's claim (``_underway``), taken by the
+    caller, is let go when it ends."""
+
     def run() -> Any:
         try:
             return call()
@@ -345,5 +382,11 @@ def _submit(server: Server, thread_id: str, call: Callable[[], Any]) -> Any:
                 "server_background_run_failed", thread_id=thread_id, error_type=type(exc).__name__
             )
             raise
+        finally:
+            server.underway.release(thread_id)
 
-    return server.executor.submit(run)
+    try:
+        return server.executor.submit(run)
+    except BaseException:
+        server.underway.release(thread_id)
+        raise

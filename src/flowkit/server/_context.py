@@ -9,7 +9,7 @@ router needs the app factory or another router.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
@@ -23,6 +23,7 @@ from ._redact import Redact
 from ._security import Access, Action, Guard
 from ._served import Served
 from ._tap import Creations
+from ._underway import Underway
 
 __all__ = [
     "Principal",
@@ -47,6 +48,8 @@ class Server:
     executor: ThreadPoolExecutor
     creations: Creations
     title: str
+    #: Threads a request of this server runs now (one answer of two sent at once hears 409).
+    underway: Underway = field(default_factory=Underway)
 
 
 def server_of(request: Any) -> Server:

@@ -389,8 +389,13 @@ def _answer(server: Server, thread_id: str, principal: str | None, text: str) ->
             f"Gate `{result.gates[0]}` takes a form, not one text; answer it with POST "
             f"/threads/{thread_id}/resume.",
         )
-    answered_at = runner.resume(
-        thread_id, {field: text}, gate=result.gates[0], actor=principal or "anonymous"
-    )
+    with server.underway.held(thread_id):  # two answers sent at once: one wins, one hears 409
+        answered_at = runner.resume(
+            thread_id,
+            {field: text},
+            gate=result.gates[0],
+            expected_version=result.version,
+            actor=principal or "anonymous",
+        )
     answered(principal, "resume", thread_id, flow=runner.flow.name, pause=result.gates[0],
              version=answered_at.version)  # fmt: skip
