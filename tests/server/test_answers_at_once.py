@@ -186,3 +186,35 @@ def test_a_queued_answer_never_answers_a_pause_its_sender_did_not_see(
     time.sleep(0.3)  # the queued run has had its turn
     assert answers(store, "t") == [{"approved": True}]
     assert client.get("/threads/t", headers=AUTH).json()["gates"][0]["name"] == "confirm"
+
+
+def test_two_langgraph_resumes_sent_at_once_one_wins_the_other_ends_in_conflict(
+    make_client: Callable[..., TestClient], store: Store, go: threading.Event
+) -> None:
+    """``multitask_strategy="enqueue"`` (the default) queues the second behind the first; it
+    was decided only when its turn came, with the thread at the next pause, and answered it."""
+    client = make_client(flows=[FLOW])
+    lg = "/langgraph"
+    thread_id = client.post(f"{lg}/threads", json={}, headers=AUTH).json()["thread_id"]
+    started = client.post(f"{lg}/threads/{thread_id}/runs/wait",
+                          json={"assistant_id": "twice", "input": {}}, headers=AUTH)  # fmt: skip
+    assert started.json()["__interrupt__"][0]["id"] == "review"
+    runs = []
+    for approved in (False, True):
+        body = {"assistant_id": "twice", "command": {"resume": {"approved": approved}}}
+        created = client.post(f"{lg}/threads/{thread_id}/runs", json=body, headers=AUTH)
+        assert created.status_code == 200, created.text
+        runs.append(created.json()["run_id"])
+    go.set()
+    first, second = (
+        client.get(f"{lg}/threads/{thread_id}/runs/{run}/join", headers=AUTH).json()
+        for run in runs
+    )
+    assert first["__interrupt__"][0]["id"] == "confirm"
+    assert second["__error__"]["error"] == "conflict"
+    assert answers(store, thread_id) == [{"approved": False}]
+    statuses = [
+        client.get(f"{lg}/threads/{thread_id}/runs/{run}", headers=AUTH).json()["status"]
+        for run in runs
+    ]
+    assert statuses == ["success", "error"]

@@ -88,6 +88,13 @@ class RunInfo:
     done: threading.Event = field(default_factory=threading.Event, repr=False)
     #: The thread's runs still going when this one came: it is decided once they end.
     after: list[RunInfo] = field(default_factory=list, repr=False)
+    #: Whether it answers a pause (``Command(resume=...)``).
+    answers: bool = False
+    #: For a run that answers a pause, queued behind another that does: the thread's version
+    #: when it came. Moved on by its turn (the earlier answer was taken), it writes nothing
+    #: (``conflict``): of two answers sent at once exactly one wins, and none answers a
+    #: pause its sender did not see.
+    pinned: int | None = None
     #: A background run's events, for ``join_stream`` (``None``: a run ``wait`` or ``stream``
     #: answers itself).
     frames: RunFrames | None = field(default=None, repr=False)

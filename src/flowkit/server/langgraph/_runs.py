@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from ...errors import FlowkitError, RunCancelledError
+from ...errors import ConflictError, FlowkitError, RunCancelledError
 from ...foundation._logging import get_logger
 from ...runner._result import RunResult
 from ...runner._runner import Runner
@@ -80,6 +80,8 @@ def _admit(
     then decided when its turn comes). ``reject`` refuses it while one goes on (409).
     ``keep=False``: the caller registers the run once it starts."""
     strategy = body.multitask_strategy or "enqueue"
+    pinned: int | None = None
+    answers = isinstance(body.command, dict) and "resume" in body.command
     earlier = [run for run in registry.runs_of(thread_id) if run.active]
     if len(earlier) >= MAX_QUEUED or registry.active() >= MAX_ACTIVE:
         # Every queued run holds a worker until its turn: a bound, not an ever-longer queue.
@@ -102,6 +104,8 @@ def _admit(
             )
         server.guard.require(principal, "resume")
         plan = None
+        if answers and any(run.answers for run in earlier):
+            pinned = _version_of(server, thread_id, body)
     else:
         plan = plan_run(server, registry, principal, thread_id, body)
     now = time.time()
@@ -114,10 +118,21 @@ def _admit(
         metadata=dict(body.metadata or {}),
         multitask_strategy=strategy,
         after=earlier,
+        answers=answers,
+        pinned=pinned,
     )
     if keep:
         registry.add_run(run)
     return run, plan
+
+
+def _version_of(server: Server, thread_id: str, body: RunCreate) -> int | None:
+    """The thread's version now (``None``: none can be read; the run is decided when its
+    turn comes, as any other)."""
+    try:
+        return server.served.runner(body.assistant_id).get_state(thread_id).version
+    except (FlowkitError, Problem):
+        return None
 
 
 def _run(
@@ -138,6 +153,16 @@ def _run(
     try:
         if plan is None:
             plan = plan_run(server, registry, principal, run.thread_id, body)
+            if run.pinned is not None and plan.expected != run.pinned:
+                raise ConflictError(
+                    f"Thread `{run.thread_id}` moved on from version {run.pinned}, where it "
+                    "waited when this run came, while the runs before it ran (one answered "
+                    "that pause); this answer wrote nothing. Read the thread and answer what "
+                    "it waits for now.",
+                    thread_id=run.thread_id,
+                    expected=run.pinned,
+                    actual=plan.expected,
+                )
         result = execute(plan) if run.frames is None else _streamed(server, plan, run.frames, run)
     except RunCancelledError:  # runs.cancel while it ran: it stopped after its saved step
         assert plan is not None  # only a run that started can be cancelled so
