@@ -251,3 +251,49 @@ def test_the_flows_served_must_be_flows_with_distinct_names(flows: list[Any]) ->
 
     with pytest.raises(ServerConfigError):
         create_app(flows, store=MemoryStore(), token=TOKEN)
+
+
+# -- free text and metadata an anonymous reader sees ---------------------------------------------
+
+PERSONAL = "zed@example.com"
+SECRET = "sk-abcdefabcdef0123456789"
+
+
+def test_an_anonymous_reader_sees_a_patchs_reason_and_actor_masked(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """The state was masked for an anonymous reader, the reason typed beside it was not (in
+    the history and the LangGraph history's metadata); found by a defect hunt."""
+    client = make_client(open_reads=True)
+    start(client, "d1")
+    patch = {"values": {"feedback": f"call {PERSONAL}"},
+             "reason": f"asked by {PERSONAL}, password=hunter2hunter2"}  # fmt: skip
+    assert client.patch("/threads/d1/state", json=patch, headers=AUTH).status_code == 200
+    for headers, shown in (({}, False), (AUTH, True)):
+        last = client.get("/threads/d1/history", headers=headers).json()["checkpoints"][-1]
+        assert (PERSONAL in last["reason"]) is shown
+        assert ("hunter2" in last["reason"]) is shown
+        lg = client.post("/langgraph/threads/d1/history", json={"limit": 1}, headers=headers)
+        meta = lg.json()[0]["metadata"]
+        assert (PERSONAL in meta["reason"]) is shown
+
+
+def test_langgraph_thread_metadata_is_masked_as_a_state_is(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """Secrets masked for everyone, personal data for an anonymous reader, and an anonymous
+    search by metadata compares against what it may see (it confirmed whether an address
+    was on the server)."""
+    client = make_client(open_reads=True)
+    metadata = {"customer": PERSONAL, "api_key": SECRET, "team": "cell-3"}
+    made = client.post("/langgraph/threads", json={"metadata": metadata}, headers=AUTH).json()
+    path = f"/langgraph/threads/{made['thread_id']}"
+    anonymous = client.get(path).json()["metadata"]
+    assert anonymous["customer"] == "***" and anonymous["api_key"] == "***"
+    assert anonymous["team"] == "cell-3"
+    signed_in = client.get(path, headers=AUTH).json()["metadata"]
+    assert signed_in["customer"] == PERSONAL and signed_in["api_key"] == "***"
+    search = {"metadata": {"customer": PERSONAL}}
+    assert client.post("/langgraph/threads/search", json=search).json() == []
+    found = client.post("/langgraph/threads/search", json=search, headers=AUTH).json()
+    assert [t["thread_id"] for t in found] == [made["thread_id"]]

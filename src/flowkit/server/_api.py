@@ -39,7 +39,7 @@ from ._models import (
     UpdateStateRequest,
 )
 from ._problems import Problem
-from ._redact import redact_with_pauses
+from ._redact import mask_free_text, redact_with_pauses
 from ._roles import stamp_starter
 from ._security import Access
 from ._served import gates_json
@@ -177,8 +177,8 @@ def get_history(
                 status=record.status,
                 ts=record.ts,
                 run_id=record.run_id,
-                actor=getattr(inner, "actor", None),
-                reason=getattr(inner, "reason", ""),
+                actor=mask_free_text(getattr(inner, "actor", None), principal),
+                reason=mask_free_text(getattr(inner, "reason", ""), principal) or "",
                 update=dict(server.redact(flow.name, update, principal)),
                 error_type=data.get("error_type"),
                 attempts=data["attempts"],

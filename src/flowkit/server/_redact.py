@@ -13,9 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..foundation._logging import MASK, mask_pii
+from ..foundation._logging import MASK, mask_pii, mask_text
 
-__all__ = ["PAUSES_KEY", "Redact", "default_redact", "redact_with_pauses"]
+__all__ = [
+    "PAUSES_KEY",
+    "Redact",
+    "default_redact",
+    "mask_free_text",
+    "mask_free_values",
+    "redact_with_pauses",
+]
 
 #: ``redact(flow_name, state_json, principal)`` -> what the principal may see.
 Redact = Callable[[str, Mapping[str, Any], "str | None"], Mapping[str, Any]]
@@ -28,15 +35,33 @@ _PII = mask_pii()
 
 def default_redact(flow: str, state: Mapping[str, Any], principal: str | None) -> dict[str, Any]:
     """Secrets masked for everyone; personal data also masked for anonymous readers."""
-    shown: dict[str, Any] = _mask_secrets(dict(state))
+    shown = dict(state)
     if flow == "dialogue":
         from ..dialogue.privacy import mask_dialogue_state
 
         shown, _ = mask_dialogue_state(shown)
+    return mask_free_values(shown, principal)
+
+
+def mask_free_values(values: Mapping[str, Any], principal: str | None) -> dict[str, Any]:
+    """Values a client set that are not a flow's state (a LangGraph thread's ``metadata``), as
+    ``principal`` may see them: as the default redaction shows a state (secrets masked for
+    everyone, personal data for an anonymous reader), whatever the server's ``redact``
+    function, which is written for its flows' states."""
+    shown: dict[str, Any] = _mask_secrets(dict(values))
     if principal is None:
-        masked: dict[str, Any] = _PII(None, "", dict(shown))  # type: ignore[assignment]
+        masked: dict[str, Any] = _PII(None, "", shown)  # type: ignore[assignment]
         shown = masked
     return shown
+
+
+def mask_free_text(text: str | None, principal: str | None) -> str | None:
+    """Text a person typed beside a state (a patch's ``reason``, the ``actor`` who answered),
+    as ``principal`` may see it: as written, or for an anonymous reader with personal data
+    and key-like strings masked as a failed node's message is."""
+    if principal is not None or not text:
+        return text
+    return mask_text(text)
 
 
 def _mask_secrets(value: Any) -> Any:

@@ -17,7 +17,7 @@ from ...runner._result import Checkpoint, RunResult
 from ...runner._runner import Runner
 from .._api import thread_state
 from .._context import Server
-from .._redact import redact_with_pauses
+from .._redact import mask_free_text, mask_free_values, redact_with_pauses
 from ._registry import Registry, RunInfo, ThreadInfo
 
 __all__ = [
@@ -148,8 +148,8 @@ def history_state_json(
             "writes": {point.node: _masked_update(server, flow, point, principal)}
             if point.node
             else None,
-            "actor": point.actor,
-            "reason": point.reason or None,
+            "actor": mask_free_text(point.actor, principal),
+            "reason": mask_free_text(point.reason, principal) or None,
         },
         "created_at": iso(point.ts),
         "parent_checkpoint": checkpoint_ref(point.thread_id, version - 1) if version else None,
@@ -200,7 +200,7 @@ def thread_json(
         "thread_id": thread_id,
         "created_at": iso(created),
         "updated_at": iso(updated),
-        "metadata": metadata,
+        "metadata": mask_free_values(metadata, principal),
         "status": thread_status(flowkit_status, registry.busy(thread_id)),
         "values": values,
         "interrupts": interrupts,
