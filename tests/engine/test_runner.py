@@ -283,6 +283,32 @@ def test_invalid_resume_input_keeps_the_thread_waiting(store: Store) -> None:
     assert runner.get_state("t1").status == "waiting"
 
 
+class Form(BaseModel):  # every field has a default: a form a person may leave as it is
+    approved: bool = False
+    comment: str = ""
+
+
+def test_a_resume_with_no_input_is_no_answer_to_an_open_pause(store: Store) -> None:
+    """``resume(t)`` continues a pending run or retries a failed node; on a thread waiting
+    at a gate whose fields all have defaults it answered the gate with them, deciding for
+    nobody (found by a defect hunt). ``{}`` still takes the defaults, on purpose."""
+    flow = Flow(
+        name="form",
+        state=Doc,
+        start="review",
+        nodes={"publish": lambda s: {"draft": "published"}},
+        gates={"review": Gate(Form, apply=lambda s, f: {"approved": f.approved})},
+        routes={"review": "publish", "publish": END},
+    )
+    runner = Runner(flow, store=store)
+    version = runner.start("t1").version
+    with pytest.raises(InvalidResumeInputError, match="no answer was given") as caught:
+        runner.resume("t1")
+    assert caught.value.gate == "review"
+    assert runner.get_state("t1").version == version  # nothing saved
+    assert runner.resume("t1", {}).status == "done"
+
+
 def test_unknown_or_wrong_gate_and_finished_threads_are_refused(store: Store) -> None:
     runner = Runner(doc_flow(), store=store)
     runner.start("t1")

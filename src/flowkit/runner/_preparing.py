@@ -12,7 +12,13 @@ from pydantic import BaseModel, ValidationError
 
 from ..definition._flow import Flow
 from ..definition._invariants import check_invariants
-from ..errors import InvalidStateError, NotWaitingError, RunError, UnknownGateError
+from ..errors import (
+    InvalidResumeInputError,
+    InvalidStateError,
+    NotWaitingError,
+    RunError,
+    UnknownGateError,
+)
 from ..execution._answers import answer
 from ..execution._core import run_steps
 from ..execution._cursor import Cursor, Steps
@@ -20,6 +26,7 @@ from ..execution._open import arrive, known_pause, open_pauses
 from ..execution._port import RunPort
 from ..execution._steps import mirror, status_of
 from ..execution._threads import Threads
+from ..execution._timers import sleeping
 from ..execution.batch._gates import ChildAnswers, answer_children
 from ..execution.subflows._child import waiting_pauses
 from ..execution.subflows._run import answer_child
@@ -91,6 +98,21 @@ def start_steps(
     return run_steps(runner, thread_id, run_id, cursor)
 
 
+def _no_answer(flow: Flow, thread_id: str, cursor: Cursor) -> InvalidResumeInputError:
+    """A resume with no input of a thread that waits for an answer: ``None`` is no answer
+    (it continues a pending run or retries a failed node), never a form left empty. A gate
+    whose fields all have defaults answered so approved or rejected a draft nobody looked at
+    (a "Retry" button, a script resuming every thread)."""
+    pause = next(iter(open_pauses(flow, cursor)), cursor.node)
+    return InvalidResumeInputError(
+        pause,
+        thread_id=thread_id,
+        errors=[{"loc": (), "msg": "no answer was given", "type": "missing"}],
+        detail=f"  (input): no answer was given; the thread waits at `{pause}` for one. Pass "
+        "it as input ({} takes the defaults of every field).",
+    )
+
+
 def resume_steps(
     runner: RunPort,
     threads: Threads,
@@ -125,6 +147,14 @@ def resume_steps(
     cursor = threads.load(thread_id, migrate=True)
     if expected_version is not None:
         check_version(thread_id, cursor.version, expected_version)
+    if (
+        value is None
+        and gate is None
+        and cursor.status == "waiting"
+        and not sleeping(cursor)
+        and len(open_pauses(runner.flow, cursor)) <= 1  # several: a bare answer is refused
+    ):
+        raise _no_answer(runner.flow, thread_id, cursor)
     if cursor.sub is not None and cursor.status == "waiting":  # a gate inside a Subflow
         cursor = answer_child(runner, thread_id, run_id, cursor, value, gate, actor)
         return run_steps(runner, thread_id, run_id, cursor)

@@ -259,7 +259,9 @@ def _answer(current: RunResult[Any], resume: Any) -> tuple[Any, str | None]:
     ):
         ((gate, value),) = resume.items()
         return value, str(gate)
-    return resume, None
+    # `Command(resume=None)` answers, as LangGraph's does (with the fields' defaults here); a
+    # flowkit resume without input would be no answer at all.
+    return ({} if resume is None else resume), None
 
 
 def _paused_at(current: RunResult[Any], gate: str | None) -> str | None:
