@@ -92,3 +92,29 @@ def test_a_conversation_resumes_in_a_new_process(tmp_path: Path) -> None:
     ]
     transcript = (tmp_path / "logs" / "conversation_s1.log").read_text(encoding="utf-8")
     assert transcript.count("USER: ") == 2
+
+
+def test_a_round_cut_short_is_finished_by_the_next_message(tmp_path: Path) -> None:
+    """A UI that stops listening mid-round (or Ctrl-C) left the session pending at a node;
+    the next ``send``, and the CLI's next line, failed with NotWaitingError forever (found
+    by a defect hunt)."""
+    from flowkit.testing import ScriptedLLM
+
+    llms = {
+        name: ScriptedLLM(default=f"{name.title()} here.", model=name)
+        for name in ("LUMINA", "CLARIS", "NOX")
+    }
+    store = tmp_path / "store"
+    table = Roundtable("trio-en", llms=llms, store=JsonFileStore(store), memory=None)
+    with table.stream("s", "hello") as events:
+        for event in events:
+            if event.get("type") == "message":
+                break  # the listener leaves after the first message
+    assert table.runner.get_state("s").status == "pending"
+    again = Roundtable("trio-en", llms=llms, store=JsonFileStore(store), memory=None)
+    reply = again.send("s", "are you there?")
+    assert [text for _, text in reply.texts] == ["Lumina here.", "Claris here.", "Nox here."]
+    said = [entry.text for entry in again.transcript("s")]
+    assert said.count("Lumina here.") == 2 and said.count("hello") == 1
+    assert said.index("are you there?") > said.index("Nox here.")
+    assert again.runner.get_state("s").status == "waiting"

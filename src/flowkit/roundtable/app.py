@@ -110,7 +110,10 @@ class Roundtable:
         )
 
     def open(self, session: str) -> RunResult[RoundtableState]:
-        """Session ``session``, started (waiting for the person) if it does not exist yet.
+        """Session ``session``, started (waiting for the person) if it does not exist yet. A
+        round that was cut short (a stream left early, Ctrl-C, a crash mid-round) is run to
+        its end first, so the session waits for the person again (its messages are in the
+        transcript).
 
         Raises:
             RoundtableConfigError: the session was started at another table (its characters,
@@ -130,6 +133,8 @@ class Roundtable:
                     f"`{self.config.name}`; open it with that table or use another session id"
                 ]
             )
+        if result.status in ("pending", "failed"):  # cut short: finish the round first
+            result = self.runner.resume(session)
         return result
 
     def stream(self, session: str, text: str) -> Stream[RoundtableState]:
