@@ -22,6 +22,8 @@ from flowkit import (
     append,
     field,
     node,
+    reducer,
+    when,
 )
 from flowkit.errors import (
     CheckpointNotFoundError,
@@ -31,6 +33,7 @@ from flowkit.errors import (
     InvalidThreadIdError,
     InvalidUpdateError,
     NotWaitingError,
+    RouteError,
     RunError,
     StepLimitError,
     ThreadExistsError,
@@ -144,6 +147,61 @@ def test_invalid_update_value_names_node_and_key(store: Store) -> None:
     )
     with pytest.raises(InvalidUpdateError, match="`draft` wrote an invalid value for `approved`"):
         Runner(flow, store=store).start("t1")
+
+
+PERSONAL = "taro@example.com"
+
+
+def test_a_reducer_that_raises_is_a_typed_error_naming_node_field_and_reducer(
+    store: Store,
+) -> None:
+    """It escaped ``start`` as the reducer's own TypeError (found by a defect hunt)."""
+
+    @reducer("merge_scores")
+    def merge_scores(current: dict[str, int], update: dict[str, Any]) -> dict[str, int]:
+        return {k: current.get(k, 0) + update[k] for k in update}
+
+    class Scores(BaseModel):
+        scores: Annotated[dict[str, Any], merge_scores] = {}
+
+    flow = Flow(name="scores", state=Scores, start="score",
+                nodes={"score": lambda s: {"scores": {"a": f"high ({PERSONAL})"}}},
+                routes={"score": END})  # fmt: skip
+    runner = Runner(flow, store=store)
+    with pytest.raises(InvalidUpdateError) as caught:
+        runner.start("t")
+    assert (caught.value.node, caught.value.key) == ("score", "scores")
+    assert "merge_scores" in str(caught.value) and "TypeError" in str(caught.value)
+    assert runner.get_state("t").version == 0  # nothing saved past the start
+
+
+def test_a_gate_apply_and_a_route_condition_that_fail_keep_personal_data_out_of_errors(
+    store: Store,
+) -> None:
+    """A failed node's message is masked; the same text from a gate's apply and a route
+    condition reached the error unmasked (found by a defect hunt)."""
+
+    def lookup(state: Doc, answer: Any = None) -> Any:
+        raise LookupError(f"no account for {PERSONAL} (api_key=k-81f3e2ab)")
+
+    gated = Flow(name="gated", state=Doc, start="review", nodes={},
+                 gates={"review": Gate(ReviewInput, apply=lookup)},
+                 routes={"review": END})  # fmt: skip
+    runner = Runner(gated, store=store)
+    runner.start("g")
+    with pytest.raises(InvalidResumeInputError) as refused:
+        runner.resume("g", {"approved": True})
+    assert PERSONAL not in str(refused.value) and "k-81f3e2ab" not in str(refused.value)
+    raw = Runner(gated, store=store, error_text="raw")
+    with pytest.raises(InvalidResumeInputError, match=PERSONAL):  # opted in
+        raw.resume("g", {"approved": True})
+
+    routed = Flow(name="routed", state=Doc, start="draft", nodes={"draft": lambda s: {}},
+                  routes={"draft": RouteTable("t", [Route(when("vip", lookup), END)],
+                                              default=END)})  # fmt: skip
+    with pytest.raises(RouteError) as failed:
+        Runner(routed, store=store).start("r")
+    assert "LookupError" in str(failed.value) and PERSONAL not in str(failed.value)
 
 
 def test_unknown_key_is_an_invalid_update(store: Store) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import FlowDefinitionError, RouteError, UntrustedInputError
+from ..foundation._logging import mask_text
 from ..foundation._untrusted import check_data_depth, parse_json
 from ._conditions import Always, Call, Condition, condition_from_data
 
@@ -241,7 +242,8 @@ class RouteTable:
 def _condition_failed(table: str, route: Route, exc: Exception) -> RouteError:
     return RouteError(
         f"Route table `{table}`: condition `{route.condition.describe()}` raised "
-        f"{type(exc).__name__}: {exc}. Make the condition total over the state.",
+        f"{type(exc).__name__}: {mask_text(str(exc))}. Make the condition total over the "
+        "state.",
         table=table,
     )
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import InvalidUpdateError
+from ..foundation._logging import mask_text
 from ..foundation._plain import shorten
 from ._reducers import Reducer
 
@@ -35,6 +36,21 @@ def _reducer_of(metadata: list[Any]) -> Reducer | None:
         if isinstance(item, Reducer):
             return item
     return None
+
+
+def _reduce(reducer: Reducer, current: Any, value: Any, node: str, key: str) -> Any:
+    """``reducer(current, value)``; a reducer that raises is an ``InvalidUpdateError``
+    naming the node, the field and the reducer (its message masked, as a node's is)."""
+    try:
+        return reducer(current, value)
+    except Exception as exc:
+        raise InvalidUpdateError(
+            f"`{node}` wrote `{key}`, and the field's reducer `{reducer.name}` raised "
+            f"{type(exc).__name__}: {mask_text(str(exc))}. Fix the reducer, or the value "
+            "the node writes; nothing was saved.",
+            node=node,
+            key=key,
+        ) from exc
 
 
 class StateSchema:
@@ -104,7 +120,7 @@ class StateSchema:
                 ) from exc
             normalised[key] = value
             if spec.reducer is not None:
-                values[key] = spec.reducer(getattr(state, key), value)
+                values[key] = _reduce(spec.reducer, getattr(state, key), value, node, key)
             else:
                 values[key] = value
         if not values:

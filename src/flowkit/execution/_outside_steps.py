@@ -18,7 +18,9 @@ from ..definition._invariants import check_invariants
 from ..definition._jsonform import dump_state
 from ..errors import InvalidResumeInputError, RunError
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
+from ..foundation._logging import mask_text
 from ..foundation._plain import describe_validation_error
+from ..records._node_error import ErrorText
 from ..records._records import InputRecord, PatchRecord
 from ._cursor import Cursor
 from ._open import arrive
@@ -71,10 +73,15 @@ def validate_gate_input(
         ) from exc
 
 
-def refused_by_gate(gate: str, thread_id: str, exc: Exception) -> InvalidResumeInputError:
+def refused_by_gate(
+    gate: str, thread_id: str, exc: Exception, text: ErrorText = "masked"
+) -> InvalidResumeInputError:
     """The error for input a gate's own ``apply`` refused, its reason in one plain line (a
-    pydantic error it let through too: never pydantic's multi-line text with its links)."""
+    pydantic error it let through too: never pydantic's multi-line text with its links),
+    masked as a failed node's message is unless the runner keeps error text raw."""
     reason = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+    if text != "raw":
+        reason = mask_text(reason)
     return InvalidResumeInputError(
         gate, thread_id=thread_id, errors=[{"msg": reason}], detail=f"  {reason}"
     )
@@ -100,7 +107,7 @@ def gate_input_step(
         raw = gate.to_update(cursor.state, value, thread_id=thread_id)
     except (ValueError, TypeError, LookupError) as exc:
         # The gate's own checks refused the input: the thread keeps waiting, nothing saved.
-        raise refused_by_gate(gate_name, thread_id, exc) from exc
+        raise refused_by_gate(gate_name, thread_id, exc, runner.error_text) from exc
     check_writes(gate_name, gate.writes, raw)
     state, update = flow.schema.apply(cursor.state, raw, node=gate_name)
     target = flow.next_state(gate_name, state)

@@ -206,7 +206,7 @@ def _prepare_answer(
     try:
         raw = dict(spec.to_update(cursor.state, model, thread_id=thread_id))
     except (ValueError, TypeError, LookupError) as exc:
-        raise refused_by_gate(pause, thread_id, exc) from exc
+        raise refused_by_gate(pause, thread_id, exc, runner.error_text) from exc
     check_writes(label, spec.writes, raw)
     entry = (cursor.pauses or {}).get(pause) or {}
     saved = entry.get("update")
