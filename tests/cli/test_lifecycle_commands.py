@@ -47,6 +47,21 @@ def test_delete_removes_a_thread_and_says_so(
     assert lock_files(store_dir) == ["done-2.lock", "waits-1.lock"]
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_id_named_twice_is_deleted_once(
+    store_dir: Path, capsys: pytest.CaptureFixture[str], dry_run: bool
+) -> None:
+    """It deleted the thread, then failed on the second mention with exit 1 (a dry run
+    listed it twice); found by a defect hunt."""
+    extra = ["--dry-run"] if dry_run else []
+    argv = ["delete", "done-1", "done-1", "--json", *extra, "--store", str(store_dir)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert [d["thread_id"] for d in json.loads(captured.out)["deleted"]] == ["done-1"]
+    assert captured.err == ""
+    assert ("done-1" in threads(store_dir)) is dry_run
+
+
 def test_delete_dry_run_and_json_change_nothing(
     store_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

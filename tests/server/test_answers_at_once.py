@@ -207,8 +207,7 @@ def test_two_langgraph_resumes_sent_at_once_one_wins_the_other_ends_in_conflict(
         runs.append(created.json()["run_id"])
     go.set()
     first, second = (
-        client.get(f"{lg}/threads/{thread_id}/runs/{run}/join", headers=AUTH).json()
-        for run in runs
+        client.get(f"{lg}/threads/{thread_id}/runs/{run}/join", headers=AUTH).json() for run in runs
     )
     assert first["__interrupt__"][0]["id"] == "confirm"
     assert second["__error__"]["error"] == "conflict"

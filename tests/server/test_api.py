@@ -502,16 +502,20 @@ def test_update_state_refusals(client: TestClient) -> None:
         422,
         "invalid_state",
     )
-    problem(
-        client.patch("/threads/doc/state", json={"expected_version": 7}, headers=AUTH),
-        409,
-        "conflict",
-    )
+    stale = {"values": {"revision": 2}, "expected_version": 7}
+    problem(client.patch("/threads/doc/state", json=stale, headers=AUTH), 409, "conflict")
     problem(
         client.patch("/threads/doc/state", json={"values": [1]}, headers=AUTH),
         422,
         "invalid_request",
     )
+    version = client.get("/threads/doc", headers=AUTH).json()["version"]
+    for empty in ({}, {"values": {}}, {"values": {}, "reason": "", "expected_version": version}):
+        # A patch that changes nothing wrote a version of its own (every open review page
+        # then met a conflict); found by a defect hunt.
+        refused = client.patch("/threads/doc/state", json=empty, headers=AUTH)
+        assert "changes nothing" in problem(refused, 422, "invalid_request")["detail"]
+    assert client.get("/threads/doc", headers=AUTH).json()["version"] == version
 
 
 # -- delete ------------------------------------------------------------------------------------

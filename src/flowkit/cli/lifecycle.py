@@ -81,7 +81,7 @@ def _cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
     store = open_for_reading(store_location(args))
     done: list[dict[str, Any]] = []
     failed = 0
-    for thread_id in args.threads:
+    for thread_id in dict.fromkeys(args.threads):  # an id named twice is deleted once
         try:
             check_thread_id(thread_id)
             if store is None:

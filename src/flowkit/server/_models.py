@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 
 __all__ = [
     "THREAD_ID_PATTERN",
@@ -120,6 +120,14 @@ class UpdateStateRequest(_Request):
     )
     reason: str = Field(default="", max_length=2000, description="Why (kept in history)")
     expected_version: Version | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> UpdateStateRequest:
+        # An empty patch wrote a version of its own, which every open review page that
+        # sends `expected_version` then found to be a conflict, with nothing changed.
+        if not self.values and self.goto is None and self.as_node is None:
+            raise ValueError("the patch changes nothing: give `values`, `goto` or `as_node`")
+        return self
 
 
 class GateInfo(BaseModel):
