@@ -387,6 +387,39 @@ def test_pause_ids_are_indexes_without_key_and_asks_may_be_declared_on_the_map(
     assert done.state.ok is True
 
 
+def test_a_patch_while_a_map_waits_closes_its_questions_and_resume_asks_anew(
+    store: Store,
+) -> None:
+    """The map starts again after a patch (its calls saw the old state). Its questions were
+    shown open, less the ones answered, whose answers were then dropped without a word
+    when the map ran again (found by a defect hunt)."""
+    asked: list[int] = []
+
+    def check(state: Tally, item: int, ctx: Context) -> dict[str, Any]:
+        asked.append(item)
+        ctx.ask({"n": item})
+
+    flow = Flow(
+        name="tally",
+        state=Tally,
+        start="check",
+        nodes={"check": Map(check, over=lambda s: s.items,
+                            asks=Gate(Ok, apply=lambda s, a: {"results": [f"ok={a.ok}"]}))},
+        routes={"check": END},
+    )  # fmt: skip
+    runner = Runner(flow, store=store)
+    runner.start("t", {"items": [1, 2]})
+    assert runner.resume("t", {"ok": True}, gate="check[0]").gates == ("check[1]",)
+    patched = runner.update_state("t", {"ok": True}, reason="unrelated fix")
+    assert (patched.status, patched.gates, patched.pauses) == ("pending", (), ())
+    with pytest.raises(NotWaitingError):  # the question is not open any more
+        runner.resume("t", {"ok": False}, gate="check[1]")
+    again = runner.resume("t")  # runs the map again: both asked anew
+    assert again.gates == ("check[0]", "check[1]") and asked == [1, 2, 1, 2]
+    done = runner.resume("t", {"check[0]": {"ok": True}, "check[1]": {"ok": False}})
+    assert done.state.results == ["ok=True", "ok=False"]
+
+
 def test_what_a_call_saved_with_its_question_and_its_answer_both_reach_a_reducer_field(
     store: Store,
 ) -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..definition._gate import Gate
 from ..definition._invariants import check_invariants
 from ..definition._jsonform import dump_state
+from ..definition._parallel import Map
 from ..errors import InvalidResumeInputError, RunError
 from ..foundation._known_fields import unknown_keys, unknown_keys_message
 from ..foundation._logging import mask_text
@@ -164,6 +165,11 @@ def patch_step(
     status = cursor.status if goto is None else status_of(flow, target)
     # A patch that leaves the thread where it is keeps its pauses and timer.
     pauses, due = (cursor.pauses, cursor.due) if goto is None else (None, None)
+    if goto is None and status == "waiting" and isinstance(flow.nodes.get(target), Map):
+        # The map starts again (its calls saw the old state), so the questions its calls
+        # asked are not open any more: it waits to be run again (``resume()``), which asks
+        # anew. Kept open, they showed a pause as answered whose answer was then dropped.
+        status, pauses = "pending", None
     if goto is not None:
         state = mirror(flow, state, update, target)
         pauses, due = arrive(runner, thread_id, target, state)
