@@ -164,6 +164,22 @@ def test_the_payload_is_journaled_with_the_step_that_moved_the_thread_to_the_gat
     ]  # fmt: skip
 
 
+def test_a_patch_of_a_waiting_thread_shows_the_payload_of_the_patched_state(
+    store: Store, reopened: Callable[[], Store]
+) -> None:
+    """The reviewer was shown the draft as it was before an edit by hand, not the one that
+    would be published (found by a defect hunt); the deadline stays as it was."""
+    shown = Counted()
+    runner = Runner(drafts(shown), store=store)
+    runner.start("t", {"topic": "tides"})
+    patched = runner.update_state("t", {"text": "edited by ops"}, reason="typo")
+    assert patched.payload == payload_of("edited by ops")
+    assert Runner(drafts(shown), store=reopened()).get_state("t").payload == payload_of(
+        "edited by ops"
+    )
+    assert shown.calls == ["about tides, take 1", "edited by ops"]
+
+
 def test_a_fork_of_a_waiting_thread_keeps_its_payload(store: Store) -> None:
     shown = Counted()
     runner = Runner(drafts(shown), store=store)

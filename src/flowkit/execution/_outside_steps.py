@@ -24,7 +24,7 @@ from ..foundation._plain import describe_validation_error
 from ..records._node_error import ErrorText
 from ..records._records import InputRecord, PatchRecord
 from ._cursor import Cursor
-from ._open import arrive
+from ._open import arrive, gate_payload
 from ._port import RunPort
 from ._steps import check_writes, mirror, move, status_of
 from ._threads import Threads
@@ -165,6 +165,13 @@ def patch_step(
     status = cursor.status if goto is None else status_of(flow, target)
     # A patch that leaves the thread where it is keeps its pauses and timer.
     pauses, due = (cursor.pauses, cursor.due) if goto is None else (None, None)
+    gate = flow.gates.get(target)
+    if goto is None and status == "waiting" and gate is not None and gate.payload is not None:
+        # What the gate shows is made from the state: the patched one, not the one the
+        # thread arrived with (a reviewer was shown a draft that was no longer the one to
+        # be published). Its deadline stays as it was.
+        entry = gate_payload(runner, thread_id, target, gate, state)
+        pauses = None if entry is None else {target: entry}
     if goto is None and status == "waiting" and isinstance(flow.nodes.get(target), Map):
         # The map starts again (its calls saw the old state), so the questions its calls
         # asked are not open any more: it waits to be run again (``resume()``), which asks
