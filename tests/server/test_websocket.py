@@ -121,6 +121,23 @@ def test_anonymous_readers_may_watch_but_not_speak(make_client: Callable[..., Te
         }
 
 
+def test_under_open_reads_the_documented_auth_frame_lets_the_socket_speak_and_hear(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """With open reads a socket starts anonymous; the auth frame a browser sends first was
+    ignored, so its valid token was told it was unauthorised (found by a defect hunt)."""
+    client = make_client(open_reads=True)
+    client.post("/flows/chat/threads", json={"thread_id": "talk"}, headers=AUTH)
+    with client.websocket_connect("/threads/talk/ws") as socket:
+        socket.send_json({"type": "auth", "token": "wrong"})
+        assert socket.receive_json()["code"] == "unauthorized"
+        socket.send_text("let me in")
+        assert socket.receive_json()["code"] == "unauthorized"  # still anonymous
+        socket.send_json({"type": "auth", "token": TOKEN})
+        socket.send_text("hi")
+        assert frames_until_message(socket)[-1]["text"] == "you said: hi"
+
+
 def test_errors_come_back_as_frames(client: TestClient) -> None:
     client.post("/flows/review/threads", json={"thread_id": "doc"}, headers=AUTH)
     with client.websocket_connect("/threads/doc/ws", headers=AUTH) as socket:

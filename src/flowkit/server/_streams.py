@@ -245,10 +245,9 @@ async def thread_socket(websocket: WebSocket, thread_id: str) -> None:
         return
     except WebSocketDisconnect:
         return
-    sender = asyncio.ensure_future(
-        _send_events(server, websocket, sub, runner.flow.name, principal)
-    )
-    receiver = asyncio.ensure_future(_receive_text(server, websocket, thread_id, principal))
+    who = [principal]  # the socket's principal, set later by an auth frame under open reads
+    sender = asyncio.ensure_future(_send_events(server, websocket, sub, runner.flow.name, who))
+    receiver = asyncio.ensure_future(_receive_text(server, websocket, thread_id, who, sub))
     try:
         await asyncio.wait({sender, receiver}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -285,6 +284,21 @@ async def _authenticate(server: Server, websocket: WebSocket) -> str:
     return principal
 
 
+async def _late_principal(
+    server: Server, websocket: WebSocket, frame: dict[str, Any], principal: str | None
+) -> str | None:
+    """The principal an ``auth`` frame sent after connecting names (one already known is
+    kept); a wrong token is an error frame, and the socket stays as it was."""
+    token = frame.get("token")
+    if principal is not None or not isinstance(token, str):
+        return principal
+    try:
+        return await principal_for(server, f"Bearer {token}")
+    except Problem as exc:
+        await websocket.send_json({"type": "error", "code": exc.code, "detail": exc.detail})
+        return None
+
+
 async def _refuse(websocket: WebSocket, exc: Exception) -> None:
     problem = exc if isinstance(exc, Problem) else problem_of(exc)  # type: ignore[arg-type]
     with contextlib.suppress(Exception):
@@ -293,7 +307,7 @@ async def _refuse(websocket: WebSocket, exc: Exception) -> None:
 
 
 async def _send_events(
-    server: Server, websocket: WebSocket, sub: Subscription, flow: str, principal: str | None
+    server: Server, websocket: WebSocket, sub: Subscription, flow: str, who: list[str | None]
 ) -> None:
     while True:
         envelope = await server.hub.next_live(sub)
@@ -301,7 +315,7 @@ async def _send_events(
             return
         event = envelope.event
         if isinstance(event, Waiting):
-            await websocket.send_json(_pause_message(server, flow, event, principal))
+            await websocket.send_json(_pause_message(server, flow, event, who[0]))
             continue
         if isinstance(event, TokenStreamed):
             token = {"type": "token", "node": event.node, "text": event.text, "done": event.done}
@@ -327,7 +341,7 @@ def _pause_message(
 
 
 async def _receive_text(
-    server: Server, websocket: WebSocket, thread_id: str, principal: str | None
+    server: Server, websocket: WebSocket, thread_id: str, who: list[str | None], sub: Subscription
 ) -> None:
     """Each text a person sends answers the gate the thread waits at."""
     while True:
@@ -349,6 +363,11 @@ async def _receive_text(
             data = parse_json(text, what="message", max_bytes=None) if text[:1] == "{" else None
             if isinstance(data, dict):
                 if data.get("type") == "auth":
+                    # With open reads the socket reads anonymously until told otherwise: a
+                    # token sent as the documented first frame makes it the token's principal
+                    # from then on, answers and events alike.
+                    who[0] = await _late_principal(server, websocket, data, who[0])
+                    sub.private = who[0] is not None
                     continue
                 said = data.get("text")
                 text = said if isinstance(said, str) else ""
@@ -356,7 +375,7 @@ async def _receive_text(
         if not text:
             continue
         try:
-            await run_in_threadpool(_answer, server, thread_id, principal, text[:_MAX_TEXT])
+            await run_in_threadpool(_answer, server, thread_id, who[0], text[:_MAX_TEXT])
         except (Problem, FlowkitError) as exc:
             problem = exc if isinstance(exc, Problem) else problem_of(exc)
             await websocket.send_json(
