@@ -191,6 +191,18 @@ def test_a_lock_outlives_nobody_once_its_lease_expires(
         pytest.fail("the expired lease was never released")
 
 
+def test_close_gives_back_the_leases_it_holds(open_pg: Callable[..., PostgresStore]) -> None:
+    """A worker stopping with a run still in hand (past its grace) closes its store: the
+    store marked itself closed first and every release then failed on it, so the thread
+    stayed locked for the rest of the lease (found by a defect hunt)."""
+    holder, other = open_pg(lease_s=30), open_pg()
+    lock = holder.lock("t")
+    lock.__enter__()
+    holder.close()
+    with other.lock("t"):  # at once, not 30 s later
+        pass
+
+
 def test_a_closed_store_says_so(open_pg: Callable[..., PostgresStore]) -> None:
     store = open_pg()
     store.close()

@@ -132,8 +132,10 @@ class PostgresStore(WorkQueue, PostgresListing):
         """Give back every lease, then close the connections (idempotent)."""
         if self._closed:
             return
-        self._closed = True
+        # The leases first: each is given back over a connection of the pool, which a store
+        # marked closed refuses (they were kept until they expired, the thread locked).
         self._leases.close()
+        self._closed = True
         self._pool.close()
 
     def __enter__(self) -> PostgresStore:
