@@ -128,7 +128,7 @@ def _open(text: str, schema: str, *, create: bool) -> Store:
         return open_for_writing(text, schema=schema)
     found = open_for_reading(text, schema=schema)
     if found is None:
-        raise CommandError(f"No store at `{text}`: it has no threads folder.", code=2)
+        raise CommandError(f"No store at `{shown(text)}`: it has no threads folder.", code=2)
     return found
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
@@ -113,10 +114,16 @@ def folder_argument(value: str) -> str:
     return value
 
 
+#: ``password=...`` in a libpq keyword string (``host=... password=... dbname=...``), which
+#: is no URL, so it is taken for a folder's name and quoted back.
+_KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
 def shown(location: str) -> str:
-    """``location`` as commands print it: a database URL without its password."""
+    """``location`` as commands print it: a database URL without its password (and any
+    ``password=`` in a string that only looks like a folder)."""
     if not is_database_url(location):
-        return location
+        return _KEYWORD_PASSWORD.sub(r"\1***", location)
     from ..stores.postgres._driver import redact
 
     return redact(location)
@@ -160,7 +167,8 @@ def open_for_reading(location: str, *, schema: str = "flowkit") -> Store | None:
     root = Path(location)
     if not root.is_dir():
         raise CommandError(
-            f"No store at `{location}`: it is not a folder. Pass --store DIR|URL or set {_ENV}.",
+            f"No store at `{shown(location)}`: it is not a folder. Pass --store DIR|URL or set "
+            f"{_ENV}.",
             code=2,
         )
     if not (root / "threads").is_dir():

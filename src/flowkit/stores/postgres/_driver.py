@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ...errors import StoreError
 from ...foundation._distribution import install_hint
@@ -78,11 +79,36 @@ def check_url(url: object) -> str:
     return url
 
 
+def _passwords(url: str) -> list[str]:
+    """The password(s) ``url`` carries, as written and percent-decoded, longest first."""
+    found: list[str] = []
+    userinfo = re.search(r"://[^:/@\s]*:(\S*)@", url)
+    if userinfo:
+        found.append(userinfo.group(1))
+    found += re.findall(r"[?&]password=([^&\s]*)", url, flags=re.IGNORECASE)
+    found += [unquote(value) for value in found]
+    return sorted({value for value in found if value}, key=len, reverse=True)
+
+
+def without_password(text: str, url: str) -> str:
+    """``text`` (a driver's message about ``url``) with the URL's password gone wherever the
+    driver quoted it, whole or in part: a password with a bad ``%`` escape is quoted whole,
+    and one with an unencoded ``@`` is split, its tail taken for part of the host."""
+    for password in _passwords(url):
+        text = text.replace(password, "***")
+        for tail in password.split("@")[1:]:  # "hunter@2": host "2@127.0.0.1"
+            if tail:
+                text = text.replace(f"{tail}@", "***@")
+    return redact(text)
+
+
 def pg_error(exc: Exception, url: str, action: str, *, thread_id: str | None = None) -> StoreError:
-    """A driver error as a ``StoreError`` that says what failed and what to do."""
+    """A driver error as a ``StoreError`` that says what failed and what to do (the URL's
+    password never in it, however the driver quoted it)."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return StoreError(
-        f"PostgreSQL at {redact(url)} could not {action}: {redact(detail)}. Check that the "
+        f"PostgreSQL at {redact(url)} could not {action}: {without_password(detail, url)}. "
+        "Check that the "
         "server runs and the URL is right; nothing was changed by the failed call.",
         thread_id=thread_id,
     )
