@@ -21,7 +21,7 @@ import pytest
 from _pg import require_postgres, scratch_database
 
 from flowkit.cli import main
-from flowkit.stores.postgres import INSTALL
+from flowkit.stores.postgres import INSTALL, PostgresStore
 
 PASSWORD = "s3cret-pw"
 UNREACHABLE = f"postgresql://me:{PASSWORD}@127.0.0.1:1/db"
@@ -190,6 +190,23 @@ def test_a_database_without_the_schema_says_to_run_store_init_and_creates_nothin
 
     with psycopg.connect(database, autocommit=True) as conn:
         assert conn.execute("SELECT to_regnamespace('flowkit')").fetchone() == (None,)
+
+
+def test_the_store_init_hint_names_the_schema_the_command_was_given(
+    database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hint dropped `--schema`: run as printed, it made `flowkit` and the command failed
+    the same way again (found by a defect hunt)."""
+    worker = ["worker", "review", "--store", database, "--schema", "team_a", "--lease", "inf"]
+    assert _run(capsys, *worker)[0] == 2  # an endless lease: refused before any connection
+    code, _, err = _run(capsys, *worker[:-2])
+    assert code == 2
+    hidden = database.replace(PASSWORD, "***")
+    assert f"`flowkit store init {hidden} --schema team_a`" in err
+    assert main(["store", "init", database, "--schema", "team_a"]) == 0
+    capsys.readouterr()
+    with PostgresStore(database, schema="team_a") as store:  # the schema is there now
+        assert store.threads() == []
 
 
 @pytest.mark.parametrize(

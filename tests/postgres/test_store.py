@@ -203,6 +203,16 @@ def test_close_gives_back_the_leases_it_holds(open_pg: Callable[..., PostgresSto
         pass
 
 
+@pytest.mark.parametrize("lease", [0, -1, float("inf"), float("nan"), 1e300, True])
+def test_a_lease_that_is_not_a_number_of_seconds_up_to_a_day_is_refused(
+    open_pg: Callable[..., PostgresStore], lease: float
+) -> None:
+    """An infinite lease was taken, then every claim failed (PostgreSQL refused the
+    interval); found by a defect hunt."""
+    with pytest.raises(StoreError, match="lease_s must be"):
+        open_pg(lease_s=lease)
+
+
 def test_a_closed_store_says_so(open_pg: Callable[..., PostgresStore]) -> None:
     store = open_pg()
     store.close()

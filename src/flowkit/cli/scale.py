@@ -177,8 +177,12 @@ def _cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
     from ..terminal.demo_llm import chosen_llm
     from ..workers import Worker, serve_forever
 
-    if not args.lease > 0 or not args.grace >= 0:
-        raise CommandError("--lease must be above 0 and --grace at least 0 seconds.", code=2)
+    if not 0 < args.lease <= 86400 or not args.grace >= 0:
+        raise CommandError(
+            "--lease must be above 0 and at most 86400 seconds (a day), and --grace at least "
+            "0 seconds.",
+            code=2,
+        )
     location = store_location(args)
     if not is_database_url(location):
         raise CommandError(

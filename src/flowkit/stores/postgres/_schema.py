@@ -140,7 +140,9 @@ def schema_version(conn: psycopg.Connection[tuple[Any, ...]], url: str, schema: 
     if found == 0:
         raise StoreError(
             f"The database at {redact(url)} has no flowkit schema `{schema}` yet; create it "
-            f"once with `flowkit store init {redact(url)}` (or flowkit.stores.postgres.migrate)."
+            f"once with `flowkit store init {redact(url)}"
+            + ("" if schema == "flowkit" else f" --schema {schema}")
+            + "` (or flowkit.stores.postgres.migrate)."
         )
     if found > SCHEMA_VERSION:
         raise StoreError(

@@ -69,6 +69,10 @@ class _Known:
     since_trail: int = -1
 
 
+#: The longest lease a store takes: a crashed worker's threads stay locked that long.
+MAX_LEASE_S = 24 * 3600.0
+
+
 class PostgresStore(WorkQueue, PostgresListing):
     """Threads in the PostgreSQL database at ``url`` (``postgresql://USER@HOST:PORT/DB``).
 
@@ -103,8 +107,13 @@ class PostgresStore(WorkQueue, PostgresListing):
     ) -> None:
         self.url = check_url(url)
         self.schema = valid_schema(schema)
-        if not lease_s > 0:
-            raise StoreError(f"lease_s must be a positive number of seconds, got {lease_s!r}")
+        if isinstance(lease_s, bool) or not 0 < lease_s <= MAX_LEASE_S:
+            # Past a day (or infinite) a crashed worker's threads would stay locked as long,
+            # and PostgreSQL refuses intervals that large: every claim failed.
+            raise StoreError(
+                f"lease_s must be a number of seconds above 0 and at most {MAX_LEASE_S:.0f} "
+                f"(a day), got {lease_s!r:.40}"
+            )
         self.snapshot_ratio = snapshot_ratio
         self.min_snapshot_bytes = min_snapshot_bytes
         self._snapshots = SnapshotPolicy.checked(snapshot_every, snapshot_ratio, min_snapshot_bytes)
