@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -290,7 +291,19 @@ def test_bad_client_options_raise_config_errors(kind, options):
         make_llm(kind, "http://127.0.0.1:1", **options)
 
 
-@pytest.mark.parametrize("messages", [[], "hello", [{"role": "user"}], [{"content": 3}]])
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        "hello",
+        [{"role": "user"}],
+        [{"content": 3}],
+        # A value JSON cannot carry: the JSON encoder's own TypeError escaped (found by a
+        # defect hunt), where ScriptedLLM took it.
+        [{"role": "user", "content": "hi", "sent_at": datetime(2026, 1, 1, tzinfo=UTC)}],
+        [{"role": "user", "content": "hi", "score": float("nan")}],
+    ],
+)
 def test_malformed_messages_raise_config_errors_before_any_request(server, connect, mode, messages):
     llm = connect(server.url)
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flowkit.errors import LLMConfigError
 from flowkit.llm import Backoff
 from flowkit.llm._retry import RETRYABLE_STATUS, parse_retry_after
 
@@ -104,3 +105,23 @@ def test_no_wait_of_the_schedule_is_longer_than_the_timeout():
     assert bounded_wait(slow, 0, 1.5, timeout=2.0) == 1.5
     assert bounded_wait(slow, 0, 3600.0, timeout=2.0) is None
     assert bounded_wait(Backoff(), 0, 3600.0, timeout=120.0) == 60.0  # max_retry_after
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"initial": -1.0},
+        {"jitter": 3.0},
+        {"jitter": -0.1},
+        {"multiplier": 0.5},
+        {"maximum": float("inf")},
+        {"max_retry_after": float("nan")},
+        {"initial": "1"},
+        {"initial": True},
+    ],
+)
+def test_a_backoff_that_cannot_be_used_is_refused_when_built(options: dict[str, object]) -> None:
+    """It was taken, then the first retry failed with the sleep's own ValueError (found by
+    a defect hunt)."""
+    with pytest.raises(LLMConfigError, match="cannot be used"):
+        Backoff(**options)  # type: ignore[arg-type]

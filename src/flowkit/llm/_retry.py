@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
+from ..errors import LLMConfigError
+
 __all__ = ["RETRYABLE_STATUS", "Backoff", "bounded_wait", "parse_retry_after"]
 
 #: Statuses worth another attempt: request timeout, conflict, rate limit, server errors.
@@ -32,6 +34,30 @@ class Backoff:
     maximum: float = 8.0
     jitter: float = 0.25
     max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        # Checked here, when the client is built: a negative wait failed at the first retry
+        # with the sleep's own ValueError.
+        bad = [
+            f"{name}={value!r:.20}"
+            for name, value, low in (
+                ("initial", self.initial, 0.0),
+                ("multiplier", self.multiplier, 1.0),
+                ("maximum", self.maximum, 0.0),
+                ("max_retry_after", self.max_retry_after, 0.0),
+            )
+            if isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value >= low)
+        ]
+        jitter = self.jitter
+        if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
+            bad.append(f"jitter={jitter!r:.20}")
+        if bad:
+            raise LLMConfigError(
+                f"Backoff({', '.join(bad)}) cannot be used: waits are finite seconds of 0 or "
+                "more, the multiplier at least 1 and the jitter a fraction from 0 to 1."
+            )
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retrying after failed attempt ``attempt`` (0-based)."""

@@ -5,6 +5,7 @@ They are plain pydantic models so a response can be journaled as JSON and read b
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -119,10 +120,33 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
                 f"Message {index} is not a chat message; each must be a dict with string "
                 f'"role" and "content", like {{"role": "user", "content": "..."}}.'
             )
-        problem = _tool_fields_problem(message) or _unicode_problem(message)
+        problem = (
+            _tool_fields_problem(message) or _unicode_problem(message) or _json_problem(message)
+        )
         if problem:
             raise LLMConfigError(f"Message {index} ({message['role']}): {problem}.")
     return list(messages)
+
+
+#: The keys whose shape ``check_messages`` checks itself; any other goes to the server as is.
+_CHECKED_KEYS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"})
+
+
+def _json_problem(message: Message) -> str | None:
+    """A value the request body (JSON) cannot carry: the HTTP clients failed on it with the
+    JSON encoder's own ``TypeError``, while ``ScriptedLLM`` took it (tests passed, production
+    failed)."""
+    for key, value in message.items():
+        if key in _CHECKED_KEYS:
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            return (
+                f'its "{key}" holds a {type(value).__name__}, which a request cannot carry '
+                "(JSON); give it as text, a number, a list or a dict"
+            )
+    return None
 
 
 def _unicode_problem(message: Message) -> str | None:
