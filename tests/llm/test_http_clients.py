@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from flowkit.errors import (
     LLMConfigError,
+    LLMError,
     LLMResponseError,
     LLMSchemaError,
     LLMTimeoutError,
@@ -278,6 +279,18 @@ def test_openai_sends_temperature_json_mode_extra_body_and_bearer_key(server, mo
     assert request.body["response_format"] == {"type": "json_object"}
     assert request.body["max_tokens"] == 9
     assert request.headers["authorization"] == "Bearer k-123"
+
+
+def test_a_password_in_the_base_url_is_in_no_repr_or_error(server, connect, mode):
+    """Masked in log lines, it was shown by ``repr`` and every error (found by a defect
+    hunt)."""
+    url = server.url.replace("://", "://proxyuser:hunter2-Pa55@", 1)
+    llm = connect(url, max_retries=0)
+    server.script(fail(503, "busy"))
+    assert "hunter2" not in repr(llm) and "proxyuser:***@" in repr(llm)
+    with pytest.raises(LLMError) as caught:
+        complete(llm, mode)
+    assert "hunter2" not in str(caught.value) and "proxyuser:***@" in str(caught.value)
 
 
 @pytest.mark.parametrize(

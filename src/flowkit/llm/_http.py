@@ -35,7 +35,7 @@ from flowkit.llm._exchange import (
 )
 from flowkit.llm._http_body import OpenBody, Watchdog
 from flowkit.llm._retry import Backoff
-from flowkit.llm._secrets import check_api_key, redact, scrub_error
+from flowkit.llm._secrets import check_api_key, redact, scrub_error, without_url_password
 from flowkit.llm._stream import StreamDecoder
 from flowkit.llm._tools import ToolLike, as_tools
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
@@ -98,7 +98,8 @@ class HTTPChatLLM(ClosesOnExit, ChatExchange):
 
     def __repr__(self) -> str:
         key = ", api_key='***'" if self._api_key else ""
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}{key})"
+        shown = without_url_password(self.base_url)
+        return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r}{key})"
 
     # -- sync ----------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import re
 
 from flowkit.errors import FlowkitError, LLMConfigError, LLMResponseError
 
-__all__ = ["REDACTED", "check_api_key", "redact", "scrub_error"]
+__all__ = ["REDACTED", "check_api_key", "redact", "scrub_error", "without_url_password"]
 
 REDACTED = "***"
 
@@ -24,6 +24,16 @@ _CREDENTIAL = re.compile(
     r"(?i)(\b(?:bearer|basic)\s+)(?=[\w\-.~+/]*\d)[\w\-.~+/]{8,}=*"
     r"|(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\s)[^\s\"',;}\]]+"
 )
+
+
+# The password of a URL (`http://user:password@host/...`), as a proxy's base_url carries it.
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^\s/]*@")
+
+
+def without_url_password(text: str) -> str:
+    """``text`` with the password of any URL in it replaced by ``***`` (a ``base_url`` such
+    as ``http://proxyuser:password@host/v1``, in a ``repr`` or an error message)."""
+    return _URL_PASSWORD.sub(r"\1***@", text)
 
 
 def check_api_key(key: object) -> str | None:
@@ -62,6 +72,7 @@ def redact(text: str, secret: str | None, *, credentials: bool = False) -> str:
         text = text.replace(secret, REDACTED)
     if credentials:
         text = _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2)) + REDACTED, text)
+        text = without_url_password(text)
     return text
 
 
