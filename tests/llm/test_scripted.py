@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+import structlog
 from _pydantic_words import reason
 from pydantic import BaseModel
 
@@ -110,6 +111,26 @@ def test_repair_that_still_fails_raises_with_the_second_answer():
 
     assert caught.value.raw_text == '{"tasks": 5}'
     assert caught.value.errors[0]["loc"] == ["tasks"]
+
+
+class Scores(BaseModel):
+    scores: dict[str, int]
+
+
+def test_what_the_model_wrote_as_a_key_stays_out_of_the_log_and_the_error_not_the_repair():
+    """The ``loc`` of a schema error holds the dict keys the model wrote: they reached the
+    ``llm_repair`` warning (on by default) and the error message (found by a defect hunt).
+    The repair prompt, which goes back to the model, still names them."""
+    secret = "Patient Jane Roe, diagnosis X"
+    answer = json.dumps({"scores": {secret: "high"}})
+    llm = ScriptedLLM(default=answer)
+    with structlog.testing.capture_logs() as logs, pytest.raises(LLMSchemaError) as caught:
+        llm.complete(ask("score it"), schema=Scores)
+    assert secret not in str(caught.value) and "scores.[key]" in str(caught.value)
+    assert [e for e in logs if e["event"] == "llm_repair"]
+    assert all(secret not in str(e) for e in logs)
+    repair = llm.calls[1].messages[-1]["content"]
+    assert secret in repair  # the model is told which of its keys was wrong
 
 
 def test_stream_yields_words_then_done():

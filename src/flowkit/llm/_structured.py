@@ -120,7 +120,7 @@ def answer_plan(messages: Sequence[Message], schema: type[BaseModel] | None, *, 
             "llm_repair", model=model, schema=schema_name(schema), problems=_summary(error.errors)
         )
         repair = _REPAIR_PROMPT.format(
-            problems=_summary(error.errors),
+            problems=_summary(error.errors, quoting=True),
             schema=json.dumps(schema.model_json_schema(), ensure_ascii=False),
         )
         second = yield Ask(
@@ -193,10 +193,22 @@ def _with_parsed(response: LLMResponse, schema: type[BaseModel], model: str) -> 
     return response.model_copy(update={"parsed": parse_answer(response.text, schema, model=model)})
 
 
-def _summary(errors: Sequence[dict[str, Any]], limit: int = 5) -> str:
+def _summary(errors: Sequence[dict[str, Any]], limit: int = 5, *, quoting: bool = False) -> str:
+    """The schema errors in one line. Where each lies (``loc``) may hold what the model wrote:
+    a dict's keys, or a field it made up. ``quoting`` (the repair prompt, which goes back to
+    the model) keeps them; a log line or an error message shows only the parts that are
+    names a schema could have declared, and ``[key]`` for the others."""
     parts = [
-        f"{'.'.join(str(p) for p in e.get('loc', ())) or '(root)'}: {e.get('msg', '')}"
+        f"{'.'.join(_place(p, quoting) for p in e.get('loc', ())) or '(root)'}: {e.get('msg', '')}"
         for e in errors[:limit]
     ]
     more = len(errors) - limit
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _place(part: Any, quoting: bool) -> str:
+    """One step of an error's ``loc``: an index, a declared name, or ``[key]``."""
+    text = str(part)
+    if quoting or isinstance(part, int) or (text.isidentifier() and len(text) <= 64):
+        return text
+    return "[key]"
