@@ -13,6 +13,7 @@ from flowkit import Runner
 from flowkit.errors import ConflictError, RunError, StepLimitError
 from flowkit.stores import MemoryStore
 from flowkit.stores.postgres import PostgresStore
+from flowkit.stores.postgres import _queue as queue_module
 from flowkit.workers import Worker
 
 from .flows import STEPS, expected
@@ -108,6 +109,27 @@ def test_an_orphaned_pending_thread_is_resumed_from_its_last_step(
     assert stats.runs == 1
     assert store.status("t").status == "waiting"  # type: ignore[union-attr]
     assert [v for v, _ in _journal(store, "t")] == list(range(11))
+
+
+def test_an_orphan_is_claimed_while_queued_work_never_runs_out(
+    open_pg: Callable[..., PostgresStore],
+) -> None:
+    """Queued work always came first, so under a backlog that never emptied a dead
+    worker's thread was never resumed (found by a defect hunt)."""
+    store = open_pg()
+    with pytest.raises(StepLimitError):  # left pending, as a killed worker leaves a thread
+        Runner(STEPS, store=store, step_limit=4).start("orphan", {"seed": 5})
+    client = Runner(STEPS, store=store)
+    for index in range(3 * queue_module.ORPHANS_EVERY):
+        client.submit(f"new-{index}", {"seed": index})
+    claimed = []
+    for _ in range(queue_module.ORPHANS_EVERY):
+        client.submit(f"more-{len(claimed)}", {"seed": 0})  # the backlog never empties
+        claim = store.claim_next(["pg_steps"])
+        assert claim is not None
+        claimed.append(claim.thread_id)
+        store.release(claim.thread_id)
+    assert "orphan" in claimed
 
 
 def test_a_thread_someone_holds_is_not_claimed(open_pg: Callable[..., PostgresStore]) -> None:

@@ -69,6 +69,10 @@ class Claim:
     item: WorkItem | None
 
 
+#: One claim in this many looks for an orphan (a dead worker's thread) before queued work.
+ORPHANS_EVERY = 4
+
+
 class WorkQueue:
     """Mixed into ``PostgresStore``: the methods ``flowkit.workers`` uses."""
 
@@ -76,6 +80,8 @@ class WorkQueue:
     _leases: Leases
     _guard: threading.Lock
     _consume: dict[str, int]
+    #: Claims this store made, so that every ``ORPHANS_EVERY``-th looks for orphans first.
+    _claims: int
     #: The host store's connection for ``thread_id`` (a transaction), as ``PostgresStore._conn``.
     _conn: Callable[..., AbstractContextManager[Any]]
 
@@ -124,7 +130,9 @@ class WorkQueue:
                 "ttl": leases.lease_s,
                 "behind": behind,
             }
-            row = conn.execute(self._q("claim"), params).fetchone()
+            self._claims += 1  # racing claims may skip a turn: harmless
+            turn = "claim_orphan" if self._claims % ORPHANS_EVERY == 0 else "claim"
+            row = conn.execute(self._q(turn), params).fetchone()
             if row is None:
                 return None
             thread_id = str(row[0])
@@ -289,10 +297,18 @@ def _statements(s: str) -> dict[str, bytes]:
             VALUES (%s, %s, %b, %s, %s) RETURNING id
         """,
         # A thread with queued work first; an orphan only when there is none (the limit stops
-        # the scan at the first row, so the second query then never runs).
+        # the scan at the first row, so the second query then never runs) ...
         "claim": f"""
             WITH by_work AS ({work}), by_orphan AS ({orphan}), cand AS (
                 (SELECT thread_id FROM by_work) UNION ALL (SELECT thread_id FROM by_orphan) LIMIT 1
+            ), took AS ({take})
+            {look.format(keys="took k")}
+        """,
+        # ... but every ``ORPHANS_EVERY``-th claim an orphan first: under a backlog that never
+        # empties, a dead worker's threads were never resumed.
+        "claim_orphan": f"""
+            WITH by_work AS ({work}), by_orphan AS ({orphan}), cand AS (
+                (SELECT thread_id FROM by_orphan) UNION ALL (SELECT thread_id FROM by_work) LIMIT 1
             ), took AS ({take})
             {look.format(keys="took k")}
         """,

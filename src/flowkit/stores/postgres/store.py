@@ -131,6 +131,7 @@ class PostgresStore(WorkQueue, PostgresListing):
         self._known: dict[str, _Known] = {}
         self._guard = threading.Lock()
         self._leases = Leases(schema, self._conn, lease_s)
+        self._claims = 0  # ``WorkQueue.claim_next``'s turns
         self._consume: dict[str, int] = {}  # thread -> work item its next write consumes
         self._closed = False
 
