@@ -278,3 +278,53 @@ def test_notify_wakes_readers_at_status_changes_every_commit_or_never(
 def test_an_unknown_notify_mode_is_refused(pg: tuple[str, str]) -> None:
     with pytest.raises(StoreError, match="notify must be"):
         PostgresStore(pg[0], schema=pg[1], notify="sometimes")  # type: ignore[arg-type]
+
+
+def _drop_connection_of(url: str, feed: EventFeed) -> None:
+    """What a failover or a server restart does to the feed's connection."""
+    import psycopg
+
+    pid = feed._conn.info.backend_pid
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_a_feed_whose_connection_was_dropped_goes_on_from_its_cursor(
+    pg: tuple[str, str], open_pg: Callable[..., PostgresStore]
+) -> None:
+    """Every read after a dropped connection failed for good, and ``run`` died with a
+    traceback (found by a defect hunt)."""
+    url, schema = pg
+    runner = Runner(STEPS, store=open_pg())
+    runner.start("a", {"seed": 1})
+    with EventFeed(url, schema=schema, flows=[STEPS]) as feed:
+        first = _drain(feed)
+        _drop_connection_of(url, feed)
+        runner.resume("a", {"by": "ann"})
+        rest = _drain(feed)
+    with EventFeed(url, schema=schema, flows=[STEPS]) as whole:
+        assert [item.cursor for item in first + rest] == [item.cursor for item in _drain(whole)]
+    assert rest and rest[-1].event.kind == "completed"
+
+
+def test_run_survives_a_dropped_connection_and_delivers_what_came_meanwhile(
+    pg: tuple[str, str], open_pg: Callable[..., PostgresStore]
+) -> None:
+    url, schema = pg
+    runner = Runner(STEPS, store=open_pg())
+    got: list[Event] = []
+    stop = threading.Event()
+    with EventFeed(url, schema=schema, flows=[STEPS], poll_s=0.05) as feed:
+        feed.subscribe(got.append)
+        reader = threading.Thread(target=feed.run, args=(stop,))
+        reader.start()
+        try:
+            runner.start("a", {"seed": 1})
+            wait_for(lambda: any(e.kind == "waiting" for e in got), 30, "the first pause")
+            _drop_connection_of(url, feed)
+            runner.resume("a", {"by": "ann"})
+            wait_for(lambda: any(e.kind == "completed" for e in got), 30, "the end, after the drop")
+            assert reader.is_alive()
+        finally:
+            stop.set()
+            reader.join()

@@ -15,9 +15,10 @@ order.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ...errors import StoreError
 from ...foundation._logging import get_logger
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from ...definition._flow import Flow
 
 __all__ = ["EventCursor", "EventFeed", "FeedEvent"]
+
+_T = TypeVar("_T")
 
 #: The offset of a cursor past a row that announced no events.
 _WHOLE_ROW = 1 << 30
@@ -102,6 +105,7 @@ class EventFeed:
         }
         self._threads = sorted(threads) if threads is not None else None
         self._driver, _ = load_driver()
+        self._connect_timeout = connect_timeout
         self._conn: psycopg.Connection[Any] = connect(url, timeout=connect_timeout)
         schema_version(self._conn, url, schema)
         self._listening = False
@@ -138,10 +142,7 @@ class EventFeed:
     def skip_ahead(self) -> EventCursor:
         """Move the cursor past every event ready now, so the feed delivers only what comes
         next (a reader that shows what happens from now on); returns the new cursor."""
-        try:
-            row = self._conn.execute(self._last).fetchone()
-        except self._driver.Error as exc:
-            raise pg_error(exc, self.url, "read events") from exc
+        row = self._fetch(lambda conn: conn.execute(self._last).fetchone(), "read events")
         if row is not None and (int(row[0]), int(row[1])) > self.cursor[:2]:
             self.cursor = EventCursor(int(row[0]), int(row[1]), _WHOLE_ROW)
         return self.cursor
@@ -155,10 +156,7 @@ class EventFeed:
             "limit": self.batch + 1,
             "threads": self._threads,
         }
-        try:
-            rows = self._conn.execute(self._read, params).fetchall()
-        except self._driver.Error as exc:
-            raise pg_error(exc, self.url, "read events") from exc
+        rows = self._fetch(lambda conn: conn.execute(self._read, params).fetchall(), "read events")
         found: list[FeedEvent] = []
         more = False
         for count, (xid, seq, thread_id, version, body, flow, ready) in enumerate(rows):
@@ -176,13 +174,31 @@ class EventFeed:
                 self.cursor = EventCursor(int(xid), int(seq), _WHOLE_ROW)
         return found, more
 
+    def _fetch(self, query: Callable[[psycopg.Connection[Any]], _T], action: str) -> _T:
+        """``query`` on the feed's connection; a connection the server dropped (a failover,
+        a restart, ``pg_terminate_backend``) is made again once and the query retried. The
+        cursor is the feed's own, so nothing is lost or read twice across it."""
+        try:
+            return query(self._conn)
+        except self._driver.Error as exc:
+            if not self._conn.closed and not self._conn.broken:
+                raise pg_error(exc, self.url, action) from exc
+        self._reconnect()
+        try:
+            return query(self._conn)
+        except self._driver.Error as exc:
+            raise pg_error(exc, self.url, action) from exc
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        self._conn = connect(self.url, timeout=self._connect_timeout)
+        self._listening = False
+
     def wait(self, timeout: float) -> None:
         """Sleep until a commit with events is notified, or ``timeout`` seconds pass."""
         if not self._listening:
-            try:
-                self._conn.execute(f"LISTEN {self._channel}".encode())
-            except self._driver.Error as exc:
-                raise pg_error(exc, self.url, "listen for events") from exc
+            self._fetch(lambda conn: conn.execute(f"LISTEN {self._channel}".encode()), "listen")
             self._listening = True
         try:
             for _ in self._conn.notifies(timeout=timeout, stop_after=1):
@@ -212,7 +228,21 @@ class EventFeed:
 
     def run(self, stop: threading.Event) -> None:
         """Deliver events to the subscribers until ``stop`` is set (a failing subscriber is
-        logged and never stops the feed)."""
+        logged and never stops the feed; nor does a server that cannot be reached for a
+        while: logged once, then tried again, from the same cursor, until it can)."""
+        pause = self.poll_s
+        while not stop.is_set():
+            try:
+                self._deliver(stop)
+                return
+            except StoreError as exc:
+                self._log.warning("event_feed_unreachable", reason=str(exc)[:300])
+                stop.wait(pause)
+                pause = min(pause * 2, 5.0)
+                with contextlib.suppress(StoreError):
+                    self._reconnect()
+
+    def _deliver(self, stop: threading.Event) -> None:
         for item in self.follow(stop):
             for subscriber in list(self._subscribers):
                 try:
