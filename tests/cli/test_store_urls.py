@@ -175,6 +175,26 @@ def test_a_database_that_cannot_be_reached_is_one_line_and_exit_2(
     assert reason in err and err.count("\n") == 1
 
 
+def test_store_init_of_a_database_it_cannot_reach_is_exit_2_as_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It exited 1 where docs/cli.md says 2, as the other commands do (found by a defect
+    hunt)."""
+    require_postgres()
+    code, out, err = _run(capsys, "store", "init", UNREACHABLE)
+    assert (code, out) == (2, "") and "could not be reached" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "command", [["sas", "start", "x"], ["serve", "review", "--read-only"], ["chat", "robot_cell"]]
+)
+def test_an_llm_spec_that_is_not_one_is_bad_usage_exit_2(
+    command: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = _run(capsys, *command, "--llm", "nope", "--store", str(tmp_path))
+    assert (code, out) == (2, "") and "nope" in err
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0] if c[0] != "sas" else "sas")
 def test_a_database_without_the_schema_says_to_run_store_init_and_creates_nothing(
     command: list[str], database: str, capsys: pytest.CaptureFixture[str]

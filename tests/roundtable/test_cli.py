@@ -139,7 +139,7 @@ def test_check_and_schema(
     [
         (["roundtable"], 2, "name a configuration"),
         (["roundtable", "no-such-table"], 2, "neither a file nor a shipped example"),
-        (["roundtable", "trio-en", "--llm", "nonsense"], 1, "is not valid"),
+        (["roundtable", "trio-en", "--llm", "nonsense"], 2, "is not valid"),  # bad usage
     ],
 )
 def test_errors_go_to_stderr_without_a_traceback(

@@ -22,11 +22,13 @@ def explain(exc: BaseException, args: argparse.Namespace | None) -> tuple[str, i
     """The message, exit code and whether it was unexpected (a bug worth a traceback)."""
     from pydantic import ValidationError
 
-    from ..errors import FlowkitError
+    from ..errors import FlowkitError, LLMConfigError
     from ..foundation._plain import describe_validation_error
 
     if isinstance(exc, CommandError):
         return str(exc), exc.code, False
+    if isinstance(exc, LLMConfigError):  # a bad --llm spec or option: bad usage, as argparse's
+        return str(exc), 2, False
     if isinstance(exc, FlowkitError):
         return str(exc), 1, False
     if isinstance(exc, ValidationError):

@@ -112,9 +112,13 @@ def _schema_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_init(args: argparse.Namespace, out: TextIO) -> int:
+    from ..errors import StoreError
     from ..stores.postgres import migrate
 
-    before, after = migrate(args.url, schema=args.schema)
+    try:
+        before, after = migrate(args.url, schema=args.schema)
+    except StoreError as exc:  # a database it cannot use: exit 2, as every other command's
+        raise CommandError(str(exc), code=2) from exc
     where = f"schema `{args.schema}` at {shown(args.url)}"
     if before == after:
         print(f"{where} is at version {after} already; nothing to do.", file=out)
