@@ -5,6 +5,7 @@ time filters, ``offset`` kept for old clients, and ``total`` only where counting
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -67,6 +68,24 @@ def test_threads_updated_before_or_after_a_time_are_filtered(client: TestClient)
     assert after["total"] + before["total"] == 3
     assert all(t["updated"] >= middle for t in after["threads"])
     assert all(t["updated"] < middle for t in before["threads"])
+
+
+def test_a_time_filter_takes_an_iso_time_with_its_zone_too(client: TestClient) -> None:
+    """The refusal of `nan` said a datetime was taken, yet every one was a 422 (found by a
+    defect hunt)."""
+    for index in range(3):
+        start(client, f"t{index}")
+    threads = _page(client)["threads"]
+    middle = sorted(t["updated"] for t in threads)[1]
+    as_time = datetime.fromtimestamp(middle, UTC).isoformat()
+    assert (
+        _page(client, updated_after=as_time)["total"]
+        == _page(client, updated_after=middle)["total"]
+    )
+    naive = datetime.fromtimestamp(middle, UTC).replace(tzinfo=None).isoformat()
+    for value in (naive, "nan", "yesterday"):
+        response = client.get("/threads", params={"updated_before": value}, headers=AUTH)
+        assert response.status_code == 422, value
 
 
 def test_a_cursor_that_is_not_one_is_a_422(client: TestClient) -> None:

@@ -5,6 +5,7 @@ and the threads they may read, a page at a time from the store's thread index
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -73,10 +74,18 @@ def list_threads(
     ] = None,
     flow: Annotated[str | None, Query(max_length=200, description="Only this flow's")] = None,
     updated_before: Annotated[
-        float | None, Query(description="Only those last updated before (epoch seconds)")
+        float | datetime | None,
+        Query(
+            description="Only those last updated before (epoch seconds, or an ISO 8601 time "
+            "with its zone)"
+        ),
     ] = None,
     updated_after: Annotated[
-        float | None, Query(description="Only those last updated at or after (epoch seconds)")
+        float | datetime | None,
+        Query(
+            description="Only those last updated at or after (epoch seconds, or an ISO 8601 "
+            "time with its zone)"
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[
