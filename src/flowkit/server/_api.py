@@ -233,12 +233,10 @@ def resume_thread(
     runner, current = open_thread(server, principal, "resume", thread_id)
     prevalidate(runner, current, body)
     # The run expects the thread where the answer was checked: moved meanwhile (by another
-    # process: this one's requests wait for the claim), it writes nothing, never answering
-    # a pause its sender did not see.
+    # process; this one's other requests are refused by the claim), it writes nothing, never
+    # answering a pause its sender did not see.
     checked_at = current.version if body.expected_version is None else body.expected_version
-    _claim(server, thread_id)
-    answered(principal, "resume", thread_id, flow=runner.flow.name,
-             pause=answered_pause(body, current))  # fmt: skip
+    _claim(server, thread_id)  # let go by the run when it ends (``_submit``)
     _submit(
         server,
         thread_id,
@@ -250,6 +248,8 @@ def resume_thread(
             actor=principal or "anonymous",
         ),
     )
+    answered(principal, "resume", thread_id, flow=runner.flow.name,
+             pause=answered_pause(body, current))  # fmt: skip
     return JSONResponse({"thread_id": thread_id, "flow": runner.flow.name, "running": True}, 202)
 
 
