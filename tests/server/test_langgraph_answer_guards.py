@@ -185,3 +185,13 @@ def test_a_checkpoint_of_another_thread_is_not_found_here(client: TestClient) ->
     state = client.post(f"{LG}/threads/{thread_id}/state/checkpoint", json={"checkpoint": ours},
                         headers=AUTH)  # fmt: skip
     assert state.json()["checkpoint"] == ours
+
+
+def test_a_single_interrupt_may_be_answered_by_its_id(client: TestClient) -> None:
+    """``Command(resume={interrupt_id: value})`` names the interrupt, as LangGraph takes it
+    for one or several; for one it was taken as the answer itself and refused (422)."""
+    thread_id = _paused(client)
+    run = {"assistant_id": "review", "command": {"resume": {"review": {"approved": True}}}}
+    out = client.post(f"{LG}/threads/{thread_id}/runs/wait", json=run, headers=AUTH)
+    assert out.status_code == 200, out.text
+    assert out.json()["approved"] is True

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..definition._parallel import BatchNode
 from ..errors import NotWaitingError, UnknownGateError
 from ._cursor import Cursor
@@ -20,7 +22,7 @@ from ._port import RunPort
 from ._timers import asleep, sleeping
 from .batch._gates import ChildAnswers, answer_batch
 
-__all__ = ["answer", "answers_for"]
+__all__ = ["answer", "answers_for", "named_answer"]
 
 
 def answer(
@@ -55,8 +57,25 @@ def answer(
     ((pause, given),) = answers.items()
     spec = flow.gates[pause] if node is None else node.asks
     assert spec is not None, "a node waits only when it asked"
+    if gate is None:
+        given = named_answer(pause, given, spec.input)
     model = validate_gate_input(flow, thread_id, pause, given, spec)
     return gate_input_step(runner, thread_id, run_id, cursor, model, spec, actor), {}
+
+
+def named_answer(pause: str, value: Any, model: type[BaseModel]) -> Any:
+    """The answer in ``value`` for the one open ``pause``: ``{pause: answer}`` (as a
+    mapping of answers by id is given where several are open, and as LangGraph's
+    ``Command(resume={interrupt_id: value})`` names an interrupt) is ``answer``, unless the
+    answer's model has a field named like the pause (then the mapping is the answer)."""
+    if (
+        isinstance(value, Mapping)
+        and len(value) == 1
+        and pause in value
+        and pause not in model.model_fields
+    ):
+        return value[pause]
+    return value
 
 
 def answers_for(

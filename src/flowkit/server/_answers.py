@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ConflictError, InvalidResumeInputError, NotWaitingError, UnknownGateError
+from ..execution._answers import named_answer
 from ..runner._result import RunResult
 from ..runner._runner import Runner
 from ._models import ResumeRequest
@@ -89,7 +90,8 @@ def _answers_given(
     if several and isinstance(given, Mapping) and given and set(given) <= set(waiting):
         return dict(given)
     if len(waiting) == 1:
-        return {waiting[0]: given}
+        spec = gate_spec(flow, waiting[0])
+        return {waiting[0]: given if spec is None else named_answer(waiting[0], given, spec.input)}
     raise NotWaitingError(
         f"Thread `{thread_id}` waits at {len(waiting)} pauses ({names}); pass gate='<id>' with "
         "its input, or an input mapping {id: input} to answer several.",
