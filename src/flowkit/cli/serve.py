@@ -264,28 +264,13 @@ def _following(location: str, changed: Callable[[str], None]) -> Iterator[None]:
 
 
 def _follow(feed: EventFeed, changed: Callable[[str], None], stop: threading.Event) -> None:
-    """Deliver ``feed`` until ``stop``; a lost connection is opened again after a pause (the
-    hub's poll finds the commits meanwhile), continuing after the last event delivered."""
-    from ..errors import StoreError
-    from ..foundation._logging import get_logger
-    from ..stores.postgres import EventFeed
-
-    current: EventFeed | None = feed
-    cursor = feed.cursor
-    while not stop.is_set():
-        try:
-            if current is None:
-                current = EventFeed(feed.url, schema=feed.schema, after=cursor)
-            current.subscribe(lambda event: changed(event.thread_id))
-            current.run(stop)
-        except StoreError as exc:
-            get_logger().warning("server_feed_failed", error=str(exc))
-            stop.wait(5.0)
-        finally:
-            if current is not None:
-                cursor = current.cursor
-                current.close()
-                current = None
+    """Deliver ``feed`` until ``stop``. A lost connection is the feed's own to make again,
+    from its cursor (``EventFeed.run``); the hub's poll finds the commits meanwhile."""
+    feed.subscribe(lambda event: changed(event.thread_id))
+    try:
+        feed.run(stop)
+    finally:
+        feed.close()
 
 
 def _let_runs_finish(hurry: threading.Event, grace_s: float) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["mask_credentials"]
+__all__ = ["mask_credentials", "mask_url_passwords"]
 
 _PATTERNS = (
     # A PEM private key, the whole block; to the end of the text when its end line is cut off.
@@ -42,8 +42,14 @@ def mask_credentials(text: str) -> str:
     """``text`` with every credential of a known shape replaced by ``***``."""
     for pattern in _PATTERNS:
         text = pattern.sub(MASK, text)
-    text = _URL_PASSWORD.sub(lambda m: m.group("keep") + MASK, text)
+    text = mask_url_passwords(text)
     return _TOKEN40.sub(_mask_token, text)
+
+
+def mask_url_passwords(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@host`` replaced by
+    ``***`` (a proxy's ``base_url`` in a ``repr`` or an error message)."""
+    return _URL_PASSWORD.sub(lambda m: m.group("keep") + MASK, text)
 
 
 def _mask_token(match: re.Match[str]) -> str:

@@ -21,6 +21,7 @@ import httpx
 from pydantic import BaseModel, SecretStr
 
 from flowkit.errors import LLMConfigError, LLMError
+from flowkit.foundation._credentials import mask_url_passwords
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget, not_text
 from flowkit.llm._closing import ClosesOnExit
 from flowkit.llm._exchange import (
@@ -35,7 +36,7 @@ from flowkit.llm._exchange import (
 )
 from flowkit.llm._http_body import OpenBody, Watchdog
 from flowkit.llm._retry import Backoff
-from flowkit.llm._secrets import check_api_key, redact, scrub_error, without_url_password
+from flowkit.llm._secrets import check_api_key, redact, scrub_error
 from flowkit.llm._stream import StreamDecoder
 from flowkit.llm._tools import ToolLike, as_tools
 from flowkit.llm._types import Chunk, LLMResponse, Message, check_messages
@@ -98,7 +99,7 @@ class HTTPChatLLM(ClosesOnExit, ChatExchange):
 
     def __repr__(self) -> str:
         key = ", api_key='***'" if self._api_key else ""
-        shown = without_url_password(self.base_url)
+        shown = mask_url_passwords(self.base_url)
         return f"{type(self).__name__}(model={self.model!r}, base_url={shown!r}{key})"
 
     # -- sync ----------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 from flowkit.errors import FlowkitError, LLMConfigError, LLMResponseError
+from flowkit.foundation._credentials import mask_url_passwords
 
-__all__ = ["REDACTED", "check_api_key", "redact", "scrub_error", "without_url_password"]
+__all__ = ["REDACTED", "check_api_key", "redact", "scrub_error"]
 
 REDACTED = "***"
 
@@ -24,16 +25,6 @@ _CREDENTIAL = re.compile(
     r"(?i)(\b(?:bearer|basic)\s+)(?=[\w\-.~+/]*\d)[\w\-.~+/]{8,}=*"
     r"|(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?!(?:bearer|basic)\s)[^\s\"',;}\]]+"
 )
-
-
-# The password of a URL (`http://user:password@host/...`), as a proxy's base_url carries it.
-_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^\s/]*@")
-
-
-def without_url_password(text: str) -> str:
-    """``text`` with the password of any URL in it replaced by ``***`` (a ``base_url`` such
-    as ``http://proxyuser:password@host/v1``, in a ``repr`` or an error message)."""
-    return _URL_PASSWORD.sub(r"\1***@", text)
 
 
 def check_api_key(key: object) -> str | None:
@@ -72,7 +63,7 @@ def redact(text: str, secret: str | None, *, credentials: bool = False) -> str:
         text = text.replace(secret, REDACTED)
     if credentials:
         text = _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2)) + REDACTED, text)
-        text = without_url_password(text)
+        text = mask_url_passwords(text)
     return text
 
 

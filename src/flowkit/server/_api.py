@@ -212,6 +212,16 @@ def resume_thread(
     ``not_waiting``); each input is validated against its pause's schema (422 lists the
     field errors)."""
     server = server_of(request)
+
+    def answer(runner: Runner[Any], expected_version: int | None) -> RunResult[Any]:
+        return runner.resume(
+            thread_id,
+            body.input,
+            gate=body.gate,
+            expected_version=expected_version,
+            actor=principal or "anonymous",
+        )
+
     if body.wait:
         pause = body.gate
         if server.guard.checks_threads:  # the state is read for the check: name the pause
@@ -220,13 +230,7 @@ def resume_thread(
         else:
             runner = thread_runner(server, principal, "resume", thread_id)
         with _claimed(server, thread_id):
-            result = runner.resume(
-                thread_id,
-                body.input,
-                gate=body.gate,
-                expected_version=body.expected_version,
-                actor=principal or "anonymous",
-            )
+            result = answer(runner, body.expected_version)
         answered(principal, "resume", thread_id, flow=runner.flow.name, pause=pause,
                  version=result.version)  # fmt: skip
         return state_response(server, runner, result, principal)
@@ -237,17 +241,7 @@ def resume_thread(
     # answering a pause its sender did not see.
     checked_at = current.version if body.expected_version is None else body.expected_version
     _claim(server, thread_id)  # let go by the run when it ends (``_submit``)
-    _submit(
-        server,
-        thread_id,
-        lambda: runner.resume(
-            thread_id,
-            body.input,
-            gate=body.gate,
-            expected_version=checked_at,
-            actor=principal or "anonymous",
-        ),
-    )
+    _submit(server, thread_id, lambda: answer(runner, checked_at))
     answered(principal, "resume", thread_id, flow=runner.flow.name,
              pause=answered_pause(body, current))  # fmt: skip
     return JSONResponse({"thread_id": thread_id, "flow": runner.flow.name, "running": True}, 202)
