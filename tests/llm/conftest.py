@@ -32,7 +32,8 @@ USER = [{"role": "user", "content": "Say hello"}]
 class Reply:
     """What the server does with one request."""
 
-    # ok | status | malformed | cut | unterminated | bad_line | error_line | drip | huge
+    # ok | status | malformed | cut | unterminated | bad_line | error_line | drip |
+    # drip_headers | huge
     kind: str = "ok"
     text: str = "Hello there, friend"
     status: int = 200
@@ -59,6 +60,12 @@ def drip(every: float = 0.05) -> Reply:
     Each piece arrives well within any read timeout, so only a deadline ends the call.
     """
     return Reply(kind="drip", delay=every)
+
+
+def drip_headers(every: float = 0.3) -> Reply:
+    """Send the status line, then one header a byte at a time, for ever: each byte arrives
+    within any read timeout, and the headers never end."""
+    return Reply(kind="drip_headers", delay=every)
 
 
 def huge(megabytes: int = 60, *, declared: bool = False) -> Reply:
@@ -172,6 +179,14 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.server.next_reply(received)
         if reply.kind == "drip":
             self._drip(bool(body.get("stream")), reply.delay)
+            return
+        if reply.kind == "drip_headers":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            for _ in range(int(60 / reply.delay)):  # capped: a broken client cannot hang us
+                self.wfile.flush()
+                if self.server.stopping.wait(reply.delay):
+                    return
+                self.wfile.write(b"a")
             return
         if reply.kind == "huge":
             self._huge(reply.status * 1024 * 1024, reply.headers["declared"] == "True")

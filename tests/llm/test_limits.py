@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from flowkit.errors import LLMConfigError, LLMResponseError, LLMTimeoutError
 from flowkit.llm._body import BodyLimitError, LineSplitter
 
-from .conftest import complete, drip, huge, ok, stream
+from .conftest import complete, drip, drip_headers, huge, ok, stream
 
 
 @pytest.mark.timeout(15)
@@ -34,6 +34,18 @@ def test_a_dripping_stream_ends_at_the_deadline(server, connect, mode):
 
     with pytest.raises(LLMTimeoutError, match="not complete within 1 s"):
         stream(llm, mode, [])
+
+
+@pytest.mark.timeout(15)
+@pytest.mark.parametrize("call", ["complete", "stream"])
+def test_headers_dripping_within_the_read_timeout_end_at_the_deadline(server, connect, mode, call):
+    # A byte every 0.3 s keeps each read within the 1 s timeout, and the headers never end:
+    # only the attempt's deadline ends the call (without it, the drip's whole minute).
+    llm = connect(server.url, timeout=1.0, max_retries=0)
+    server.script(drip_headers())
+
+    with pytest.raises(LLMTimeoutError):
+        complete(llm, mode) if call == "complete" else stream(llm, mode, [])
 
 
 @pytest.mark.timeout(20)

@@ -24,6 +24,7 @@ from flowkit.errors import LLMConfigError, LLMError
 from flowkit.foundation._credentials import mask_url_passwords
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES, BodyLimitError, Budget, not_text
 from flowkit.llm._closing import ClosesOnExit
+from flowkit.llm._deadline import DeadlineTransport, until
 from flowkit.llm._exchange import (
     ChatExchange,
     Exchange,
@@ -212,8 +213,10 @@ class HTTPChatLLM(ClosesOnExit, ChatExchange):
             return None
         budget = Budget(timeout=step.timeout, max_bytes=self.max_response_bytes)
         try:
-            # Always streamed: the body is read here, chunk by chunk, within the budget.
-            response = client.send(self._build(client, step), stream=True)
+            # Always streamed: the body is read here, chunk by chunk, within the budget; up to
+            # the headers, our own client's connections keep to its deadline (``_deadline``).
+            with until(budget.deadline):
+                response = client.send(self._build(client, step), stream=True)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return self._failure(exc)
         if step.stream and response.is_success:
@@ -354,7 +357,8 @@ class HTTPChatLLM(ClosesOnExit, ChatExchange):
     def _sync_client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(verify=_ssl_context())
+                context = _ssl_context()
+                self._client = httpx.Client(verify=context, transport=DeadlineTransport(context))
                 # Closes the pool if the user never calls close(), without keeping self alive.
                 self._finalizer = weakref.finalize(self, self._client.close)
             return self._client
