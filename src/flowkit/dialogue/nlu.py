@@ -164,6 +164,20 @@ class OfflineRecognizer:
                 # A free-text answer is safe only when it answers: a question or another
                 # intent is handled as such (a digression), and the slot is asked again.
                 return self._digression(kind, name, score, entities)
+            if (
+                entities
+                and not correction
+                and (
+                    (free and not _only_values(text, found))
+                    or (slot_entity is not None and self._bare_hour(slot_entity, text) is not None)
+                )
+            ):
+                # Words beside the values ("Joe Friday", "Louis 14", "high chair for 1
+                # baby"): the reply is the text asked for, not a change of the slots whose
+                # values it happens to hold; and a bare "5" to "At what time?" is an hour,
+                # not 5 people. A reply of values alone ("3", "to Lyon") or one that says it
+                # corrects ("actually 3") still changes them.
+                entities = []
             if not entities and slot_entity is not None:
                 value = self._context_value(slot_entity, text)
                 if value is not None:
@@ -200,9 +214,13 @@ class OfflineRecognizer:
         kind = self.domain.entities[entity].kind
         if kind == "text":
             return self.extractor.strip_text(entity, text) or None
+        return self._bare_hour(entity, text)
+
+    def _bare_hour(self, entity: str, text: str) -> str | None:
+        """A bare hour ("3") said to a question for ``entity``, a time: its value."""
         bare = normalize(text)
-        if kind == "time" and re.fullmatch(r"\d{1,2}", bare) and int(bare) < 24:
-            return f"{int(bare):02d}:00"
+        if self.domain.entities[entity].kind == "time" and re.fullmatch(r"\d{1,2}", bare):
+            return f"{int(bare):02d}:00" if int(bare) < 24 else None
         return None
 
     def _intent(self, kind: str, name: str, score: float, entities: list[Entity]) -> Understanding:
@@ -419,6 +437,22 @@ def _answering(entities: list[Entity], slot: str, entity: str | None) -> list[En
     if len(plain) != 1:
         return entities
     return [e.model_copy(update={"slot": slot}) if e is plain[0] else e for e in entities]
+
+
+#: Words that say nothing themselves beside a value ("to Lyon", "for 3", 「3人で」).
+_FILLERS = frozenset(
+    {
+        *("a", "an", "the", "to", "for", "at", "on", "in", "of", "and", "with", "by", "from"),
+        *("please", "it", "is", "its", "it's", "make", "change", "not", "but", "instead"),
+        *("rather", "than", "or", "で", "に", "を", "は", "が", "の", "と", "です"),
+    }
+)
+
+
+def _only_values(text: str, found: list[Found]) -> bool:
+    """Whether ``text`` holds nothing but the values ``found`` in it (and fillers)."""
+    rest = normalize(_remove_spans(text, found))
+    return all(word in _FILLERS for word in rest.split())
 
 
 def _masked(value: object) -> bool:

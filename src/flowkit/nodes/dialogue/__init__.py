@@ -62,6 +62,7 @@ EXTRA_READS: Final[dict[str, dict[str, str]]] = {
     "IR": {
         "slots": "personal values to mask in the LLM's prompt",
         "exec_trace": "a due reminder an action scheduled is the turn's intent (events.py)",
+        "goal_state": "the goal whose filled slots a value said again changes (acknowledged)",
     },
     "NP": {"exec_trace": "a due reminder's small-talk intent is the one to answer"},
     "RN": {

@@ -52,7 +52,8 @@ __all__ = ["make_ir"]
 
 def make_ir(services: Services) -> Node:
     @node(
-        reads=["user_text", "messages", "slots", "exec_trace"], writes=["intent_type", "entities"]
+        reads=["user_text", "messages", "slots", "exec_trace", "goal_state"],
+        writes=["intent_type", "entities"],
     )
     def intent_recognition(state: DialogueState, ctx: Context) -> dict[str, Any]:
         event = current_event(state)
@@ -97,6 +98,7 @@ def make_ir(services: Services) -> Node:
         if response == "slot_invalid" and expects is not None:
             said[expects] = None
         understood = _first_fills(services, understood, said)
+        understood = _changes_marked(services, understood, state.slots, state.goal_state.goal)
         ctx.log.debug(
             "dialogue_ir",
             intent_type=understood.intent_type,
@@ -193,4 +195,34 @@ def _first_fills(
     ]
     if entities == understood.entities:
         return understood
+    return replace(understood, entities=entities)
+
+
+def _changes_marked(
+    services: Services, understood: Understanding, slots: dict[str, JsonScalar], goal: str | None
+) -> Understanding:
+    """A value said, with no correcting word, where every slot of the goal under way that
+    could take it holds another ("3" to "Who is borrowing it?" once the quantity is 2)
+    changes one: marked as a correction, so it is acknowledged ("Changed quantity to 3.")."""
+    domain = services.domain
+    if understood.intent_type != INFORM or goal not in domain.goals:
+        return understood
+    wanted = domain.goals[goal].slots
+
+    def changes(entity: Entity) -> bool:
+        if entity.correction:
+            return False
+        if entity.slot is not None:
+            takers = [entity.slot] if entity.slot in wanted else []
+        else:
+            takers = [s for s in wanted if domain.slots[s].entity == entity.entity]
+            if entity.role is not None:
+                takers = [s for s in takers if domain.slots[s].role == entity.role] or takers
+        return bool(takers) and all(s in slots and slots[s] != entity.value for s in takers)
+
+    if not any(changes(e) for e in understood.entities):
+        return understood
+    entities = [
+        e.model_copy(update={"correction": True}) if changes(e) else e for e in understood.entities
+    ]
     return replace(understood, entities=entities)

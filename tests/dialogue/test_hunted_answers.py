@@ -1,0 +1,118 @@
+"""Answers to a slot question as a defect hunt found them misread: a name holding a date, a
+time or a number ("Joe Friday", "Louis 14") taken as a change of those slots, a bare value
+for a filled slot replacing it unannounced, and a bare hour to a time question read as a
+number of people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from flowkit.dialogue import Dialogue, load_domain
+
+from .conftest import monday
+
+LOAN: dict[str, Any] = yaml.safe_load("""
+name: loan
+intents:
+  borrow: {examples: {en: [I want to borrow a tool]}, keywords: {en: [borrow]}}
+entities:
+  tool:
+    kind: choice
+    values: {torque_wrench: {en: [torque wrench, wrench]}, multimeter: {en: [multimeter]}}
+  quantity: {kind: number}
+  person: {kind: text, strip: {en: [my name is]}}
+  note: {kind: text}
+  hour: {kind: time}
+slots:
+  tool: {entity: tool, question: {en: "Which tool?"}}
+  quantity: {entity: quantity, question: {en: "How many?"}, validation: {max: 12}}
+  borrower: {entity: person, question: {en: "Who is borrowing it?"}}
+  at: {entity: hour, question: {en: "At what time?"}}
+  note: {entity: note, question: {en: "Any notes?"}}
+goals:
+  borrow:
+    intent: borrow
+    mode: SLOT_FILLING
+    slots: [tool, quantity, borrower, at, note]
+    action: lend
+    done: lent
+actions:
+  lend: {}
+responses:
+  lent: {en: "Lent."}
+""")
+
+
+@pytest.fixture
+def bot() -> Dialogue:
+    return Dialogue(load_domain(LOAN), clock=monday)
+
+
+def test_a_name_holding_a_weekday_or_an_hour_is_the_name_asked_for() -> None:
+    bot = Dialogue("robot_cell", clock=monday)
+    asked = bot.send("n", "Book maintenance for robot 2 tomorrow at 3 pm")
+    assert asked.missing_slots == ["requester"]
+
+    reply = bot.send("n", "Joe Friday")
+
+    assert reply.slots["requester"] == "Joe Friday"
+    assert (reply.slots["date"], reply.slots["time"]) == (asked.slots["date"], "15:00")
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [("borrower", "Louis 14"), ("note", "needs 1 spare battery"), ("borrower", "my name is June")],
+)
+def test_free_text_with_words_beside_a_number_fills_the_text_slot(
+    bot: Dialogue, asked: str, said: str
+) -> None:
+    bot.send("t", "I want to borrow a torque wrench")
+    reply = bot.send("t", "3")
+    if asked == "note":
+        bot.send("t", "Ann")
+        reply = bot.send("t", "at 10")
+    assert reply.missing_slots[0] == asked
+
+    reply = bot.send("t", said)
+
+    assert reply.slots["quantity"] == 3
+    assert reply.slots[asked] == said.removeprefix("my name is ")
+    assert "Changed" not in reply.text
+
+
+@pytest.mark.parametrize(
+    ("said", "slot", "shown"), [("5", "quantity", "5"), ("the multimeter", "tool", "multimeter")]
+)
+def test_a_bare_value_for_a_filled_slot_changes_it_and_says_so(
+    bot: Dialogue, said: str, slot: str, shown: str
+) -> None:
+    bot.send("c", "I want to borrow a torque wrench")
+    before = bot.send("c", "3")
+    assert before.missing_slots[0] == "borrower"
+
+    reply = bot.send("c", said)
+
+    assert reply.slots[slot] != before.slots[slot]
+    assert f"Changed {slot} to {shown}." in reply.text
+    assert reply.missing_slots[0] == "borrower"  # and the question is asked again
+
+
+def test_a_first_answer_is_not_announced_as_a_change(bot: Dialogue) -> None:
+    bot.send("f", "I want to borrow a torque wrench")
+    reply = bot.send("f", "2")
+    assert reply.slots["quantity"] == 2 and "Changed" not in reply.text
+
+
+def test_a_bare_hour_answers_the_time_question_not_the_number_slot(bot: Dialogue) -> None:
+    bot.send("h", "I want to borrow a torque wrench")
+    bot.send("h", "3")
+    asked = bot.send("h", "Ann")
+    assert asked.missing_slots[0] == "at", asked.text
+
+    reply = bot.send("h", "5")
+
+    assert reply.slots["at"] == "05:00"
+    assert reply.slots["quantity"] == 3
