@@ -91,5 +91,8 @@ EXTRA_WRITES: Final[dict[str, dict[str, str]]] = {
     "SG": {
         "thread_id": "§2.1 names Start Gate the owner of thread_id",
         "error": "§2.4 error is the latest failure: a new turn starts without one",
+        "slots": "a domain edited since the last turn: the goal under way keeps its slots only",
+        "missing_slots": "a domain edited since the last turn: the goal's new required slots",
+        "goal_state": "a domain edited since the last turn: a goal it no longer has is cancelled",
     },
 }

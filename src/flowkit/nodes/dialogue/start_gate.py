@@ -5,7 +5,8 @@ arrival time; a message without one, such as "3/14", "15:00", or "Sato" for a qu
 asking for a name, keeps the language of the user's last message that had one, so the reply
 does too), sets ``user_text``, numbers the
 turn, writes the thread's id (§2.1: SG owns ``thread_id``) and clears the previous turn's
-``error``. Empty or oversized input is refused
+``error``; a goal under way that the domain has changed since is brought in line with it
+(``dialogue._edits``). Empty or oversized input is refused
 by the gate's model and the thread keeps waiting.
 
 An external event (``{"intent": ..., "entities": {...}}`` instead of text, an intent of the
@@ -22,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...definition._gate import Gate
+from ...dialogue._edits import follow_domain
 from ...dialogue._text import bears_language, detect_language
 from ...dialogue.events import next_wake
 from ...dialogue.services import Services
@@ -87,6 +89,7 @@ def make_start_gate(services: Services) -> Gate:
             "turn_id": turn,
             "thread_id": thread_id,
             "error": None,
+            **follow_domain(domain, state),
         }
 
     def _event_turn(state: DialogueState, value: UserTurn, thread_id: str) -> dict[str, Any]:
@@ -112,6 +115,7 @@ def make_start_gate(services: Services) -> Gate:
             "turn_id": turn,
             "thread_id": thread_id,
             "error": None,
+            **follow_domain(domain, state),
         }
 
     return Gate(
