@@ -241,3 +241,32 @@ def test_chat_on_a_corrupt_journal_is_an_error_without_a_traceback(
     code, out, err = run(argv, capsys, monkeypatch, "robot 2\n")
     assert code == 1 and out == "" and "Traceback" not in err
     assert err.startswith("flowkit: error: ") and "journal.jsonl" in err
+
+
+@pytest.mark.parametrize("command", ["chat", "test", "eval"])
+def test_a_domain_that_cannot_be_loaded_exits_2_like_any_target(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("broken.yaml").write_text(BROKEN)
+    Path("examples.yaml").write_text("examples: []\n")
+    argv = {
+        "chat": ["chat", "broken.yaml", "--store", "store"],
+        "test": ["dialogue", "test", "broken.yaml", "robot_cell"],
+        "eval": ["dialogue", "eval", "broken.yaml", "examples.yaml"],
+    }[command]
+    code, out, err = run(argv, capsys, monkeypatch, stdin="hello\n")
+    assert (code, out) == (2, "")
+    assert "broken.yaml" in err and "Traceback" not in err
+
+
+def test_a_conversation_file_that_cannot_be_loaded_exits_2_with_a_yaml_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Path("yes.yaml").write_text(
+        "conversations:\n- name: yes\n  turns:\n  - user: hello\n  - user: yes\n"
+    )
+    code, out, err = run(
+        ["dialogue", "test", "robot_cell", "yes.yaml", "--json"], capsys, monkeypatch
+    )
+    assert (code, out) == (2, "")
+    assert "conversations.0.turns.1.user" in err and '"yes" in quotes' in err

@@ -116,3 +116,61 @@ def test_a_bare_hour_answers_the_time_question_not_the_number_slot(bot: Dialogue
 
     assert reply.slots["at"] == "05:00"
     assert reply.slots["quantity"] == 3
+
+
+TABLE: dict[str, Any] = yaml.safe_load("""
+name: table
+intents:
+  book: {examples: {en: [book a table]}, keywords: {en: [book]}}
+entities:
+  dish: {kind: choice, values: {taco: {en: [taco]}, dumpling: {en: [dumpling]}}}
+  hour: {kind: time}
+slots:
+  dish: {entity: dish, question: {en: "Which dish?"}}
+  at: {entity: hour, question: {en: "At what time?"}}
+  outside:
+    from_intent: {affirm: true, deny: false}
+    question: {en: "Do you want to sit outside?"}
+goals:
+  book:
+    intent: book
+    mode: SLOT_FILLING
+    slots: [dish, at, outside]
+    action: reserve
+    confirm: true
+    done: booked
+actions:
+  reserve: {}
+responses:
+  booked: {en: "Booked."}
+""")
+
+
+def test_a_yes_or_no_slot_is_shown_as_yes_or_no_at_the_confirmation() -> None:
+    bot = Dialogue(load_domain(TABLE), clock=monday)
+    bot.send("y", "book a table, tacos at 19:00")
+    reply = bot.send("y", "yes")
+    assert "outside: yes" in reply.text and "True" not in reply.text
+
+
+@pytest.mark.parametrize(
+    ("said", "dish"), [("book 2 tacos", "taco"), ("book some dumplings at 8 pm", "dumpling")]
+)
+def test_a_plural_names_the_same_choice(said: str, dish: str) -> None:
+    reply = Dialogue(load_domain(TABLE), clock=monday).send("p", said)
+    assert reply.slots["dish"] == dish
+
+
+@pytest.mark.parametrize(
+    ("said", "at"),
+    [
+        ("book a table tonight at 8", "20:00"),
+        ("book a table at 7 this evening", "19:00"),
+        ("book a table at 3 in the afternoon", "15:00"),
+        ("book a table at 9 tomorrow morning", "09:00"),
+        ("book a table tonight at 8 am", "08:00"),
+    ],
+)
+def test_an_hour_said_with_evening_words_is_after_noon(said: str, at: str) -> None:
+    reply = Dialogue(load_domain(TABLE), clock=monday).send("e", said)
+    assert reply.slots["at"] == at

@@ -116,7 +116,10 @@ def _domain(source: str) -> Any:
         path = resolve_path(source)
     except DomainError as exc:
         raise CommandError("; ".join(exc.problems), code=2) from exc
-    return load_domain(path)
+    try:
+        return load_domain(path)
+    except DomainError as exc:  # a TARGET that cannot be loaded: 2, not a failed check's 1
+        raise CommandError(str(exc), code=2) from exc
 
 
 def _cmd_chat(args: argparse.Namespace, out: TextIO) -> int:
@@ -215,7 +218,10 @@ def _cmd_test(args: argparse.Namespace, out: TextIO) -> int:
         resolve_conversations_path(args.conversations)
     except DomainError as exc:  # neither a file nor a shipped example: a usage error
         raise CommandError("; ".join(exc.problems), code=2) from exc
-    tests = load_conversations(args.conversations)
+    try:
+        tests = load_conversations(args.conversations)
+    except DomainError as exc:  # a file that cannot be loaded: 2, not a failed test's 1
+        raise CommandError(str(exc), code=2) from exc
     with progress_for(args, "dialogue test") as progress:
         results = run_conversations(domain, tests, llm=_llm(args.llm), on_progress=progress)
     if args.junit is not None:

@@ -203,10 +203,18 @@ def load_conversations(source: str | Path | Mapping[str, Any]) -> ConversationFi
         return ConversationFile.model_validate(data)
     except ValidationError as exc:
         problems = [
-            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}"
+            f"{'.'.join(map(str, e['loc'])) or '(top)'}: {e['msg']}{_yaml_hint(e)}"
             for e in exc.errors(include_url=False, include_input=False)
         ]
         raise DomainError(problems, path=path) from exc
+
+
+def _yaml_hint(error: Any) -> str:
+    """For a message that YAML read as something else (``- user: yes`` is a boolean, ``-
+    user: 3`` a number): how to write it."""
+    if error["loc"][-1:] == ("user",) and error["type"] == "string_type":
+        return ' (YAML reads yes, no, on, off and numbers unquoted as such: write "yes" in quotes)'
+    return ""
 
 
 def run_conversations(

@@ -270,17 +270,24 @@ class EntityExtractor:
                 continue
             if has_cjk(synonym):
                 pattern = re.escape(synonym)
-            else:
-                pattern = (
-                    r"(?<![\w])" + r"[\s_-]*".join(map(re.escape, synonym.split())) + r"(?!\w)"
-                )
+            else:  # an English plural is the same value ("2 torque wrenches")
+                words = r"[\s_-]*".join(map(re.escape, synonym.split()))
+                plural = "(?:e?s)?" if synonym[-1:].isalpha() else ""
+                pattern = r"(?<![\w])" + words + plural + r"(?!\w)"
             for m in re.finditer(pattern, folded):
                 found.append(Found(name, value, m.start(), m.end(), text[m.start() : m.end()]))
         return found
 
 
+#: Words that put a bare hour after noon ("tonight at 8", "at 7 this evening", 今夜8時).
+_LATER_IN_THE_DAY = re.compile(
+    r"\b(?:tonight|tonite|evening|afternoon)\b|今夜|今晩|夜|夕方", re.IGNORECASE
+)
+
+
 def _find_times(name: str, text: str) -> list[Found]:
     found = []
+    later = _LATER_IN_THE_DAY.search(text) is not None
     for pattern in _TIME_PATTERNS:
         for m in pattern.finditer(text):
             groups = m.groupdict()
@@ -295,6 +302,8 @@ def _find_times(name: str, text: str) -> list[Found]:
                     hour += 12
                 elif marker in ("am", "午前") and hour == 12:
                     hour = 0
+                elif not marker and later and 1 <= hour < 12:
+                    hour += 12
             if hour > 23 or minute > 59:
                 continue
             found.append(Found(name, f"{hour:02d}:{minute:02d}", m.start(), m.end(), m.group(0)))

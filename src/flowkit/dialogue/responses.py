@@ -115,7 +115,10 @@ class Renderer:
         return (spec.style if spec and spec.style else None) or self.domain.style
 
     def display(self, slot: str, value: JsonScalar, lang: str) -> str:
-        """A slot value as the user should read it (a choice value by its label)."""
+        """A slot value as the user should read it (a choice value by its label, a yes or
+        no in the user's language)."""
+        if isinstance(value, bool):
+            return _YES_NO.get(lang, _YES_NO["en"])[0 if value else 1]
         entity = self.domain.entities.get(self.domain.slots[slot].entity or "")
         if entity is not None and entity.kind == "choice" and isinstance(value, str):
             synonyms = entity.values.get(value, {}).get(lang) or []
@@ -260,6 +263,10 @@ class Renderer:
     def _reveal(self, text: str, slots: Mapping[str, JsonScalar], lang: str) -> str:
         pii = self._pii(slots, lang)
         return _FIELDS.sub(lambda m: pii.get(m.group(1), m.group(0)), text)
+
+
+#: A yes-or-no slot's value as the user reads it, by language.
+_YES_NO = {"en": ("yes", "no"), "ja": ("はい", "いいえ")}
 
 
 def asked_anything_else(domain: Domain, response_id: str | None) -> bool:
