@@ -740,10 +740,14 @@ def test_a_client_that_leaves_a_stream_stops_its_run(base: str) -> None:
         assert resumed.json()["__interrupt__"][0]["id"] == "confirm"
 
 
+@pytest.mark.parametrize("waited", [False, True], ids=["at-once", "wait"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["background", "streamed"])
-def test_a_running_run_is_cancelled_after_its_saved_step(client: Any, streamed: bool) -> None:
+def test_a_running_run_is_cancelled_after_its_saved_step(
+    client: Any, streamed: bool, waited: bool
+) -> None:
     """runs.cancel on a run in progress: its node finishes (saved), no other runs; the run
-    ends `interrupted` and a new run without input goes on from there."""
+    ends `interrupted` and a new run without input goes on from there. With ``wait`` the
+    cancel answers once the run has stopped."""
     thread_id = client.threads.create()["thread_id"]
     kind = {"stream_mode": ["values"]} if streamed else {}
     run = client.runs.create(thread_id, "two_steps", input={}, **kind)
@@ -751,7 +755,10 @@ def test_a_running_run_is_cancelled_after_its_saved_step(client: Any, streamed: 
     while client.runs.get(thread_id, run["run_id"])["status"] != "running":
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    client.runs.cancel(thread_id, run["run_id"])
+    client.runs.cancel(thread_id, run["run_id"], wait=waited)
+    if waited:  # stopped already: not running, the thread free
+        assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
+        assert client.threads.get(thread_id)["status"] != "busy"
     client.runs.join(thread_id, run["run_id"])
     assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
     state = client.threads.get_state(thread_id)

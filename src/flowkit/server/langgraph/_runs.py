@@ -379,19 +379,29 @@ def join_run(request: Request, thread_id: ThreadId, run_id: RunId, principal: Pr
     return run.output
 
 
-@router.post("/threads/{thread_id}/runs/{run_id}/cancel", status_code=204)
+@router.post(
+    "/threads/{thread_id}/runs/{run_id}/cancel",
+    status_code=204,
+    responses={202: {"description": "Cancelled, but still in its step after the wait"}},
+)
 def cancel_run(
-    request: Request, thread_id: ThreadId, run_id: RunId, principal: Principal
+    request: Request,
+    thread_id: ThreadId,
+    run_id: RunId,
+    principal: Principal,
+    wait: Annotated[bool, Query(description="Answer once the run has stopped")] = False,
 ) -> Response:
     """Cancel a run: one still queued never runs; a running one stops after the step in
-    progress (saved) and ends ``interrupted``; an ended one is a 409."""
+    progress (saved) and ends ``interrupted``; an ended one is a 409. ``wait``: answer once
+    it has stopped (204), or 202 if its step still runs after a minute (``_CANCEL_WAIT_S``)."""
     server = server_of(request)
     server.guard.require(principal, "resume")
     run = _the_run(request, thread_id, run_id, principal)
     if registry_of(request).move(run, "interrupted"):
         return Response(status_code=204)
     if run.status == "running" and _stop(server.served.runner(run.assistant_id), run):
-        return Response(status_code=204)
+        stopped = not wait or run.done.wait(_CANCEL_WAIT_S)
+        return Response(status_code=204 if stopped else 202)
     raise Problem(
         409,
         "run_not_cancellable",
@@ -413,6 +423,9 @@ def _stop(runner: Runner[Any], run: RunInfo) -> bool:
 
 #: How long a cancel waits for a run marked running to take its thread's lock (seconds).
 _STOP_WAIT_S = 2.0
+#: How long ``runs.cancel(wait=True)`` waits for the run to stop, at most (seconds): its
+#: node in progress finishes first.
+_CANCEL_WAIT_S = 60.0
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
