@@ -235,6 +235,24 @@ def test_background_runs_join_get_list_and_reject_a_second(client: Any) -> None:
     assert client.threads.get(fresh)["status"] == "idle"
 
 
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_an_unsupported_multitask_strategy_is_a_501_on_a_busy_thread_too(
+    client: Any, strategy: str
+) -> None:
+    """Refused as the run comes, as on an idle thread: never queued to fail later, and the
+    run going on is left alone."""
+    thread_id = client.threads.create()["thread_id"]
+    first = client.runs.create(thread_id, "slow")
+    assert client.threads.get(thread_id)["status"] == "busy"
+    for extra in ({"multitask_strategy": strategy}, {"interrupt_before": ["confirm"]}):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            client.runs.create(thread_id, "slow", **extra)
+        _status_error(refused, 501, "langgraph_unsupported")
+    assert [r["run_id"] for r in client.runs.list(thread_id)] == [first["run_id"]]
+    client.runs.join(thread_id, first["run_id"])
+    assert client.runs.get(thread_id, first["run_id"])["status"] == "success"
+
+
 def test_stream_values_and_updates_end_at_the_interrupt(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     parts = list(

@@ -42,7 +42,7 @@ from ._context import asked_checkpoint, find_thread
 from ._models import RunCreate, unsupported
 from ._registry import Registry
 
-__all__ = ["Plan", "apply_update", "audit_answer", "execute", "plan_run"]
+__all__ = ["Plan", "apply_update", "audit_answer", "execute", "plan_run", "refuse_unsupported"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,9 @@ class Plan:
     goto: str | None = None
 
 
-def _refuse_unsupported(body: RunCreate) -> None:
+def refuse_unsupported(body: RunCreate) -> None:
+    """Refuse (501) what a run asks that flowkit does not do, whether the thread is busy
+    or idle: checked as the run comes, not once its turn comes."""
     for name in ("interrupt_before", "interrupt_after", "webhook", "after_seconds"):
         if getattr(body, name) not in (None, [], ""):
             raise unsupported(
@@ -114,7 +116,7 @@ def plan_run(
     server: Server, registry: Registry, principal: str | None, thread_id: str, body: RunCreate
 ) -> Plan:
     """Decide the run ``body`` asks for on ``thread_id``; refuse what cannot run."""
-    _refuse_unsupported(body)
+    refuse_unsupported(body)
     runner = server.served.runner(body.assistant_id)
     flow = runner.flow.name
     command = body.command or {}

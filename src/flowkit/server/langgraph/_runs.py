@@ -25,7 +25,7 @@ from ._context import find_thread, registry_of
 from ._documents import RunDoc, answer
 from ._joined import RunFrames
 from ._models import RunCreate, unsupported
-from ._plan import Plan, execute, plan_run
+from ._plan import Plan, execute, plan_run, refuse_unsupported
 from ._registry import MAX_ACTIVE, MAX_QUEUED, Registry, RunInfo
 from ._shapes import run_json, values_output
 from ._sse import EVENTS, flowkit_modes, frame, sse_events
@@ -93,6 +93,7 @@ def _admit(
             "some.",
             extra={"thread_id": thread_id},
         )
+    refuse_unsupported(body)  # a run queued would otherwise fail only once its turn came
     if earlier:
         if strategy == "reject":
             raise Problem(
