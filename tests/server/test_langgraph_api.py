@@ -773,6 +773,10 @@ def test_a_running_run_is_cancelled_after_its_saved_step(
     while client.runs.get(thread_id, run["run_id"])["status"] != "running":
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    with pytest.raises(httpx.HTTPStatusError) as rollback:  # not undone: refused, it runs on
+        client.runs.cancel(thread_id, run["run_id"], action="rollback")
+    _status_error(rollback, 501, "langgraph_unsupported")
+    assert client.runs.get(thread_id, run["run_id"])["status"] == "running"
     client.runs.cancel(thread_id, run["run_id"], wait=waited)
     if waited:  # stopped already: not running, the thread free
         assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"

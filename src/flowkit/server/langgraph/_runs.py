@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Header, Path, Query, Request, Response
@@ -391,12 +391,22 @@ def cancel_run(
     run_id: RunId,
     principal: Principal,
     wait: Annotated[bool, Query(description="Answer once the run has stopped")] = False,
+    action: Annotated[
+        Literal["interrupt", "rollback"],
+        Query(description="`interrupt` (stop after the step in progress); `rollback`: a 501"),
+    ] = "interrupt",
 ) -> Response:
     """Cancel a run: one still queued never runs; a running one stops after the step in
     progress (saved) and ends ``interrupted``; an ended one is a 409. ``wait``: answer once
     it has stopped (204), or 202 if its step still runs after a minute (``_CANCEL_WAIT_S``)."""
     server = server_of(request)
     server.guard.require(principal, "resume")
+    if action == "rollback":  # its run and what it wrote undone: a journal keeps every record
+        raise unsupported(
+            "runs.cancel(action='rollback')",
+            "Cancel with action='interrupt', then run from an earlier checkpoint "
+            "(`checkpoint_id`) to go back.",
+        )
     run = _the_run(request, thread_id, run_id, principal)
     if registry_of(request).move(run, "interrupted"):
         return Response(status_code=204)
