@@ -758,6 +758,25 @@ def test_a_client_that_leaves_a_stream_stops_its_run(base: str) -> None:
         assert resumed.json()["__interrupt__"][0]["id"] == "confirm"
 
 
+def test_a_stream_asked_to_continue_runs_on_when_its_client_leaves(base: str) -> None:
+    """on_disconnect="continue": the run goes on to its end (here the pause), not stopped."""
+    key = {"X-Api-Key": TOKEN}
+    thread_id = httpx.post(f"{base}/langgraph/threads", json={}, headers=key).json()["thread_id"]
+    body = {"assistant_id": "slow", "on_disconnect": "continue"}
+    with httpx.stream(
+        "POST", f"{base}/langgraph/threads/{thread_id}/runs/stream", json=body, headers=key
+    ) as response:
+        assert next(response.iter_lines()) == "event: metadata"
+    deadline = time.monotonic() + 10
+    runs = [{"status": "running"}]
+    while runs[0]["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        runs = httpx.get(f"{base}/langgraph/threads/{thread_id}/runs", headers=key).json()
+    assert runs[0]["status"] == "success"
+    state = httpx.get(f"{base}/langgraph/threads/{thread_id}/state", headers=key).json()
+    assert (state["next"], state["values"]["steps"]) == (["confirm"], 1)
+
+
 @pytest.mark.parametrize("waited", [False, True], ids=["at-once", "wait"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["background", "streamed"])
 def test_a_running_run_is_cancelled_after_its_saved_step(

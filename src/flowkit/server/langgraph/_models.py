@@ -165,3 +165,5 @@ class RunCreate(_Body):
     webhook: str | None = None
     after_seconds: Whole | None = None
     stream_subgraphs: Flag = False
+    #: ``runs.stream``: what a client leaving does to the run (``cancel`` by default).
+    on_disconnect: Literal["cancel", "continue"] | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Executor
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -259,26 +260,51 @@ def _stream(request: Request, thread_id: str, body: RunCreate, principal: str | 
             registry.set_status(run, status)
 
     headers = {**_location(run), "Cache-Control": "no-store"}
-    return StreamingResponse(_closed_on_leaving(events()), media_type="text/event-stream",
-                             headers=headers)  # fmt: skip
+    goes_on = server.executor if body.on_disconnect == "continue" else None
+    return StreamingResponse(_closed_on_leaving(events(), goes_on),
+                             media_type="text/event-stream", headers=headers)  # fmt: skip
 
 
-async def _closed_on_leaving(frames: Iterator[bytes]) -> AsyncIterator[bytes]:
+async def _closed_on_leaving(
+    frames: Iterator[bytes], goes_on: Executor | None = None
+) -> AsyncIterator[bytes]:
     """``frames``, read on worker threads, and closed when the client leaves: the run stops
     after the step in progress (saved) and ends as ``interrupted``, rather than staying
-    ``running``, its thread busy, for as long as the unread generator lives."""
+    ``running``, its thread busy, for as long as the unread generator lives. With
+    ``goes_on`` (``on_disconnect="continue"``) the run goes on to its end there instead,
+    its events read and dropped."""
     try:
         while (frame := await run_in_threadpool(next, frames, None)) is not None:
             yield frame
     finally:
-        with anyio.CancelScope(shield=True):  # the client left: the response is cancelled
-            await run_in_threadpool(_close, frames)
+        # No read is under way here: a cancelled run_in_threadpool waits for its thread.
+        if not _went_on(goes_on, frames):
+            with anyio.CancelScope(shield=True):  # the client left: the response is cancelled
+                await run_in_threadpool(_close, frames)
+
+
+def _went_on(goes_on: Executor | None, frames: Iterator[bytes]) -> bool:
+    """Whether ``frames`` are read to their end on ``goes_on`` (not when the server is
+    shutting down: then the run stops as for a client that leaves)."""
+    if goes_on is None:
+        return False
+    try:
+        goes_on.submit(_drain, frames)
+    except RuntimeError:  # the executor is shut down
+        return False
+    return True
 
 
 def _close(frames: Iterator[bytes]) -> None:
     close = getattr(frames, "close", None)
     if close is not None:
         close()
+
+
+def _drain(frames: Iterator[bytes]) -> None:
+    """Read ``frames`` to their end, nobody listening: the run goes on to its end."""
+    for _ in frames:
+        pass
 
 
 # -- on a thread ------------------------------------------------------------------------------
