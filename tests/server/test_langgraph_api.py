@@ -143,6 +143,33 @@ def test_threads_are_created_found_searched_patched_and_deleted(client: Any) -> 
         client.threads.get(other["thread_id"])
 
 
+def test_threads_search_sorts_most_recently_updated_first_or_as_asked(client: Any) -> None:
+    """Threads created empty among those a flow ran on, by when each was updated last (a
+    run updates a thread created before another); sort_by and sort_order as LangGraph's."""
+    tag = {"sort_tag": uuid.uuid4().hex}
+    empty = client.threads.create(metadata=tag)["thread_id"]
+    ran = client.threads.create(metadata=tag)["thread_id"]
+    later = client.threads.create(metadata=tag)["thread_id"]
+    client.runs.wait(ran, "jobs", input={})
+
+    def search(**order: Any) -> list[str]:
+        return [t["thread_id"] for t in client.threads.search(metadata=tag, **order)]
+
+    assert search() == [ran, later, empty]
+    assert search(sort_by="updated_at", sort_order="asc") == [empty, later, ran]
+    assert search(sort_order="asc") == [empty, later, ran]
+    assert search(sort_by="created_at", sort_order="desc") == [later, ran, empty]
+    assert search(sort_by="created_at", sort_order="asc", limit=2, offset=1) == [ran, later]
+    assert search(sort_by="thread_id", sort_order="asc") == sorted([empty, ran, later])
+    assert search(sort_by="status") == sorted([empty, ran, later], reverse=True)  # all idle
+    ids = [t["thread_id"] for t in client.threads.search(ids=[empty, ran, later])]
+    assert ids == [ran, later, empty]
+    for bad in ({"sort_by": "metadata"}, {"sort_order": "up"}):
+        with pytest.raises(sdk_errors.UnprocessableEntityError) as refused:
+            client.threads.search(metadata=tag, **bad)
+        _status_error(refused, 422, "invalid_request")
+
+
 def test_human_in_the_loop_interrupt_then_command_resume(client: Any) -> None:
     thread_id = client.threads.create(graph_id="drafts")["thread_id"]
     out = client.runs.wait(thread_id, "drafts", input={"text": "Notes"})

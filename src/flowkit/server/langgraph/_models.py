@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from .._models import THREAD_ID_PATTERN, Flag
 from .._problems import Problem
+from ._thread_order import SortBy, SortOrder
 
 __all__ = [
     "AssistantSearch",
@@ -124,6 +125,8 @@ class ThreadSearch(_Body):
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
     limit: Whole = Field(default=10, ge=1, le=1000)
     offset: Whole = Field(default=0, ge=0, le=1_000_000)
+    sort_by: SortBy | None = None
+    sort_order: SortOrder | None = None
 
 
 class UpdateStateBody(_Body):

@@ -5,7 +5,7 @@ the registry for its first run."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Annotated, Any
 
@@ -38,6 +38,7 @@ from ._models import (
 )
 from ._registry import Registry
 from ._shapes import checkpoint_ref, history_state_json, state_json, thread_json
+from ._thread_order import by_default, newest_first, ordered
 
 __all__ = ["router", "shared_router"]
 
@@ -132,10 +133,14 @@ def delete_thread(request: Request, thread_id: ThreadId, principal: Principal) -
 def search_threads(
     request: Request, body: ThreadSearch, principal: Principal
 ) -> list[dict[str, Any]]:
-    """Threads most recently updated first: those created empty, then the store's (from its
-    thread index, a page at a time); ``metadata`` matches what was set through this API."""
+    """Threads most recently updated first (those created empty among the store's, read from
+    its thread index a page at a time), or in the order ``sort_by`` and ``sort_order`` ask
+    (every match sorted); ``metadata`` matches what was set through this API."""
     server_of(request).guard.require(principal, "read")
-    return list(islice(_found(request, body, principal), body.offset, body.offset + body.limit))
+    found: Iterable[dict[str, Any]] = _found(request, body, principal)
+    if body.ids is not None or not by_default(body.sort_by, body.sort_order):
+        found = ordered(found, body.sort_by, body.sort_order)
+    return list(islice(found, body.offset, body.offset + body.limit))
 
 
 def _found(request: Request, body: ThreadSearch, principal: str | None) -> Iterator[dict[str, Any]]:
@@ -161,19 +166,31 @@ _STORED = {"interrupted": "waiting", "error": "failed"}
 def _candidates(
     server: Server, registry: Registry, principal: str | None, body: ThreadSearch
 ) -> Iterator[str]:
-    """The threads a search may answer, most recently updated first: the ids asked for; else
-    those created empty, then the store's a page at a time from its thread index."""
+    """The threads a search may answer: the ids asked for; else those created empty and the
+    store's (a page at a time from its thread index), most recently updated first."""
     if body.ids is not None:
         yield from dict.fromkeys(body.ids)
         return
+    empty: list[tuple[float, str]] = []
     if body.status in (None, "idle", "busy"):
-        empty = sorted(registry.threads(), key=lambda info: -info.updated_at)
-        yield from (info.thread_id for info in empty if not _in_store(server, info.thread_id))
+        empty = sorted(
+            ((info.updated_at, info.thread_id) for info in registry.threads()
+             if not _in_store(server, info.thread_id)),
+            reverse=True,
+        )  # fmt: skip
+    yield from newest_first(empty, _stored(server, principal, body))
+
+
+def _stored(
+    server: Server, principal: str | None, body: ThreadSearch
+) -> Iterator[tuple[float, str]]:
+    """The store's threads the caller may list, most recently updated first, as ``(updated,
+    thread_id)``: a page at a time from its thread index."""
     filters = {"status": _STORED.get(body.status or "")}
     cursor = None
     while True:
         page, cursor = listed(server, principal, filters, 200, 0, cursor)
-        yield from (row["thread_id"] for row in page)
+        yield from ((row["updated"], row["thread_id"]) for row in page)
         if cursor is None:
             return
 
