@@ -203,6 +203,24 @@ def test_human_in_the_loop_interrupt_then_command_resume(client: Any) -> None:
     assert client.threads.get_state(thread_id)["next"] == []
 
 
+def test_a_run_without_input_on_a_finished_thread_answers_its_values(client: Any) -> None:
+    """Nothing is left to run: the run succeeds with the thread's values, writing nothing
+    (streamed: those values, then the end); input is still refused."""
+    thread_id = client.threads.create()["thread_id"]
+    done = client.runs.wait(thread_id, "jobs", input={})
+    history = client.threads.get_history(thread_id, limit=100)
+    assert client.runs.wait(thread_id, "jobs") == done
+    assert client.runs.list(thread_id, limit=1)[0]["status"] == "success"
+    parts = list(client.runs.stream(thread_id, "jobs", stream_mode=["values", "updates"]))
+    assert [p.event for p in parts] == ["metadata", "values", "end"]
+    assert parts[1].data == done and parts[-1].data["status"] == "success"
+    assert client.threads.get_history(thread_id, limit=100) == history  # nothing written
+    assert client.threads.get(thread_id)["status"] == "idle"
+    with pytest.raises(httpx.HTTPStatusError) as again:
+        client.runs.wait(thread_id, "jobs", input={"fail": False})
+    _status_error(again, 409, "not_waiting")
+
+
 def test_several_open_pauses_are_answered_by_interrupt_id(client: Any) -> None:
     thread_id = client.threads.create()["thread_id"]
     out = client.runs.wait(thread_id, "pairs")

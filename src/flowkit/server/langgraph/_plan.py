@@ -3,10 +3,10 @@
 A run on a thread no flow ran on starts the assistant's flow with ``input``; a run with
 ``command={"resume": ...}`` answers the thread's open pause (``{pause id: answer}`` names one
 of several, or answers several at once); a run with neither continues a failed or
-interrupted run. ``command["update"]`` patches the state first; ``command["goto"]`` (a state
-of the flow) moves the thread there with that patch, and the run goes on from it. What the
-thread cannot take is refused before anything runs (409 / 422), as flowkit's own resume route
-does.
+interrupted run, and on a finished thread, or one at a pause, runs nothing and answers where
+it stands. ``command["update"]`` patches the state first; ``command["goto"]`` (a state of the
+flow) moves the thread there with that patch, and the run goes on from it. What the thread
+cannot take is refused before anything runs (409 / 422), as flowkit's own resume route does.
 
 A run naming an earlier checkpoint (``checkpoint_id``, or ``checkpoint``) travels back in
 time on the same thread: the thread is first put back where it stood then (``Runner.rewind``,
@@ -180,8 +180,9 @@ def plan_run(
         return replace(base, input=value, gate=gate, pause=_paused_at(current, gate))
     _refuse_restart(current, body.input is not None)
     # Nothing to answer a pause with: as LangGraph's interrupted node interrupts again, the
-    # run answers where the thread waits (after the update, if any), and runs nothing.
-    return replace(base, idle=current.status == "waiting")
+    # run answers where the thread waits (after the update, if any), and runs nothing; on a
+    # finished thread, as LangGraph's graph with no task left, it answers its values.
+    return replace(base, idle=current.status in ("waiting", "done"))
 
 
 def _named_checkpoint(thread_id: str, body: RunCreate) -> int | None:
@@ -273,7 +274,8 @@ def _paused_at(current: RunResult[Any], gate: str | None) -> str | None:
 
 def _refuse_restart(current: RunResult[Any], has_input: bool) -> None:
     """A run without ``resume``: a failed or interrupted (pending) run continues, one at a
-    pause answers where it waits; ``input`` for a thread that has started is refused."""
+    pause answers where it waits, a finished one answers its values; ``input`` for a thread
+    that has started is refused."""
     thread_id = current.thread_id
     if current.status == "waiting" and has_input:
         names = ", ".join(f"`{gate}`" for gate in current.gates) or f"`{current.node}`"
@@ -281,7 +283,7 @@ def _refuse_restart(current: RunResult[Any], has_input: bool) -> None:
             f"Thread `{thread_id}` waits at {names}; answer with command={{'resume': ...}} "
             "(an interrupt's id maps to its answer when several are open)."
         )
-    elif current.status == "done":
+    elif current.status == "done" and has_input:
         detail = (
             f"Thread `{thread_id}` is done at `{current.node}`; run it from an earlier "
             "checkpoint (`checkpoint_id`), copy it (threads.copy) or start a new thread."
