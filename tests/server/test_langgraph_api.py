@@ -170,6 +170,32 @@ def test_threads_search_sorts_most_recently_updated_first_or_as_asked(client: An
         _status_error(refused, 422, "invalid_request")
 
 
+def test_a_thread_created_empty_is_started_before_its_state_is_updated_or_copied(
+    client: Any,
+) -> None:
+    """threads.get lists it (idle); update_state and copy say to start it first (409), not
+    that it does not exist; then they work."""
+    thread_id = client.threads.create()["thread_id"]
+    assert client.threads.get(thread_id)["status"] == "idle"
+    for call in (
+        lambda: client.threads.update_state(thread_id, {"topic": "seeded"}),
+        lambda: client.threads.update_state(thread_id, {"approved": True}, as_node="review"),
+        lambda: client.threads.copy(thread_id),
+    ):
+        with pytest.raises(sdk_errors.ConflictError) as refused:
+            call()
+        _status_error(refused, 409, "thread_not_started")
+    with pytest.raises(sdk_errors.NotFoundError) as unknown:  # never created: still a 404
+        client.threads.update_state(str(uuid.uuid4()), {"topic": "x"})
+    _status_error(unknown, 404, "thread_not_found")
+    client.runs.wait(thread_id, "review", input={"topic": "cats"})
+    client.threads.update_state(thread_id, {"topic": "dogs"})
+    assert (
+        client.threads.get_state(client.threads.copy(thread_id)["thread_id"])["values"]["topic"]
+        == "dogs"
+    )
+
+
 def test_human_in_the_loop_interrupt_then_command_resume(client: Any) -> None:
     thread_id = client.threads.create(graph_id="drafts")["thread_id"]
     out = client.runs.wait(thread_id, "drafts", input={"text": "Notes"})

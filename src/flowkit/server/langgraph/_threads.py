@@ -216,7 +216,10 @@ def copy_thread(
     """A new thread standing where this one stands (flowkit's fork at the latest checkpoint).
     ``body``: none, or a JSON object (checked like every body; its fields are not used)."""
     server, registry = server_of(request), registry_of(request)
-    runner = thread_runner(server, principal, "fork", thread_id)
+    try:
+        runner = thread_runner(server, principal, "fork", thread_id)
+    except ThreadNotFoundError as exc:
+        raise _not_started(registry, thread_id, exc, "copy") from None
     new = str(uuid.uuid4())
     runner.fork(thread_id, new)
     server.served.remember(new, runner.flow.name)
@@ -334,7 +337,10 @@ def update_state(
     server = server_of(request)
     if not isinstance(body.values, dict | None):
         raise unsupported("a list of updates in update_state", "Send one mapping of values.")
-    runner, current = open_thread(server, principal, "update", thread_id)
+    try:
+        runner, current = open_thread(server, principal, "update", thread_id)
+    except ThreadNotFoundError as exc:
+        raise _not_started(registry_of(request), thread_id, exc, "update") from None
     version = asked_checkpoint(thread_id, body.checkpoint_id, body.checkpoint)
     actor = principal or "anonymous"
     result = current
@@ -383,6 +389,23 @@ def get_history(
         return []
     page = runner.history(thread_id, limit=body.limit, before=version)
     return [history_state_json(server, runner, point, principal) for point in reversed(page)]
+
+
+def _not_started(
+    registry: Registry, thread_id: str, exc: ThreadNotFoundError, doing: str
+) -> Exception:
+    """What to answer for a thread the store lacks: created empty (no flow has run on it),
+    a 409 saying to start it first; else ``exc`` (404)."""
+    if registry.thread(thread_id) is None:
+        return exc
+    return Problem(
+        409,
+        "thread_not_started",
+        f"Thread `{thread_id}` was created, but no flow has run on it yet: it has no state "
+        f"to {doing}. Start a run on it first (runs.wait or runs.create with `input`, the "
+        "values to begin with).",
+        extra={"thread_id": thread_id},
+    )
 
 
 def _in_store(server: Server, thread_id: str) -> bool:
