@@ -174,3 +174,40 @@ def test_a_plural_names_the_same_choice(said: str, dish: str) -> None:
 def test_an_hour_said_with_evening_words_is_after_noon(said: str, at: str) -> None:
     reply = Dialogue(load_domain(TABLE), clock=monday).send("e", said)
     assert reply.slots["at"] == at
+
+
+def _confirming(domain: dict[str, Any], thread: str) -> Dialogue:
+    bot = Dialogue(load_domain(domain), clock=monday)
+    bot.send(thread, "book a table, tacos at 19:00")
+    assert bot.send(thread, "yes").response_id == "confirm_goal"
+    return bot
+
+
+@pytest.mark.parametrize(
+    ("said", "answer"),
+    [
+        ("indeed", "booked"),
+        ("that sounds good", "booked"),
+        ("I don't think so", "confirm_declined"),
+        ("not really", "confirm_declined"),
+    ],
+)
+def test_common_yes_and_no_phrases_answer_a_confirmation(said: str, answer: str) -> None:
+    bot = _confirming(TABLE, "c")
+    assert bot.send("c", said).response_id == answer
+
+
+@pytest.mark.parametrize(("said", "answer"), [("aye", "booked"), ("nay", "confirm_declined")])
+def test_the_domains_own_affirm_and_deny_intents_answer_a_confirmation(
+    said: str, answer: str
+) -> None:
+    domain = {
+        **TABLE,
+        "intents": {
+            **TABLE["intents"],
+            "affirm": {"kind": "small_talk", "response": "booked", "examples": {"en": ["aye"]}},
+            "deny": {"kind": "small_talk", "response": "booked", "examples": {"en": ["nay"]}},
+        },
+    }
+    bot = _confirming(domain, "c")
+    assert bot.send("c", said).response_id == answer

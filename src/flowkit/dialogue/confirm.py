@@ -41,6 +41,8 @@ YES: Final = (
     "yes", "y", "yeah", "yep", "yup", "ok", "okay", "sure", "of course", "correct", "right",
     "that's right", "that is right", "confirm", "confirmed", "go ahead", "do it", "please do",
     "sounds good", "looks good", "fine", "no problem", "absolutely", "affirmative",
+    "indeed", "that sounds good", "sounds great", "great", "perfect", "alright", "all right",
+    "definitely", "certainly",
     "はい", "うん", "ええ", "お願いします", "おねがいします", "お願い", "大丈夫", "だいじょうぶ",
     "それで", "それでお願いします", "オッケー", "オーケー", "了解", "りょうかい", "確定",
     "進めて", "いいです", "いいよ", "結構です", "そうです", "問題ありません",
@@ -48,6 +50,8 @@ YES: Final = (
 NO: Final = (
     "no", "n", "nope", "nah", "not yet", "not now", "don't", "do not", "dont", "wait",
     "stop", "negative", "wrong", "incorrect", "not right", "that's wrong",
+    "i don't think so", "i do not think so", "not really", "not at all", "no way",
+    "i don't like that", "don't like that",
     "いいえ", "いや", "いえ", "やめて", "やめる", "やめます", "やめとく", "違う", "違います",
     "ちがう", "ちがいます", "だめ", "ダメ", "待って", "まって", "ストップ", "しないで",
 )  # fmt: skip

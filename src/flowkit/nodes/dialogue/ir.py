@@ -140,7 +140,16 @@ def _yes_or_no(services: Services, text: str, context: TurnContext, ctx: Context
     understood = services.recognizer.understand(text, context, ctx.llm)
     if understood.intent_type in ("OOS", INFORM):
         return Understanding(UNCLEAR, [], understood.confidence, understood.source)
-    return understood
+    return _said_yes_or_no(understood) or understood
+
+
+def _said_yes_or_no(understood: Understanding) -> Understanding | None:
+    """The domain's own ``affirm`` or ``deny`` intent ("indeed", "not really"), recognised
+    where a yes or a no is the answer: that answer (with no values said along)."""
+    said = understood.match or understood.intent_type
+    if said not in (AFFIRM, DENY) or understood.entities:
+        return None
+    return Understanding(said, [], understood.confidence, understood.source)
 
 
 def _confirmation(
@@ -173,7 +182,7 @@ def _confirmation(
         if changed is not None:
             return Understanding(INFORM, [changed], 1.0, understood.source)
         return Understanding(UNCLEAR, [], understood.confidence, understood.source)
-    return understood
+    return _said_yes_or_no(understood) or understood
 
 
 def _first_fills(
