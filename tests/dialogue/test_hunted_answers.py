@@ -211,3 +211,47 @@ def test_the_domains_own_affirm_and_deny_intents_answer_a_confirmation(
     }
     bot = _confirming(domain, "c")
     assert bot.send("c", said).response_id == answer
+
+
+HOTEL: dict[str, Any] = yaml.safe_load("""
+name: hotel
+intents:
+  book_room: {examples: {en: [book a room]}, keywords: {en: [room]}}
+entities:
+  count: {kind: number}
+slots:
+  adults: {entity: count, question: {en: "How many adults?"}}
+  children: {entity: count, question: {en: "How many children?"}}
+  nights: {entity: count, question: {en: "How many nights?"}}
+goals:
+  book_room:
+    intent: book_room
+    mode: SLOT_FILLING
+    slots: [adults, children, nights]
+    action: book
+actions:
+  book: {}
+""")
+
+
+@pytest.mark.parametrize(
+    ("said", "slots"),
+    [
+        ("book a room for 3 nights for 2 adults", {"nights": 3, "adults": 2}),
+        ("book a room for 2 adults and 1 child", {"adults": 2, "children": 1}),
+        ("book a room for 2", {"adults": 2}),
+    ],
+)
+def test_the_word_after_a_number_says_which_slot_it_fills(said: str, slots: dict[str, int]) -> None:
+    reply = Dialogue(load_domain(HOTEL), clock=monday).send("h", said)
+    assert reply.slots == slots
+
+
+def test_a_number_with_its_unit_changes_that_slot_when_another_is_asked() -> None:
+    bot = Dialogue(load_domain(HOTEL), clock=monday)
+    bot.send("h", "book a room for 2 adults")
+    asked = bot.send("h", "0")
+    assert asked.missing_slots == ["nights"]
+    reply = bot.send("h", "3 children")
+    assert reply.slots == {"adults": 2, "children": 3}
+    assert "Changed children to 3." in reply.text

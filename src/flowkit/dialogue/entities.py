@@ -40,6 +40,9 @@ class Found:
     end: int
     text: str
     role: str | None = None
+    #: The slot a unit word after a number names ("3 nights": ``nights``), where several
+    #: slots take the entity.
+    slot: str | None = None
 
 
 #: Cue words of the roles every entity knows (a domain adds others under ``roles:``).
@@ -183,6 +186,7 @@ class EntityExtractor:
             by_lang = spec.roles.get(slot.role) or BUILTIN_ROLES.get(slot.role, {})
             cues = [c for words in by_lang.values() for c in words]
             self._roles.setdefault(slot.entity, {})[slot.role] = cues
+        self._units = _unit_words(domain)
 
     def extract(self, text: str, today: date) -> list[Found]:
         """Every non-overlapping entity in ``text`` (NFKC-normalised), in order of position."""
@@ -194,23 +198,42 @@ class EntityExtractor:
         taken: list[tuple[int, int]] = []
         for found in sorted(candidates, key=lambda f: (-(f.end - f.start), f.start)):
             if all(found.end <= s or found.start >= e for s, e in taken):
-                chosen.append(self._with_role(found, text))
+                chosen.append(self._with_unit(self._with_role(found, text), text))
                 taken.append((found.start, found.end))
         return sorted(chosen, key=lambda f: f.start)
 
     def _with_role(self, found: Found, text: str) -> Found:
         """``found`` with the role a cue word next to it gives (English before the value,
-        Japanese after it): "to Paris", 「パリまで」."""
+        Japanese after it: "to Paris", 「パリまで」; a number's English cue may follow it, as a
+        unit does: "2 adults")."""
+        counted = self.domain.entities[found.entity].kind in _COUNTED
+        after = text[found.end :].casefold()
         for role, cues in self._roles.get(found.entity, {}).items():
             for cue in cues:
                 if has_cjk(cue):
                     hit = text[found.end :].lstrip().startswith(cue)
                 else:
                     before = text[: found.start].casefold()
-                    hit = re.search(rf"(?<!\w){re.escape(cue.casefold())}\s+$", before) is not None
+                    word = re.escape(cue.casefold())
+                    hit = re.search(rf"(?<!\w){word}\s+$", before) is not None or (
+                        counted and re.match(rf"\s+{word}(?:e?s)?(?!\w)", after) is not None
+                    )
                 if hit:
                     return replace(found, role=role)
         return found
+
+    def _with_unit(self, found: Found, text: str) -> Found:
+        """``found`` with the slot the word after it names, for a number several slots take
+        ("3 nights for 2 adults": ``nights``, ``adults``); a role said already decides."""
+        units = self._units.get(found.entity)
+        if not units or found.role is not None:
+            return found
+        said = re.match(r"\s*([^\W\d_]+)", text[found.end :])
+        if said is None:
+            return found
+        word = said.group(1).casefold()
+        named = {slot for unit, slot in units if _same_word(word, unit)}
+        return replace(found, slot=named.pop()) if len(named) == 1 else found
 
     def parse(self, entity: str, raw: JsonScalar, today: date) -> JsonScalar:
         """Normalise a value given from outside (an LLM's answer); ``None`` if it is unusable."""
@@ -283,6 +306,39 @@ class EntityExtractor:
 _LATER_IN_THE_DAY = re.compile(
     r"\b(?:tonight|tonite|evening|afternoon)\b|今夜|今晩|夜|夕方", re.IGNORECASE
 )
+
+
+#: Entity kinds whose values are counted: a unit word follows them.
+_COUNTED = ("number", "amount")
+
+
+def _unit_words(domain: Domain) -> dict[str, list[tuple[str, str]]]:
+    """entity -> (word, slot) for a counted entity that several slots take: each slot's name
+    ("num_people": "num", "people") and English label words, so the word after a number can
+    say which slot it fills."""
+    takers: dict[str, list[str]] = {}
+    for name, spec in domain.slots.items():
+        entity = domain.entities.get(spec.entity or "")
+        if entity is not None and entity.kind in _COUNTED and spec.role is None:
+            takers.setdefault(spec.entity or "", []).append(name)
+    units: dict[str, list[tuple[str, str]]] = {}
+    for entity_name, names in takers.items():
+        if len(names) < 2:
+            continue
+        for name in names:
+            words = {*name.split("_"), *domain.slots[name].label.get("en", "").split()}
+            units[entity_name] = [
+                *units.get(entity_name, []),
+                *((w.casefold(), name) for w in words if len(w) >= 3),
+            ]
+    return units
+
+
+def _same_word(said: str, unit: str) -> bool:
+    """Whether ``said`` is ``unit`` or one of its forms: "night"/"nights", "child"/"children"
+    (one a start of the other, four letters or more in common)."""
+    short, long = sorted((said, unit), key=len)
+    return said == unit or (len(short) >= 4 and long.startswith(short))
 
 
 def _find_times(name: str, text: str) -> list[Found]:

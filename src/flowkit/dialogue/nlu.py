@@ -149,7 +149,14 @@ class OfflineRecognizer:
         correction = is_correction(text)
         found = self.extractor.extract(text, context.today)
         entities = [
-            Entity(entity=f.entity, value=f.value, text=f.text, role=f.role, correction=correction)
+            Entity(
+                entity=f.entity,
+                value=f.value,
+                text=f.text,
+                role=f.role,
+                slot=f.slot,
+                correction=correction,
+            )
             for f in found
         ]
         ranked = self.scores(text, found=found)
