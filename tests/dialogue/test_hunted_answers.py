@@ -255,3 +255,22 @@ def test_a_number_with_its_unit_changes_that_slot_when_another_is_asked() -> Non
     reply = bot.send("h", "3 children")
     assert reply.slots == {"adults": 2, "children": 3}
     assert "Changed children to 3." in reply.text
+
+
+def test_a_whole_number_rule_refuses_a_fraction_with_its_reason() -> None:
+    domain = {
+        **HOTEL,
+        "slots": {
+            **HOTEL["slots"],
+            "adults": {
+                "entity": "count",
+                "question": {"en": "How many adults?"},
+                "validation": {"whole": True},
+            },
+        },
+    }
+    bot = Dialogue(load_domain(domain), clock=monday)
+    reply = bot.send("w", "book a room for 2.5 adults")
+    assert "adults" not in reply.slots
+    assert reply.text == "adults must be a whole number. How many adults?"
+    assert bot.send("w", "2").slots == {"adults": 2}

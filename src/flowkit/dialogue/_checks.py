@@ -36,7 +36,7 @@ _IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 #: `chitchat/ask_name`).
 _INTENT = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:/[A-Za-z][A-Za-z0-9_]*)?$")
 _RULES_BY_KIND = {
-    "number": {"min", "max"},
+    "number": {"min", "max", "whole"},
     "amount": {"min", "max"},
     "date": {"not_past", "max_days_ahead"},
     "time": {"earliest", "latest"},

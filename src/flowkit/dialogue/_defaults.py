@@ -108,6 +108,7 @@ BUILTIN_RESPONSES: Final[dict[str, dict[str, str]]] = {
 REASONS: Final[dict[str, dict[str, str]]] = {
     "min": {"en": "{label} must be at least {min}.", "ja": "{label}は{min}以上にしてください。"},
     "max": {"en": "{label} must be at most {max}.", "ja": "{label}は{max}以下にしてください。"},
+    "whole": {"en": "{label} must be a whole number.", "ja": "{label}は整数で入力してください。"},
     "min_length": {
         "en": "{label} needs at least {min_length} characters.",
         "ja": "{label}は{min_length}文字以上で入力してください。",

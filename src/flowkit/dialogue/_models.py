@@ -120,6 +120,7 @@ class ValidationSpec(_Spec):
 
     min: float | None = None
     max: float | None = None
+    whole: bool = Field(False, description="a number: a whole one (a count of people, not 2.5)")
     min_length: int | None = Field(None, ge=0)
     max_length: int | None = Field(None, ge=1)
     pattern: str | None = None

@@ -32,6 +32,8 @@ def check_value(
             return "min", {"min": _plain(rules.min)}
         if rules.max is not None and value > rules.max:
             return "max", {"max": _plain(rules.max)}
+        if rules.whole and not float(value).is_integer():
+            return "whole", {}
     entity = domain.entities.get(domain.slots[slot].entity or "")
     kind = entity.kind if entity is not None else None  # None: a from_intent value
     text = str(value)
