@@ -187,6 +187,32 @@ def test_one_failing_task_is_isolated_and_retried_on_approval(tmp_path: Path) ->
     assert runner.resume("cell", {"message": "承認"}).status == "done"
 
 
+def test_when_no_task_gets_steps_the_step_fails_and_retry_runs_it_again(tmp_path: Path) -> None:
+    down = {"on": True}
+
+    def answer(prompt: str) -> Any:
+        if down["on"]:
+            raise LLMTimeoutError("the model did not answer")
+        return None
+
+    def steps(name: str) -> Any:
+        return lambda prompt: answer(prompt) or {"steps": STEPS[name]}
+
+    runner: Runner[SasState] = Runner(flow, llm=scripted(**{name: steps(name) for name in STEPS}))
+    start(runner, tmp_path)
+    failed = runner.resume("cell", {"action": "approve"})
+    assert failed.node == "sas_awaiting_task_list_review"
+    assert failed.state.is_error and failed.state.failed_step == "task_list_to_module_steps"
+    assert set(failed.state.module_step_failures) == set(STEPS)
+    assert "could not be generated for any" in (failed.state.error_message or "")
+
+    down["on"] = False
+    retried = runner.resume("cell", {"action": "retry"})
+    assert retried.node == "sas_awaiting_module_steps_review" and not retried.state.is_error
+    assert set(retried.state.sas_step2_module_steps) == set(STEPS)
+    assert retried.state.module_step_failures == {}
+
+
 def test_steps_written_under_the_failed_note_of_a_task_are_kept(tmp_path: Path) -> None:
     def broken(prompt: str) -> Any:
         return {"steps": [{"type": "teleport"}]}

@@ -115,6 +115,19 @@ def merge_module_steps(state: SasState, updates: list[dict[str, Any]]) -> dict[s
     # Keep the plan's order, so reviewers and the compiler see tasks as planned.
     ordered = {t.name: steps[t.name] for t in plan.tasks if t.name in steps}
     failed_now = sum(1 for t in todo if t.name in failures)
+    if todo and not ordered:
+        # Not one task has steps: nothing to review, so the step failed (exit 1, `retry`,
+        # `recover` says so), as it would had the model been missing; the reasons are kept.
+        first = next(t.name for t in todo if t.name in failures)
+        return {
+            "module_step_failures": failures,
+            "is_error": True,
+            "error_message": (
+                f"Module steps could not be generated for any of the {len(todo)} task(s); "
+                f"`{first}`: {failures[first][:300]}. Retry once the model answers."
+            ),
+            "failed_step": TASK_LIST_TO_MODULE_STEPS,
+        }
     note = f"module steps for {len(todo) - failed_now} of {len(todo)} task(s) generated"
     if failures:
         note += f"; failed: {', '.join(sorted(failures))} (approve to retry them)"
