@@ -97,3 +97,24 @@ def test_the_cli_takes_max_issues_and_refuses_a_bad_one(
     status = ["quality", "status", "--episode", "1", "--json", "--store", str(tmp_path / "store")]
     assert main(status) == 0
     assert len(json.loads(capsys.readouterr().out)["issues"]) == FOUND
+
+
+def test_a_finding_reported_again_is_one_issue_with_its_worst_severity(tmp_path: Path) -> None:
+    # The same quote, said once in the manuscript, reported four times at rising severity:
+    # one issue, critical; never "quotes text not in the manuscript" (it is there).
+    manuscript = tmp_path / "short.txt"
+    manuscript.write_text("The fox jumpd over the dog.\n", encoding="utf-8")
+    report = {
+        "issues": [
+            {"category": "typo", "severity": severity, "quote": "jumpd"}
+            for severity in ("low", "medium", "critical", "high")
+        ]
+    }
+    llm = ScriptedLLM(
+        [("Manuscript:\n", json.dumps(report)), ("Excerpt:\n", LLMUnavailableError("away"))]
+    )
+    with QualityChecker(Workspace(tmp_path / "ws", fsync=False), principal=AKI, llm=llm) as checker:
+        outcome = checker.check(manuscript, episode=1, policy=IterationPolicy(count=1))
+        issues = checker.store.issues(outcome.session_id, principal=AKI)
+    assert [i.severity for i in issues] == ["critical"]
+    assert not any("not in the manuscript" in m for m in outcome.result.state.messages)

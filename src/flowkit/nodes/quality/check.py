@@ -9,7 +9,7 @@ from typing import Any
 from ...definition._node import Context, node
 from ...foundation._plain import counted
 from ...quality.ids import new_issue_id
-from ...quality.judge import locate_findings
+from ...quality.judge import locate, locate_findings
 from ...quality.models import Issue, sha256_text
 from ...quality.prompts import check_prompt
 from ...quality.services import QualityServices
@@ -33,19 +33,24 @@ def issues_from(
     steps = {t.category: t.step_id for t in services.templates}
     issues: list[Issue] = []
     notes: list[str] = []
-    seen: set[tuple[str, int, int]] = set()
-    for index, (finding, found) in enumerate(
+    seen: dict[tuple[str, int, int], int] = {}  # category and range -> its issue's index
+    for index, (finding, placed) in enumerate(
         zip(findings, locate_findings(text, findings), strict=True)
     ):
         if index in skip:
             continue
+        # A quote said more often than the manuscript has it repeats a finding: its first place.
+        found = placed or locate(text, finding.quote)
         if found is None:
             notes.append(f"a {finding.category} finding quotes text not in the manuscript; skipped")
             continue
         key = (finding.category, found.start_char, found.end_char)
-        if key in seen:
+        if key in seen:  # the same problem reported again: the issue keeps the worst severity
+            earlier = issues[seen[key]]
+            if _SEVERITY_RANK[finding.severity] < _SEVERITY_RANK[earlier.severity]:
+                issues[seen[key]] = earlier.model_copy(update={"severity": finding.severity})
             continue
-        seen.add(key)
+        seen[key] = len(issues)
         issues.append(
             Issue(
                 issue_id=new_issue_id(services.clock.now()),
