@@ -63,7 +63,12 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     add_store_option(start)
     _llm_option(start)
     _progress_option(start)
-    start.add_argument("--output-dir", metavar="DIR", help="where flow.xml is written")
+    start.add_argument(
+        "--output-dir",
+        metavar="DIR",
+        help="where flow.xml is written (default: a new run_* folder under $FLOWKIT_OUTPUT_DIR, "
+        "else ~/.local/share/flowkit/sas-runs)",
+    )
     start.add_argument("--teaching", metavar="FILE", help="teaching.yaml to map points onto")
     start.add_argument("--catalog", metavar="FILE", help="your own block catalog (JSON)")
     start.add_argument("--thread", metavar="ID", help="thread id (default: generated)")
