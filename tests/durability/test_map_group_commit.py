@@ -115,7 +115,9 @@ def test_a_sigkilled_map_loses_at_most_a_group_and_never_runs_a_saved_call_again
         assert not set(ran) & set(saved), "a saved call ran again"
         new = set(items) - set(saved)
         assert new <= set(ran)
-        assert len(set(ran) - new) < group + running, "more than a group of calls was lost"
+        # At most a whole group whose commit the kill cut short, and the calls started
+        # while it was being written (CI once saw exactly 16 + 4 with `async`).
+        assert len(set(ran) - new) <= group + running, "more than a group of calls was lost"
         saved = items
 
     assert 0 < len(saved) < worker.ITEMS
