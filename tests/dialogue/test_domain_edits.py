@@ -89,3 +89,27 @@ def test_a_goal_taken_out_of_the_domain_is_cancelled(tmp_path: Path) -> None:
 
     reply = bot.send("t", "hello there")
     assert reply.missing_slots == [] and reply.slots == {}
+
+
+def test_a_step_by_step_goal_whose_steps_were_taken_out_goes_on_from_its_last_step(
+    tmp_path: Path,
+) -> None:
+    guided = copy.deepcopy(BASE)
+    guided["intents"]["guide"] = {"examples": {"en": ["guide me"]}, "keywords": {"en": ["guide"]}}
+    guided["intents"]["next"] = {"kind": "control", "keywords": {"en": ["next"]}}
+    guided["goals"]["guide"] = {
+        "intent": "guide",
+        "mode": "STEP_BY_STEP",
+        "steps": [{"en": f"Step {n}."} for n in range(1, 5)],
+        "done": "booked",
+    }
+    with JsonFileStore(tmp_path) as store:
+        bot = Dialogue(load_domain(guided), store=store, clock=monday)
+        bot.send("g", "guide me")
+        assert bot.send("g", "next").text.endswith("Step 2.")
+        bot.send("g", "next")  # at step 3 of 4
+    shorter = copy.deepcopy(guided)
+    shorter["goals"]["guide"]["steps"] = shorter["goals"]["guide"]["steps"][:2]
+    with JsonFileStore(tmp_path) as store:
+        reply = Dialogue(load_domain(shorter), store=store, clock=monday).send("g", "next")
+    assert reply.state.goal_state.total_steps == 2

@@ -98,7 +98,8 @@ def make_ir(services: Services) -> Node:
         if response == "slot_invalid" and expects is not None:
             said[expects] = None
         understood = _first_fills(services, understood, said)
-        understood = _changes_marked(services, understood, state.slots, state.goal_state.goal)
+        under_way = state.goal_state.goal if state.goal_state.active else None
+        understood = _changes_marked(services, understood, state.slots, under_way)
         ctx.log.debug(
             "dialogue_ir",
             intent_type=understood.intent_type,
