@@ -798,21 +798,29 @@ def test_the_server_limits_hold_on_the_langgraph_routes(base: str, path: str) ->
     assert (deep.status_code, deep.json()["code"]) == (422, "request_too_deep")
 
 
-def test_a_client_that_leaves_a_stream_stops_its_run(base: str) -> None:
-    """The run ends ``interrupted`` after the step in progress: the thread is not left busy,
-    its next run not queued behind one nobody reads."""
+def _left_stream(base: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A new thread whose run ``body`` streams to a client that leaves after the first event;
+    the thread and its runs once the run is no longer running (or 10 s have passed)."""
     key = {"X-Api-Key": TOKEN}
     thread_id = httpx.post(f"{base}/langgraph/threads", json={}, headers=key).json()["thread_id"]
-    body = {"assistant_id": "slow"}
     with httpx.stream(
         "POST", f"{base}/langgraph/threads/{thread_id}/runs/stream", json=body, headers=key
     ) as response:
         assert next(response.iter_lines()) == "event: metadata"
     deadline = time.monotonic() + 10
-    runs = [{"status": "running"}]
+    runs: list[dict[str, Any]] = [{"status": "running"}]
     while runs[0]["status"] == "running" and time.monotonic() < deadline:
         time.sleep(0.1)
         runs = httpx.get(f"{base}/langgraph/threads/{thread_id}/runs", headers=key).json()
+    return thread_id, runs
+
+
+def test_a_client_that_leaves_a_stream_stops_its_run(base: str) -> None:
+    """The run ends ``interrupted`` after the step in progress: the thread is not left busy,
+    its next run not queued behind one nobody reads."""
+    key = {"X-Api-Key": TOKEN}
+    body = {"assistant_id": "slow"}
+    thread_id, runs = _left_stream(base, body)
     assert runs[0]["status"] == "interrupted"
     # The thread is free (`reject` would be a 409 while a run goes on). Where the run stopped
     # depends on when the server saw the client leave: before its step (a run without input
@@ -832,17 +840,7 @@ def test_a_client_that_leaves_a_stream_stops_its_run(base: str) -> None:
 def test_a_stream_asked_to_continue_runs_on_when_its_client_leaves(base: str) -> None:
     """on_disconnect="continue": the run goes on to its end (here the pause), not stopped."""
     key = {"X-Api-Key": TOKEN}
-    thread_id = httpx.post(f"{base}/langgraph/threads", json={}, headers=key).json()["thread_id"]
-    body = {"assistant_id": "slow", "on_disconnect": "continue"}
-    with httpx.stream(
-        "POST", f"{base}/langgraph/threads/{thread_id}/runs/stream", json=body, headers=key
-    ) as response:
-        assert next(response.iter_lines()) == "event: metadata"
-    deadline = time.monotonic() + 10
-    runs = [{"status": "running"}]
-    while runs[0]["status"] == "running" and time.monotonic() < deadline:
-        time.sleep(0.1)
-        runs = httpx.get(f"{base}/langgraph/threads/{thread_id}/runs", headers=key).json()
+    thread_id, runs = _left_stream(base, {"assistant_id": "slow", "on_disconnect": "continue"})
     assert runs[0]["status"] == "success"
     state = httpx.get(f"{base}/langgraph/threads/{thread_id}/state", headers=key).json()
     assert (state["next"], state["values"]["steps"]) == (["confirm"], 1)
