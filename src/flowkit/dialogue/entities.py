@@ -206,9 +206,12 @@ class EntityExtractor:
         """``found`` with the role a cue word next to it gives (English before the value,
         Japanese after it: "to Paris", 「パリまで」; a number's English cue may follow it, as a
         unit does: "2 adults")."""
+        roles = self._roles.get(found.entity)
+        if not roles:  # most entities: no role to look for
+            return found
         counted = self.domain.entities[found.entity].kind in _COUNTED
         after = text[found.end :].casefold()
-        for role, cues in self._roles.get(found.entity, {}).items():
+        for role, cues in roles.items():
             for cue in cues:
                 if has_cjk(cue):
                     hit = text[found.end :].lstrip().startswith(cue)
