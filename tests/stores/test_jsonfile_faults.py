@@ -491,3 +491,22 @@ def test_handles_collected_after_their_modules_globals_are_gone_close_quietly(
     monkeypatch.undo()
     with pytest.raises(OSError):
         os.fstat(fd)  # closed
+
+
+def test_a_disk_that_takes_a_few_bytes_per_write_still_gets_every_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write_all`` writes the rest after a short write (a pipe-like or interrupted write
+    returns fewer bytes than asked; a journal line must never be cut short)."""
+    real = os.pwrite
+
+    def few(fd: int, data: Any, offset: int) -> int:
+        return real(fd, bytes(data[:7]), offset)
+
+    with JsonFileStore(tmp_path, fsync=False) as store:
+        monkeypatch.setattr(os, "pwrite", few)
+        store.create("t", start())
+        store.append("t", [step(1)], expected_version=0)
+        monkeypatch.setattr(os, "pwrite", real)
+    with JsonFileStore(tmp_path, fsync=False) as store:
+        assert [r.version for r in store.records("t")] == [0, 1]

@@ -1017,3 +1017,78 @@ def test_sync_file_system_syncs_on_linux_and_a_bad_descriptor_is_an_os_error(
     with pytest.raises(OSError) as caught:
         sync_file_system(fd)  # closed now
     assert caught.value.errno == errno.EBADF
+
+
+def refill_started_while_busy(
+    store: JsonFileStore, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, list[int], threading.Thread]:
+    """A warm pool emptied to half by creates, the last of which leaves a commit sync running
+    (``quiet_since`` infinite): the refill that create started, and the spare counts it makes."""
+    made: list[int] = []
+    real = spares_module.SpareFolders._make
+
+    def recorded(self: Any, batch: Path, count: int, numbers: Any) -> Any:
+        made.append(count)
+        return real(self, batch, count, numbers)
+
+    monkeypatch.setattr(spares_module, "QUIET_S", 0.2)  # a slow machine's pauses are no pause
+    pool = store._spares
+    for index in range(12):  # the target grows to 8
+        store.create(f"w{index}", start())
+        pool.wait()
+    monkeypatch.setattr(spares_module.SpareFolders, "_make", recorded)
+    index = 0
+    while pool._state.refill is None:
+        store.create(f"t{index}", start())
+        pool.quiet_since = float("inf")  # as while a commit's fdatasync runs
+        index += 1
+    refill = pool._state.refill
+    assert refill is not None
+    return pool, made, refill
+
+
+def test_a_refill_makes_no_spares_while_the_store_syncs_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refill made while the store committed delayed the commits' own syncs (its syncs and
+    its share of the GIL): 0.4x the disk's floor more per node in the bench. It waits for the
+    commits to pause, then makes its spares on its own, without being asked."""
+    with JsonFileStore(tmp_path, spares=8) as store:
+        pool, made, refill = refill_started_while_busy(store, monkeypatch)
+        time.sleep(0.3)
+        assert made == [] and refill.is_alive()
+        pool.quiet_since = time.monotonic() - 1  # the last sync ended a while ago: quiet
+        refill.join(10)
+        assert not refill.is_alive() and made
+        assert min(len(pool._state.ready), len(pool._state.locks)) == pool._target(pool._state)
+
+
+def test_a_pool_closed_while_its_refill_waits_for_quiet_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with JsonFileStore(tmp_path, spares=8) as store:
+        _, made, refill = refill_started_while_busy(store, monkeypatch)
+        store.close()
+        assert not refill.is_alive() and made == []
+        journals, locks = spare_inodes(tmp_path)
+        assert not journals and not locks
+
+
+def test_each_commit_sync_marks_the_store_busy_until_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[float] = []
+    real = os.fdatasync
+    with JsonFileStore(tmp_path, spares=0) as store:
+
+        def recording(fd: int) -> None:
+            seen.append(store._spares.quiet_since)
+            real(fd)
+
+        store.create("t", start())
+        monkeypatch.setattr(os, "fdatasync", recording)
+        before = time.monotonic()
+        store.append("t", [step(1)], expected_version=0)
+        monkeypatch.setattr(os, "fdatasync", real)
+        assert seen == [float("inf")]
+        assert before <= store._spares.quiet_since <= time.monotonic()

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import math
 import os
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -78,13 +80,27 @@ class ThreadCreation(JsonFileReader):
 
     def _sync(self, fd: int) -> None:
         if self.fsync:
-            os.fdatasync(fd)
+            spares = self._spares  # its refill waits for the syncs to pause
+            spares.quiet_since = math.inf
+            try:
+                os.fdatasync(fd)
+            finally:
+                spares.quiet_since = time.monotonic()
 
     def _committing(self, thread_id: str) -> threading.Lock:
         """The lock a commit to ``thread_id`` holds from start to end, syncs included."""
         # CRC-32, not hash(): the same stripes in every process, so which commits share one
         # is reproducible (str hashes change with each interpreter's seed).
         return self._stripes[zlib.crc32(thread_id.encode()) % STRIPES]
+
+    def _sync_unguarded(self, fd: int) -> None:
+        """``_sync`` with the store's lock let go meanwhile (as ``_unguarded``, which see)."""
+        guard = self._guard
+        guard.release()
+        try:
+            self._sync(fd)
+        finally:
+            guard.acquire()
 
     @contextmanager
     def _unguarded(self) -> Iterator[None]:
@@ -103,8 +119,7 @@ class ThreadCreation(JsonFileReader):
         finally:
             self._guard.acquire()
 
-    @contextmanager
-    def _locked_journal(self, thread_id: str, *, create: bool = False) -> Iterator[int]:
+    def _locked_journal(self, thread_id: str, *, create: bool = False) -> _LockedJournal:
         """A descriptor of the thread's journal of the caller's own, locked (``flock``) for a
         commit, with the store's lock held inside. The caller holds the thread's
         ``_committing`` lock and not the store's: the journal's lock is waited for before the
@@ -114,6 +129,10 @@ class ThreadCreation(JsonFileReader):
         threads deadlocked so). A journal this store object deleted or replaced (compacted)
         while the lock was awaited is let go, and the one now at the path taken instead
         (``ThreadNotFoundError`` if there is none)."""
+        return _LockedJournal(self, thread_id, create)
+
+    def _open_locked(self, thread_id: str, create: bool) -> int:
+        """``_locked_journal``'s entry: the descriptor, locked, the store's lock held."""
         for attempt in itertools.count(1):
             with self._guard:
                 try:
@@ -129,13 +148,20 @@ class ThreadCreation(JsonFileReader):
                 removals = self._removals
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                with self._guard:
-                    if self._removals == removals or self._still_journal(thread_id, fd):
-                        yield fd
-                        return
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                self._guard.acquire()
+                try:
+                    current = self._removals == removals or self._still_journal(thread_id, fd)
+                except BaseException:
+                    self._guard.release()
+                    raise
+            except BaseException:
+                _let_go(fd)
+                raise
+            if current:
+                return fd
+            self._guard.release()
+            _let_go(fd)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _still_journal(self, thread_id: str, fd: int) -> bool:
         """Whether ``fd`` is still the file at the thread's journal path."""
@@ -219,8 +245,7 @@ class ThreadCreation(JsonFileReader):
                 self._timers.add(thread_id, record.due, record.flow)
             try:
                 write_all(fd, written, 0)
-                with self._unguarded():
-                    self._sync(fd)
+                self._sync_unguarded(fd)
                 # Not synced: the record names its thread, so should a power loss take the
                 # new name, the next store to open puts the folder back (``_put_back``).
                 os.rename(spare.path, self._dir(thread_id))
@@ -292,3 +317,33 @@ class ThreadCreation(JsonFileReader):
                 record.ts, created,
             )
         )  # fmt: skip
+
+
+class _LockedJournal:
+    """``ThreadCreation._locked_journal``: the locked descriptor on entry; on exit the store's
+    lock let go, then the journal's, and the descriptor closed. A class, not a generator:
+    every commit enters one."""
+
+    __slots__ = ("_create", "_fd", "_store", "_thread_id")
+
+    def __init__(self, store: ThreadCreation, thread_id: str, create: bool) -> None:
+        self._store = store
+        self._thread_id = thread_id
+        self._create = create
+        self._fd = -1
+
+    def __enter__(self) -> int:
+        self._fd = self._store._open_locked(self._thread_id, self._create)
+        return self._fd
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._guard.release()
+        _let_go(self._fd)
+
+
+def _let_go(fd: int) -> None:
+    """Unlock the journal descriptor ``fd`` (its ``flock``) and close it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

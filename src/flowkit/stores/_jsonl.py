@@ -285,7 +285,11 @@ def encode(thread_id: str, model: BaseModel, *, named: bool = False) -> bytes:
 
 def write_all(fd: int, data: bytes, offset: int) -> None:
     """Write all of ``data`` at ``offset`` (journals are written in place, not appended)."""
-    view = memoryview(data)
+    written = os.pwrite(fd, data, offset)
+    if written == len(data):  # as nearly always: no view to make
+        return
+    view = memoryview(data)[written:]
+    offset += written
     while view:
         written = os.pwrite(fd, view, offset)
         view = view[written:]

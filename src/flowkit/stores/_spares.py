@@ -5,10 +5,11 @@ A new thread's folder, its journal and the journal's first zeros cost two inodes
 syncs when made on the spot (the file's data and allocation, its folder's entry, the threads
 folder's), and its lock file a third inode. ``SpareFolders`` makes them beforehand, off the
 caller's thread: a short-lived refill thread, started when half or fewer of the target are
-left, makes folders (each with its journal's zeros written, their blocks synced and the
-folder's entry synced, a few at a time, each few handed out as soon as it is synced) and
-empty lock files. The target grows with the
-threads the store starts, up to ``count``: a command that starts one thread makes two.
+left, waits until the store's commits pause (no commit sync for ``QUIET_S``; ``wait`` asks
+for the spares at once) and makes folders (each with its journal's zeros written, their
+blocks synced and the folder's entry synced, a few at a time, each few handed out as soon as
+it is synced) and empty lock files. The target grows with the threads the store starts, up
+to ``count``: a command that starts one thread makes two.
 ``JsonFileStore.create`` then writes the start record over a spare journal's zeros (a sync
 with no allocation to commit), renames the folder into ``threads/`` and syncs that: no new
 inode on the caller's thread. So PostgreSQL makes its WAL segments ahead
@@ -69,6 +70,11 @@ MAX_SPARES = 1024
 #: starting threads back to back used up the rest before the lot was synced, and every
 #: thread started meanwhile made its folder on the spot (one in five, in the bench).
 _CHUNK = 4
+#: Seconds without a sync of the store's commits a refill waits for before each few spares it
+#: makes. Made while the store was committing, a refill's syncs and its Python work (the GIL)
+#: delayed the commits' own: a 10-node run cost 0.4x the disk's floor more per node in the
+#: bench, more than making every folder on the spot would have.
+QUIET_S = 0.005
 #: Seconds a pool whose refill failed (disk full, no permission) waits before it tries again;
 #: meanwhile ``create`` takes the direct path, which reports the error where it matters.
 _RETRY_S = 10.0
@@ -95,7 +101,7 @@ class SpareFolders:
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_SPARES:
             raise StoreError(
                 f"spares must be a whole number from 0 to {MAX_SPARES}; got {count!r:.40}. It "
-                "is how many thread folders the store keeps made ahead (default 8; 0: none)."
+                "is how many thread folders the store keeps made ahead (default 32; 0: none)."
             )
         self.folder = root / SPARES
         self.count = count
@@ -104,6 +110,9 @@ class SpareFolders:
         self._lock = threading.Lock()
         self._closing = threading.Lock()  # one ``close`` at a time
         self._state = _State()
+        #: When the store's last commit sync ended (``time.monotonic()``; infinite while one
+        #: runs): set by the store around each sync, read by the refill (``_wait_quiet``).
+        self.quiet_since = 0.0
         self._finalizer = weakref.finalize(self, self._state.release)  # not the refill's: it
         # holds the pool, so a pool is collected only when no refill runs
         _LIVE.add(self)
@@ -142,6 +151,7 @@ class SpareFolders:
                 and min(len(state.ready), len(state.locks)) <= self._target(state) // 2
                 and time.monotonic() >= state.retry_at
             ):
+                state.hurry = False
                 state.refill = threading.Thread(
                     target=self._refill, name="flowkit-spares", daemon=True
                 )
@@ -169,9 +179,11 @@ class SpareFolders:
             )
 
     def wait(self) -> None:
-        """Until the refill running now, if any, has finished (benchmarks, tests)."""
+        """Until the refill running now, if any, has finished, told to make its spares now,
+        without waiting for the store's commits to pause (benchmarks, tests)."""
         with self._lock:
             refill = self._state.refill
+            self._state.hurry = True
         if refill is not None:
             refill.join()
 
@@ -209,6 +221,8 @@ class SpareFolders:
                     if state.stopping or max(folders, locks) <= 0:
                         return
                     owner = state.owner
+                if not self._wait_quiet(state):
+                    return
                 if owner is None:
                     owner = self._own(state)
                 batch = _new_batch(owner, state)
@@ -227,6 +241,18 @@ class SpareFolders:
         finally:
             with self._lock:
                 state.refill = None
+
+    def _wait_quiet(self, state: _State) -> bool:
+        """Until the store has made no commit sync for ``QUIET_S`` (or ``wait`` asks for the
+        spares now); False if the pool is closing meanwhile."""
+        while not state.hurry:
+            if state.stopping:
+                return False
+            quiet = time.monotonic() - self.quiet_since
+            if quiet >= QUIET_S:
+                break
+            time.sleep(min(QUIET_S, QUIET_S - quiet))
+        return not state.stopping
 
     def _own(self, state: _State) -> _Owner:
         """This pool's owner folder, locked (the leftovers of dead owners removed first).
@@ -319,6 +345,7 @@ class _State:
         self.owner: _Owner | None = None
         self.refill: threading.Thread | None = None
         self.stopping = False
+        self.hurry = False  # ``wait``: the running refill makes its spares without pausing
         self.taken = 0  # spares asked for (both kinds), so far
         self.retry_at = 0.0
         self.numbers = itertools.count()

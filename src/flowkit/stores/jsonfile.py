@@ -54,7 +54,7 @@ __all__ = ["JsonFileStore"]
 #: Journal bytes preallocated at a time (zeros past the data), with fsync on.
 PREALLOCATE_BYTES = 64 * 1024
 #: Spare thread folders kept ready, with fsync (``_spares``).
-SPARES = 16
+SPARES = 32
 #: Statuses after which a journal's preallocated zeros are given back.
 _ENDED = frozenset({"done", "failed"})
 
@@ -78,10 +78,12 @@ class JsonFileStore(ThreadCreation, IndexedListing):
     journal starts with zeros to the end of its first block only; one that outgrows them gets
     ``preallocate`` bytes more at once. A zero tail is free space to readers, never a record.
     ``spares``: the most thread folders (each with its journal's first zeros synced) and
-    lock files kept made ahead by a short-lived background thread (default 16 with fsync and
+    lock files kept made ahead by a short-lived background thread (default 32 with fsync and
     preallocation, else 0: none, and no thread; fewer while the store has started few
     threads), so a new thread takes a folder by a rename and its lock file by a link instead
-    of making three inodes and syncing them on the caller's time. ``close()`` removes those
+    of making three inodes and syncing them on the caller's time. The refill waits for the
+    store's commits to pause (``_spares.QUIET_S``): its syncs and its share of the
+    interpreter never delay a commit's. ``close()`` removes those
     not taken; a process that ends without closing leaves them to the next store object that
     makes spares in the same folder.
     """
@@ -236,7 +238,11 @@ class JsonFileStore(ThreadCreation, IndexedListing):
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
     ) -> None:
         check_versions(check_thread_id(thread_id), records, expected_version)
-        data = b"".join(encode(thread_id, r) + b"\n" for r in records)
+        data = (
+            encode(thread_id, records[0]) + b"\n"
+            if len(records) == 1
+            else b"".join(encode(thread_id, r) + b"\n" for r in records)
+        )
         with self._committing(thread_id), self._locked_journal(thread_id) as fd:
             tail = self._current_tail(thread_id, fd)
             if tail.version != expected_version:
@@ -274,8 +280,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
                 tail.due = due
                 tail.waiting = records[-1].status == "waiting" if records else tail.waiting
                 tail.crc = None if tail.crc is None else zlib.crc32(data, tail.crc)
-                with self._unguarded():
-                    self._sync(fd)
+                self._sync_unguarded(fd)
             except OSError as exc:
                 os.ftruncate(fd, before.size)  # leave no half record behind
                 before.capacity = before.size
