@@ -22,6 +22,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from flowkit.stores import JsonFileStore, iter_threads
+from flowkit.stores import _thread_index as thread_index_module
+from flowkit.stores._index_db import IndexDB
 from flowkit.stores._index_writers import boot_id
 from flowkit.stores._list_threads import read_summaries
 from flowkit.testing._contract_flows import start_record, step_record
@@ -88,7 +90,7 @@ def test_every_commit_lands_in_the_index_without_any_rebuild(tmp_path: Path) -> 
     assert listed(tmp_path) == truth(tmp_path)
 
 
-def test_a_running_threads_steps_may_wait_but_where_it_stops_is_written_at_once(
+def test_a_threads_rows_may_wait_but_a_thread_that_waits_for_a_person_is_written_at_once(
     tmp_path: Path,
 ) -> None:
     with JsonFileStore(tmp_path, fsync=False) as store:
@@ -97,12 +99,48 @@ def test_a_running_threads_steps_may_wait_but_where_it_stops_is_written_at_once(
         assert [s.version for s in iter_threads(store)] == [3]  # ... never for a listing here
         waiting = step_record(4).model_copy(update={"status": "waiting"})
         store.append("t", [waiting], expected_version=3)
-        assert _rows(tmp_path) == {"t": 4}  # a thread that waits (ends, fails): at once
+        assert _rows(tmp_path) == {"t": 4}  # a thread that waits for a person: at once
         for version in range(5, 8):  # running again, slower than the deferral's window
             time.sleep(0.25)
             store.append("t", [step_record(version)], expected_version=version - 1)
             assert _rows(tmp_path)["t"] >= version - 1  # at most one step behind
     assert _rows(tmp_path) == {"t": 7}
+
+
+def test_a_thread_started_and_run_to_its_end_costs_one_row_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its end's row waits with its steps' (the row of a new thread never does: written late,
+    it could bring back the row of a thread another process deleted meanwhile). Two
+    transactions per run were a tenth of the CPU of a ten-node run on a JSON-file store."""
+    monkeypatch.setattr(thread_index_module, "DEFER_S", 3600.0)
+    writes: list[str] = []
+    for name in ("put", "late_steps", "replace"):
+        real = getattr(IndexDB, name)
+
+        def counted(self: IndexDB, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            writes.append(_name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(IndexDB, name, counted)
+    with JsonFileStore(tmp_path, fsync=False) as store:
+        _grow(store, "first", 1)  # the index made, and its first row
+        writes.clear()
+        for index in range(5):
+            _grow(store, f"t{index}", 9)
+            done = step_record(10).model_copy(update={"status": "done"})
+            store.append(f"t{index}", [done], expected_version=9)
+        assert writes == ["replace"] * 5  # each new thread's row; the rest wait ...
+        with JsonFileStore(tmp_path, fsync=False) as other:  # ... yet every listing is right
+            assert {s.thread_id: s.status for s in iter_threads(other)} == {
+                "first": "pending",
+                **{f"t{index}": "done" for index in range(5)},
+            }
+        failed = step_record(2).model_copy(update={"status": "failed"})
+        store.append("first", [failed], expected_version=1)
+        assert {s.thread_id: s.status for s in iter_threads(store)}["first"] == "failed"
+    assert _rows(tmp_path) == {"first": 2, **{f"t{index}": 10 for index in range(5)}}
+    assert listed(tmp_path) == truth(tmp_path)
 
 
 def test_a_listing_sees_the_steps_another_live_process_has_not_written_rows_for(

@@ -9,13 +9,16 @@ that says the whole index must be rebuilt before it is trusted.
 
 A commit updates its thread's row after the journal's fsync, while it still holds the
 journal's lock (so rows follow journal order), in its own SQLite transaction (a WAL write, no
-fsync). The steps of a running thread (status ``pending``) are the exception: their rows wait
-in memory, up to ``DEFER_ROWS`` of them or ``DEFER_S`` seconds, and go in one transaction with
-the next row that is written (a thread that waits, ends or fails is written at once), with a
-listing in this process, or when the store closes; a late row never overwrites a newer one.
-So a listing in another process may show a running thread a step or ``DEFER_S`` behind (it is
-running either way); the thread's journal always has the truth. A deferred row keeps its
-writer slot, so a writer that dies with rows unwritten has those threads read again.
+fsync). The rows of a thread that runs, ends or fails (status ``pending``, ``done``, ``failed``)
+are the exception: they wait in memory, up to ``DEFER_ROWS`` of them or ``DEFER_S`` seconds,
+and go in one transaction with the next row that is written (a thread that waits for a person
+is written at once), with a listing in this process, or when the store closes; a late row
+never overwrites a newer one. A deferred row keeps its writer slot, and a listing reads the
+journals of the threads in a live writer's slots (``_ready``), so a listing in another
+process shows them as they are; a writer that dies with rows unwritten has those threads
+read again. A new thread's own row is written at once (a late one could bring back the row
+of a thread another process deleted meanwhile): with the run's end deferred, a thread
+started and run to its end costs one row transaction, not two.
 
 The index is only a cache of the journals, so it never fails a commit: a row update that
 fails is logged (``thread_index_update_failed``) and leaves the ``stale`` marker. Before
@@ -182,11 +185,12 @@ class JsonThreadIndex:
         self, thread_id: str, flow: str, status: str, node: str, version: int, updated: float
     ) -> None:
         """After a journal write (its lock still held): where the thread stands now (the
-        row's ``created`` is kept). A running thread's step may wait (see the module)."""
+        row's ``created`` is kept). The row of a thread that does not wait for a person may
+        wait itself (see the module)."""
         row: Row = (flow, status, node, version, updated)
         with self._write_lock:
             held = self._held
-            if status == "pending" and held.db is not None:
+            if status != "waiting" and held.db is not None:
                 now = time.monotonic()
                 if not held.deferred:
                     held.since = now
