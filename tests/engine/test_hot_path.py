@@ -385,3 +385,32 @@ def test_thread_ids_seen_to_pass_are_remembered_but_never_a_str_subclass() -> No
     for bad in ("../x", "", "a/b", "x" * 200):
         with pytest.raises(InvalidThreadIdError):
             check_thread_id(bad)
+
+
+@pytest.mark.parametrize("hook", ["prepare", "conditions", "before", "after", "exit", "enter"])
+def test_an_edge_with_a_callback_runs_it_and_one_without_only_moves(hook: str) -> None:
+    """Where nothing is registered, ``advance`` sets the state through the machine without
+    running its empty callback lists (a tenth of a step); a callback anywhere on the edge or
+    its states sends it through the Transition as before, conditions included."""
+    machine = _bump_flow().machine
+    assert machine.advance("bump", END) == END  # nothing registered: the short way
+    inner = machine._machine
+    calls: list[str] = []
+    transition, _, source, target = machine._edge_transitions[("bump", END)]
+    if hook == "conditions":
+        from transitions.core import Condition
+
+        transition.conditions.append(Condition(lambda *_: calls.append(hook) or False))
+    elif hook in ("exit", "enter"):
+        (source if hook == "exit" else target).add_callback(hook, lambda *_: calls.append(hook))
+    else:
+        transition.add_callback(hook, lambda *_: calls.append(hook))
+    if hook == "conditions":
+        from flowkit.errors import RouteError
+
+        with pytest.raises(RouteError, match="did not move"):
+            machine.advance("bump", END)
+    else:
+        assert machine.advance("bump", END) == END
+    assert calls == [hook]
+    assert inner is machine._machine
