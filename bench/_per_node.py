@@ -5,7 +5,9 @@ time in a ``JsonFileStore`` with fsync on, time / 10, must cost at most 1.5x ``o
 ``os.fdatasync`` of the same bytes: the floor writes the run's own journal lines (its start
 record and its ten step records), each appended to a file in the same folder and
 fdatasync'd, time / 10. All run in the same interleaved rounds (``_common.interleaved``), so a
-slow spell of this noisy machine hits them alike. Printed beside them, to read the ratio by:
+slow spell of this noisy machine hits them alike, and after each case's batch, outside the
+clock, ``os.sync()`` writes out what it left dirty (the ``fsync=False`` runs leave folders by
+the hundred), so no case pays for another's writeback. Printed beside them, to read the ratio by:
 
 - ``record``: one step record per node (write + fdatasync of one step line, no start
   record): the stricter floor the bench used before, which leaves the start record's sync
@@ -13,6 +15,8 @@ slow spell of this noisy machine hits them alike. Printed beside them, to read t
 
 - ``nosync``: the same runs with ``fsync=False`` (the engine's CPU and write syscalls, and
   each thread's folder, journal and lock file made on the spot: no spares without fsync);
+- ``no_pause``: durable again, in a store without spare folders: what a process that starts
+  threads back to back without a pause pays, its refill never getting a quiet moment;
 - ``new_file``: the least a file-per-thread layout can do: per run a new file in a new folder,
   the start line and each of the 10 step lines written and fdatasync'd, the new folder and
   its parent fsync'd (what makes a new file survive a power loss), / 10;
@@ -45,14 +49,18 @@ from flowkit.stores import JsonFileStore
 TARGET = 1.5
 
 
-def _chain_case(folder: Path, runs: int, *, fsync: bool, stores: list[JsonFileStore]) -> Case:
+def _chain_case(
+    folder: Path, runs: int, *, fsync: bool, stores: list[JsonFileStore], spares: int | None = None
+) -> Case:
     """``runs`` new threads of the 10-node chain per batch, in one store made once (outside
     the clock) and kept, as a process that starts threads all day keeps its store: its spare
-    thread folders (``JsonFileStore(spares=)``) are made by its own background refill, whose
-    work after a batch is waited for outside the clock."""
+    thread folders (``JsonFileStore(spares=)``) are made by its own background refill, which
+    waits for the store's commits to pause (``_spares.QUIET_S``): it runs between the batches,
+    outside the clock (``spares=0``: the store of a process that never pauses, whose refill
+    never runs, every thread's folder, journal and lock file made on the spot)."""
     flow = chain_flow()
     counter = iter(range(10**9))
-    store = JsonFileStore(folder / f"store-{fsync}", fsync=fsync)
+    store = JsonFileStore(folder / f"store-{fsync}-{spares}", fsync=fsync, spares=spares)
     stores.append(store)  # closed by ``measure`` (its spares removed)
     runner = Runner(flow, store=store)
 
@@ -145,6 +153,20 @@ def _chain_lines(folder: Path) -> list[bytes]:
     return [line + b"\n" for line in data.rstrip(b"\0").splitlines()]
 
 
+def _settled(case: Case) -> Case:
+    """``case`` followed, outside the clock, by a write-out of every dirty page (``os.sync``):
+    what one case left to the kernel's writeback (the fsync=False runs leave folders and
+    journals by the hundred) is never flushed in the next case's time."""
+    after = case.after
+
+    def settle() -> None:
+        if after is not None:
+            after()
+        os.sync()
+
+    return Case(case.make, case.units, after=settle)
+
+
 def measure(quick: bool, folder: Path | None = None) -> dict[str, float]:
     """The figures, in µs per node (and bytes), measured in a scratch folder under ``folder``
     (default: the current folder), removed afterwards."""
@@ -153,16 +175,15 @@ def measure(quick: bool, folder: Path | None = None) -> dict[str, float]:
     with scratch_dir(folder or Path.cwd()) as scratch:
         lines = _chain_lines(scratch)
         step_line = lines[len(lines) // 2]
-        got = interleaved(
-            {
-                "durable": _chain_case(scratch, runs, fsync=True, stores=stores),
-                "floor": _same_bytes_case(scratch, lines, runs),
-                "record": _append_case(scratch, step_line, writes),
-                "nosync": _chain_case(scratch, runs, fsync=False, stores=stores),
-                "new_file": _new_file_case(scratch, lines, runs),
-            },
-            rounds,
-        )
+        cases = {
+            "durable": _chain_case(scratch, runs, fsync=True, stores=stores),
+            "floor": _same_bytes_case(scratch, lines, runs),
+            "record": _append_case(scratch, step_line, writes),
+            "nosync": _chain_case(scratch, runs, fsync=False, stores=stores),
+            "no_pause": _chain_case(scratch, runs, fsync=True, stores=stores, spares=0),
+            "new_file": _new_file_case(scratch, lines, runs),
+        }
+        got = interleaved({name: _settled(case) for name, case in cases.items()}, rounds)
         for store in stores:
             store.close()
     return {
@@ -174,6 +195,7 @@ def measure(quick: bool, folder: Path | None = None) -> dict[str, float]:
         "per_node.lines_per_run": float(len(lines)),
         "per_node.nosync_us": got["nosync"] * 1e6,
         "per_node.new_file_us": got["new_file"] * 1e6,
+        "per_node.no_pause_us": got["no_pause"] * 1e6,
         "per_node.record_bytes": float(len(step_line)),
         "per_node.target": TARGET,
     }
@@ -198,6 +220,8 @@ def render(fig: dict[str, float]) -> str:
             f" | {fig['per_node.new_file_us'] / floor:.2f}x",
             f"durable - fsync=False (the syncs' own share) | {syncs:8.1f} µs"
             f" | {syncs / floor:.2f}x",
+            f"durable, never a pause (spares=0)            | {fig['per_node.no_pause_us']:8.1f} µs"
+            f" | {fig['per_node.no_pause_us'] / floor:.2f}x",
         ]
     )
 
