@@ -72,30 +72,6 @@ _INSERT = """
 INSERT INTO threads (thread_id, flow, status, node, version, updated) VALUES (?, ?, ?, ?, ?, ?)
 """
 _REPLACE = f"INSERT OR REPLACE INTO threads ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#: A new thread's row written late (``JsonThreadIndex`` defers them, and writes only those whose
-#: journal is still the one they were made in): inserted where no row is; over the row of an
-#: earlier life of the id (last updated before this one was made) whole; over an older row of
-#: its own life (another writer's, written first) where it stands; never over a newer one,
-#: which only gets the ``created`` it lacked (a late step of another writer's, inserted first).
-_NEW_ROW = """
-INSERT OR IGNORE INTO threads (thread_id, flow, status, node, version, updated, created)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-"""
-_NEW_OVER_EARLIER_LIFE = """
-UPDATE threads SET flow = ?, status = ?, node = ?, version = ?, updated = ?, created = ?,
-    error = NULL, warnings = NULL
-WHERE thread_id = ? AND updated < ?
-"""
-_NEW_OVER_OLDER_ROW = """
-UPDATE threads SET flow = ?, status = ?, node = ?, version = ?, updated = ?,
-    created = coalesce(created, ?), error = NULL, warnings = NULL
-WHERE thread_id = ? AND version < ?
-"""
-_NEW_CREATED = "UPDATE threads SET created = ? WHERE thread_id = ? AND created IS NULL"
-
-
-def _fields(summary: ThreadSummary) -> Row:
-    return (summary.flow, summary.status, summary.node, summary.version, summary.updated)
 
 
 class DamagedIndexError(sqlite3.DatabaseError):
@@ -164,65 +140,18 @@ class IndexDB:
         if not changed.rowcount:
             self._conn.execute(_INSERT, (thread_id, flow, status, node, version, updated))
 
-    def late_steps(
-        self,
-        rows: Collection[tuple[str, Row]],
-        now: tuple[str, Row] | None,
-        new: Collection[ThreadSummary] = (),
-        there: Callable[[str, bool], bool] = lambda _id, _new: True,
-    ) -> None:
-        """Deferred new threads' rows ``new`` (see ``_NEW_ROW``), deferred steps ``(thread_id,
-        row)`` (see ``_LATE_STEP``), then the commit ``now`` (as ``put``), in one transaction.
-        ``there(thread_id, new)``, asked inside it, says whether the thread's journal is still
-        there (for a ``new`` row: still the one it was made in): a row of a thread deleted
-        meanwhile never comes back, since a delete removes the journal before its row, which
-        waits for this transaction. A late step whose row is missing is the step of a thread
-        whose new row another writer has not written yet: inserted where its journal is."""
+    def late_steps(self, rows: Iterable[tuple[str, Row]], now: tuple[str, Row] | None) -> None:
+        """Deferred running steps ``(thread_id, row)`` (see ``_LATE_STEP``), then the commit
+        ``now`` (as ``put``), in one transaction."""
         params = [(*row, thread_id, row[3], row[4]) for thread_id, row in rows]
-        if not params and not new:
+        if not params:
             if now is not None:
                 self.put(now[0], *now[1])
             return
         with self.transaction():
-            fresh = [s for s in new if there(s.thread_id, True)]
-            if fresh:
-                before = self._conn.total_changes
-                self._conn.executemany(
-                    _NEW_ROW, [(s.thread_id, *_fields(s), s.created) for s in fresh]
-                )
-                if self._conn.total_changes - before < len(fresh):  # some had rows already
-                    self._conn.executemany(
-                        _NEW_OVER_EARLIER_LIFE,
-                        [(*_fields(s), s.created, s.thread_id, s.created) for s in fresh],
-                    )
-                    self._conn.executemany(
-                        _NEW_OVER_OLDER_ROW,
-                        [(*_fields(s), s.created, s.thread_id, s.version) for s in fresh],
-                    )
-                    self._conn.executemany(_NEW_CREATED, [(s.created, s.thread_id) for s in fresh])
-            if params:
-                before = self._conn.total_changes
-                self._conn.executemany(_LATE_STEP, params)
-                if self._conn.total_changes - before < len(params):  # some rows not updated
-                    self._insert_missing(rows, there)
+            self._conn.executemany(_LATE_STEP, params)
             if now is not None:
                 self.put(now[0], *now[1])
-
-    def _insert_missing(
-        self, rows: Collection[tuple[str, Row]], there: Callable[[str, bool], bool]
-    ) -> None:
-        """The late ``rows`` whose thread has no row, inserted where its journal is there."""
-        ids = [thread_id for thread_id, _ in rows]
-        marks = ", ".join("?" * len(ids))
-        found = {
-            row[0]
-            for row in self._conn.execute(
-                f"SELECT thread_id FROM threads WHERE thread_id IN ({marks})", ids
-            )
-        }
-        for thread_id, row in rows:
-            if thread_id not in found and there(thread_id, False):
-                self._conn.execute(_INSERT, (thread_id, *row))
 
     def replace(self, rows: Iterable[ThreadSummary]) -> None:
         """Write whole rows (inside the caller's transaction, or each its own)."""

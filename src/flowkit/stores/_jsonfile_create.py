@@ -315,9 +315,7 @@ class ThreadCreation(JsonFileReader):
             ThreadSummary(
                 thread_id, record.flow, record.status, record.next, record.version,
                 record.ts, created,
-            ),
-            self._journal_path(thread_id),
-            ino,
+            )
         )  # fmt: skip
 
 

@@ -37,11 +37,9 @@ from ._ids import check_thread_id, is_thread_id
 from ._jsonl import Scan, line_crc, scan_lines, sealed_lines_intact
 from ._protocol import AnyRecord, ThreadLog
 
-__all__ = ["JOURNAL", "SNAPSHOT", "THREADS", "JournalTail", "JsonFileReader"]
+__all__ = ["JOURNAL", "SNAPSHOT", "JournalTail", "JsonFileReader"]
 
 JOURNAL = "journal.jsonl"
-#: The folder of thread folders, under the store's root.
-THREADS = "threads"
 SNAPSHOT = "snapshot.json"
 
 
@@ -96,7 +94,7 @@ class JsonFileReader:
     ) -> None:
         self.root = Path(root)
         self.verify_on_open = verify_on_open
-        self._threads_dir = self.root / THREADS
+        self._threads_dir = self.root / "threads"
         create_store_folder(self._threads_dir, what="store")
         self._tails: dict[str, JournalTail] = {}
         self._swept: set[str] = set()  # threads whose orphaned temporary files were removed

@@ -9,19 +9,16 @@ that says the whole index must be rebuilt before it is trusted.
 
 A commit updates its thread's row after the journal's fsync, while it still holds the
 journal's lock (so rows follow journal order), in its own SQLite transaction (a WAL write, no
-fsync). The rows of a thread that is new, runs, ends or fails (all but a thread that waits
-for a person, written at once) wait in memory, up to ``DEFER_ROWS`` of them or ``DEFER_S``
-seconds, and go in one transaction with the next row that is written, with a listing in this
-process, or when the store closes; a late row never overwrites a newer one. So a thread
-started and run to its end within the window costs no row transaction of its own. A deferred
-row keeps its writer slot, and a listing reads the journals of the threads in a live writer's
-slots (``_ready``), so a listing in another process shows them as they are; a writer that
-dies with rows unwritten has those threads read again. A late row is written only where the
-thread's journal is still there (a new thread's: still the one it was made in), checked
-inside the transaction, so a thread another process deleted meanwhile never comes back (a
-delete removes the journal before its row, which waits for that transaction); a late step
-whose row is missing, a thread whose new row another writer has not written yet, is
-inserted, and that writer's new row then only adds when the thread began.
+fsync). The rows of a thread that runs, ends or fails (status ``pending``, ``done``, ``failed``)
+are the exception: they wait in memory, up to ``DEFER_ROWS`` of them or ``DEFER_S`` seconds,
+and go in one transaction with the next row that is written (a thread that waits for a person
+is written at once), with a listing in this process, or when the store closes; a late row
+never overwrites a newer one. A deferred row keeps its writer slot, and a listing reads the
+journals of the threads in a live writer's slots (``_ready``), so a listing in another
+process shows them as they are; a writer that dies with rows unwritten has those threads
+read again. A new thread's own row is written at once (a late one could bring back the row
+of a thread another process deleted meanwhile): with the run's end deferred, a thread
+started and run to its end costs one row transaction, not two.
 
 The index is only a cache of the journals, so it never fails a commit: a row update that
 fails is logged (``thread_index_update_failed``) and leaves the ``stale`` marker. Before
@@ -53,7 +50,6 @@ from ._files import sync_dir
 from ._index_db import IndexDB, Row, is_damage
 from ._index_repair import has_threads, journal_summaries, rebuild, summaries, verify
 from ._index_writers import DeadWriter, WriterFile, dead_writers
-from ._jsonfile_reader import JOURNAL, THREADS
 from ._listing import ThreadPage, ThreadQuery, ThreadSummary, page_from, page_of
 
 __all__ = ["INDEX", "JsonThreadIndex"]
@@ -76,47 +72,30 @@ _T = TypeVar("_T")
 class _Held:
     """What a ``JsonThreadIndex`` holds open, apart from it so a finalizer can close it."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root  # the store's
+    def __init__(self) -> None:
         self.writer: WriterFile | None = None
         self.db: IndexDB | None = None  # commits' connection
         self.reader: IndexDB | None = None  # listings' and repairs' connection
         self.broken = False  # a failure could not be marked: keep the writer file on close
         self.wrote = False  # rows were written here (commits, repairs): synced on close
-        self.deferred: dict[str, Row] = {}  # threads' rows not written yet
-        self.new: dict[str, _New] = {}  # new threads' rows not written yet
+        self.deferred: dict[str, Row] = {}  # running threads' rows not written yet
         self.since = 0.0  # when the oldest of them was deferred (monotonic)
-
-    def waiting(self) -> int:
-        """How many rows wait to be written."""
-        return len(self.deferred) + len(self.new)
 
     def write(self, now: tuple[str, Row] | None = None) -> None:
         """The deferred rows, and ``now``, written (one transaction); their slots freed. A
         failure propagates, the rows dropped (the caller marks the index stale)."""
         deferred, self.deferred = self.deferred, {}
-        new, self.new = self.new, {}
         try:
-            if self.db is not None and (deferred or new or now is not None):
+            if self.db is not None and (deferred or now is not None):
                 self.wrote = True
-
-                def there(thread_id: str, made: bool) -> bool:
-                    entry = new.get(thread_id)
-                    if made and entry is not None:
-                        return entry.there()
-                    return _journal_there(self.root, thread_id)
-
-                rows = [n.summary() for n in new.values()]
-                self.db.late_steps(list(deferred.items()), now, rows, there)
+                self.db.late_steps(deferred.items(), now)
         finally:
             if self.writer is not None:
                 for thread_id in deferred:
                     self.writer.done(thread_id)
-                for thread_id in new:
-                    self.writer.done(thread_id)
 
     def close(self, sync: bool) -> None:
-        if self.deferred or self.new:
+        if self.deferred:
             try:
                 if self.db is None:
                     raise StoreError("no index connection")
@@ -141,42 +120,10 @@ class _Held:
     def forked(self) -> None:
         """In a forked child: let go of the parent's files without touching them."""
         self.deferred = {}  # the parent's to write
-        self.new = {}
         _ORPHANS.extend(db for db in (self.db, self.reader) if db is not None)
         if self.writer is not None:
             self.writer.leave()
         self.writer, self.db, self.reader = None, None, None
-
-
-class _New:
-    """A new thread's row waiting to be written (``row``: where it stands now, as its
-    commits move it on), and the journal it was made in."""
-
-    __slots__ = ("created", "ino", "journal", "row", "thread_id")
-
-    def __init__(self, summary: ThreadSummary, journal: Path, ino: int) -> None:
-        self.thread_id = summary.thread_id
-        self.row: Row = (summary.flow, summary.status, summary.node, summary.version,
-                         summary.updated)  # fmt: skip
-        self.created = summary.created
-        self.journal = journal
-        self.ino = ino
-
-    def summary(self) -> ThreadSummary:
-        return ThreadSummary(self.thread_id, *self.row, self.created)
-
-    def there(self) -> bool:
-        """Whether the journal at the thread's path is still the one it was made in (not
-        deleted, nor made anew, by anyone since)."""
-        try:
-            return os.stat(self.journal).st_ino == self.ino
-        except OSError:
-            return False
-
-
-def _journal_there(root: Path, thread_id: str) -> bool:
-    """Whether the thread has a journal in the store at ``root``."""
-    return os.path.exists(os.path.join(root, THREADS, thread_id, JOURNAL))
 
 
 #: Connections a forked child inherited: never closed there (SQLite must not be used across
@@ -202,7 +149,7 @@ class JsonThreadIndex:
         self.fsync = fsync
         self._db_path = self.folder / "threads.sqlite3"
         self._stale = self.folder / "stale"
-        self._held = _Held(root)
+        self._held = _Held()
         _LIVE.add(self._held)
         self._finalizer = weakref.finalize(self, self._held.close, fsync)
         self._write_lock = threading.Lock()
@@ -230,32 +177,9 @@ class JsonThreadIndex:
             except _ERRORS as exc:
                 self._failed(exc, thread_id)
 
-    def created(
-        self, summary: ThreadSummary, journal: Path | None = None, ino: int | None = None
-    ) -> None:
-        """After a new thread's journal was written (its lock still held): its whole row.
-        Given the ``journal`` it was made in and its inode, the row of a thread that does not
-        wait for a person waits itself, as its steps' do (see the module)."""
-        thread_id = summary.thread_id
-        if journal is not None and ino is not None and summary.status != "waiting":
-            with self._write_lock:
-                held = self._held
-                if held.db is not None and summary.error is None and not summary.warnings:
-                    first = not held.waiting()
-                    held.deferred.pop(thread_id, None)  # a former life's
-                    held.new[thread_id] = _New(summary, journal, ino)
-                    if not self._may_wait(held, first):
-                        self._write(thread_id, None)
-                    return
-        self._update(thread_id, lambda db: db.replace([summary]))
-
-    def _may_wait(self, held: _Held, first: bool) -> bool:
-        """Whether the rows waiting, one just added (``first``: to none), may wait on (the
-        write lock held)."""
-        now = time.monotonic()
-        if first:
-            held.since = now
-        return held.waiting() < DEFER_ROWS and now - held.since < DEFER_S
+    def created(self, summary: ThreadSummary) -> None:
+        """After a new thread's journal was written (its lock still held): its whole row."""
+        self._update(summary.thread_id, lambda db: db.replace([summary]))
 
     def committed(
         self, thread_id: str, flow: str, status: str, node: str, version: int, updated: float
@@ -266,16 +190,12 @@ class JsonThreadIndex:
         row: Row = (flow, status, node, version, updated)
         with self._write_lock:
             held = self._held
-            new = held.new.get(thread_id)
-            if new is not None:  # its row not written yet: it stands here now
-                new.row = row
-                if status == "waiting" or not self._may_wait(held, False):
-                    self._write(thread_id, None)
-                return
             if status != "waiting" and held.db is not None:
-                first = not held.waiting()
+                now = time.monotonic()
+                if not held.deferred:
+                    held.since = now
                 held.deferred[thread_id] = row
-                if self._may_wait(held, first):
+                if len(held.deferred) < DEFER_ROWS and now - held.since < DEFER_S:
                     return  # its writer slot stays taken until the row is written
                 now_row = None
             else:
@@ -298,19 +218,11 @@ class JsonThreadIndex:
         if now is not None and held.writer is not None:
             held.writer.done(now[0])
 
-    def settle(self, thread_id: str) -> None:
-        """Before this writer replaces the thread's journal (a compaction): its new row, if it
-        still waits, written now (the journal would no longer be the one it was made in)."""
-        with self._write_lock:
-            if thread_id in self._held.new:
-                self._write(thread_id, None)
-
     def flush(self) -> None:
         """Write the deferred rows now (a listing in this process reads them next)."""
         with self._write_lock:
-            held = self._held
-            if held.deferred or held.new:
-                self._write(next(iter(held.deferred or held.new)), None)
+            if self._held.deferred:
+                self._write(next(iter(self._held.deferred)), None)
 
     def deleted(self, thread_id: str) -> None:
         """After the thread's folder is gone: its row too."""
@@ -322,7 +234,6 @@ class JsonThreadIndex:
         with self._write_lock:
             held = self._held
             held.deferred.pop(thread_id, None)  # its slot is this commit's, freed below
-            held.new.pop(thread_id, None)
             try:
                 if held.db is not None:
                     held.wrote = True

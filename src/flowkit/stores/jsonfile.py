@@ -399,7 +399,6 @@ class JsonFileStore(ThreadCreation, IndexedListing):
                 encode(thread_id, r, named=i == 0) + b"\n" for i, r in enumerate([start, *kept])
             )
             directory = self._dir(thread_id)
-            self._index.settle(thread_id)
             self._handles.drop(thread_id)
             self._removals += 1
             self._tails.pop(thread_id, None)
