@@ -39,13 +39,11 @@ import fcntl
 import itertools
 import os
 import secrets
-import shutil
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -55,6 +53,14 @@ from ._files import sync_dir
 from ._jsonfile_reader import JOURNAL
 from ._jsonl import write_all
 from ._spare_leftovers import PutBack, sweep_dead_owners
+from ._spare_state import (
+    Owner,
+    PoolState,
+    Spare,
+    make_lock_files,
+    new_batch,
+    remove_spare,
+)
 from ._syncfs import sync_file_system
 
 __all__ = ["MAX_SPARES", "SPARES", "Spare", "SpareFolders"]
@@ -80,19 +86,6 @@ QUIET_S = 0.005
 _RETRY_S = 10.0
 
 
-@dataclass(frozen=True)
-class Spare:
-    """A ready folder: its path, and its journal's inode and length (zeros, synced)."""
-
-    path: Path
-    ino: int
-    size: int
-
-    @property
-    def journal(self) -> Path:
-        return self.path / JOURNAL
-
-
 class SpareFolders:
     """Up to ``count`` spare thread folders under ``root/spares``, each journal ``size``
     bytes of zeros; ``fsync`` as the store's (without it nothing is synced)."""
@@ -109,7 +102,7 @@ class SpareFolders:
         self.fsync = fsync
         self._lock = threading.Lock()
         self._closing = threading.Lock()  # one ``close`` at a time
-        self._state = _State()
+        self._state = PoolState()
         #: When the store's last commit sync ended (``time.monotonic()``; infinite while one
         #: runs): set by the store around each sync, read by the refill (``_wait_quiet``).
         self.quiet_since = 0.0
@@ -133,7 +126,7 @@ class SpareFolders:
         (``None``: none ready; create the lock file directly)."""
         return self._take(lambda state: state.locks)
 
-    def _take(self, kind: Callable[[_State], deque[_T]]) -> _T | None:
+    def _take(self, kind: Callable[[PoolState], deque[_T]]) -> _T | None:
         """One of ``kind``'s ready ones, if any; a refill starts when half or fewer of the
         target are left (and none runs)."""
         if self.count <= 0:
@@ -158,7 +151,7 @@ class SpareFolders:
                 state.refill.start()
             return taken
 
-    def _target(self, state: _State) -> int:
+    def _target(self, state: PoolState) -> int:
         """How many of each kind to keep: ``count`` once this store has started a few
         threads, fewer before (a command that starts one thread makes two spares, not
         ``count``)."""
@@ -190,7 +183,7 @@ class SpareFolders:
     def discard(self, spare: Spare) -> None:
         """Remove a spare that was taken and not used (its journal may hold a record that no
         thread owns: a spare's content is never read; the taker closes what it opened)."""
-        _remove(spare)
+        remove_spare(spare)
 
     def close(self) -> None:
         """Remove the spares not taken and give up the owner folder (the pool starts anew
@@ -225,11 +218,11 @@ class SpareFolders:
                     return
                 if owner is None:
                     owner = self._own(state)
-                batch = _new_batch(owner, state)
+                batch = new_batch(owner, state)
                 made = self._make(batch, folders, state.numbers)
                 with self._lock:
                     state.ready.extend(made)  # removed by ``close`` if it is stopping
-                made_locks = _make_lock_files(batch, locks, state.numbers)
+                made_locks = make_lock_files(batch, locks, state.numbers)
                 with self._lock:
                     state.locks.extend(made_locks)
         except OSError as exc:
@@ -242,7 +235,7 @@ class SpareFolders:
             with self._lock:
                 state.refill = None
 
-    def _wait_quiet(self, state: _State) -> bool:
+    def _wait_quiet(self, state: PoolState) -> bool:
         """Until the store has made no commit sync for ``QUIET_S`` (or ``wait`` asks for the
         spares now); False if the pool is closing meanwhile."""
         while not state.hurry:
@@ -254,7 +247,7 @@ class SpareFolders:
             time.sleep(min(QUIET_S, QUIET_S - quiet))
         return not state.stopping
 
-    def _own(self, state: _State) -> _Owner:
+    def _own(self, state: PoolState) -> Owner:
         """This pool's owner folder, locked (the leftovers of dead owners removed first).
         Made under a hidden name and locked before it gets its own, so no sweep takes it
         for a dead owner's in between."""
@@ -270,7 +263,7 @@ class SpareFolders:
         fcntl.flock(fd, fcntl.LOCK_EX)
         path = self.folder / name
         os.rename(making, path)
-        owner = _Owner(path, fd)
+        owner = Owner(path, fd)
         with self._lock:
             state.owner = owner
         return owner
@@ -302,7 +295,7 @@ class SpareFolders:
                     sync_dir(True, spare.path)
         except OSError:
             for spare in made:
-                _remove(spare)
+                remove_spare(spare)
             raise
         finally:
             for fd in fds:
@@ -321,86 +314,3 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-@dataclass(frozen=True)
-class _Owner:
-    """A pool's owner folder and the descriptor that holds its lock."""
-
-    path: Path
-    fd: int
-
-
-class _State:
-    """What a pool holds between ``close`` calls (and what its finalizer releases)."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        """Empty, with no owner folder yet (in this process)."""
-        self.pid = os.getpid()
-        self.ready: deque[Spare] = deque()
-        self.locks: deque[Path] = deque()
-        self.owner: _Owner | None = None
-        self.refill: threading.Thread | None = None
-        self.stopping = False
-        self.hurry = False  # ``wait``: the running refill makes its spares without pausing
-        self.taken = 0  # spares asked for (both kinds), so far
-        self.retry_at = 0.0
-        self.numbers = itertools.count()
-        self.batches: list[Path] = []  # the refills' folders, until emptied
-
-    def release(self) -> None:
-        """Remove the spares not taken and the owner folder, unlocking it. With a refill
-        still running (a finalizer at exit: refills are daemon threads), it only asks it to
-        stop: what it leaves is swept by the next store to make spares there."""
-        self.stopping = True
-        if self.refill is not None and self.refill.is_alive():
-            return
-        while self.ready:
-            _remove(self.ready.popleft())
-        self.locks.clear()  # removed with the owner folder
-        owner, self.owner = self.owner, None
-        if owner is not None:
-            shutil.rmtree(owner.path, ignore_errors=True)
-            os.close(owner.fd)
-
-    def forked(self) -> None:
-        """In a child process: the parent's spares and owner folder stay the parent's."""
-        if self.owner is not None:
-            os.close(self.owner.fd)
-        self.reset()
-
-
-def _new_batch(owner: _Owner, state: _State) -> Path:
-    """A new folder for a refill's spares, in ``owner``'s folder (the emptied ones of earlier
-    refills removed). A folder of its own: a create renames a spare out of its folder and
-    unlinks a spare lock file from it, both under that folder's lock, which making an inode
-    in the same folder holds for as long as the allocator takes (hundreds of microseconds on
-    an ext4 with many inodes deleted lately)."""
-    for old in list(state.batches):
-        try:
-            os.rmdir(old)
-        except OSError:
-            continue  # spares still in it (or gone already)
-        state.batches.remove(old)
-    batch = owner.path / f"b{next(state.numbers)}"
-    batch.mkdir()
-    state.batches.append(batch)
-    return batch
-
-
-def _make_lock_files(batch: Path, count: int, numbers: itertools.count[int]) -> list[Path]:
-    """``count`` new empty lock files in ``batch`` (never synced: a lock only has to outlive
-    its process)."""
-    made: list[Path] = []
-    for _ in range(count):
-        path = batch / f"{next(numbers)}.lock"
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-        made.append(path)
-    return made
-
-
-def _remove(spare: Spare) -> None:
-    shutil.rmtree(spare.path, ignore_errors=True)
