@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _journals import thread_journals
 
 from flowkit import Runner
 from flowkit.errors import ThreadNotFoundError
@@ -139,11 +140,7 @@ def _wait_for_asks(calls: Path, child: subprocess.Popen[str], count: int, log: P
 
 def _saved_items(root: Path) -> int:
     """How many ``item`` records the thread's journal holds now (read as raw lines)."""
-    try:  # the threads only: the child's spare folders come and go while they are walked
-        journals = list((root / "threads").rglob("journal.jsonl"))
-        return sum(f.read_bytes().count(b'"kind":"item"') for f in journals)
-    except FileNotFoundError:
-        return 0
+    return sum(data.count(b'"kind":"item"') for data in thread_journals(root))
 
 
 def _wait_for_saved(root: Path, before: int, child: subprocess.Popen[str], log: Path) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _journals import thread_journals
 
 from flowkit import Runner
 from flowkit.stores import JsonFileStore
@@ -36,13 +37,9 @@ def _lines(path: Path) -> list[str]:
 
 
 def _journal_has(root: Path, needle: bytes) -> bool:
-    # The store's threads only, and a folder gone while it is walked is asked again next
-    # time: a spare folder renamed by the child's refill failed the walk, and the test then
-    # waited for a child that hangs by design (a CI rehearsal timed out so).
-    try:
-        return any(needle in f.read_bytes() for f in (root / "threads").rglob("journal.jsonl"))
-    except FileNotFoundError:
-        return False
+    # A spare folder renamed by the child's refill failed a walk of every folder, and the
+    # test then waited for a child that hangs by design (a CI rehearsal timed out so).
+    return any(needle in data for data in thread_journals(root))
 
 
 def _run_and_kill(mode: str, root: Path, calls: Path, until: bytes, hung: str) -> None:
