@@ -42,18 +42,22 @@ def more(state: Count, answer: More) -> dict[str, Any]:
     return {"stop_at": answer.stop_at, "done": False}
 
 
-#: ``tick`` counts up to ``stop_at``, then gate ``more`` waits for a new ``stop_at``.
-COUNTER = Flow(
-    name="paged_counter",
-    state=Count,
-    start="tick",
-    nodes={"tick": tick},
-    gates={"more": Gate(More, apply=more, writes=["stop_at", "done"])},
-    routes={
-        "tick": RouteTable("after_tick", [Route(field("done"), "more")], default="tick"),
-        "more": "tick",
-    },
-)
+def counter(node: Any = tick) -> Flow:
+    """``node`` (``tick``) counts up to ``stop_at``, then gate ``more`` waits for a new one."""
+    return Flow(
+        name="paged_counter",
+        state=Count,
+        start="tick",
+        nodes={"tick": node},
+        gates={"more": Gate(More, apply=more, writes=["stop_at", "done"])},
+        routes={
+            "tick": RouteTable("after_tick", [Route(field("done"), "more")], default="tick"),
+            "more": "tick",
+        },
+    )
+
+
+COUNTER = counter()
 
 
 def waiting_at(runner: Runner[Any, Any], thread_id: str, *stops: int) -> int:
@@ -165,11 +169,32 @@ def test_a_durable_store_snapshots_a_pause_so_a_fresh_runner_replays_nothing(
 def test_a_durable_store_snapshots_at_least_every_64_records(every_store: Store) -> None:
     if isinstance(every_store, MemoryStore):
         pytest.skip("MemoryStore snapshots only on request: replaying memory is cheap")
+    seen: list[tuple[bool, int]] = []
+
+    def peek(state: Count) -> dict[str, Any]:
+        if state.count == 300:  # mid-run: what a fresh reader would replay now
+            log = every_store.load("t")
+            seen.append((log.snapshot is not None, len(log.records)))
+        return tick(state)
+
+    assert Runner(counter(peek), store=every_store).start("t", {"stop_at": 400}).status == (
+        "waiting"
+    )
+    assert len(seen) == 1
+    has_snapshot, replayed = seen[0]
+    assert has_snapshot and 0 < replayed <= 64
+
+
+def test_a_thread_that_ends_is_snapshotted_so_a_fresh_runner_replays_nothing(
+    every_store: Store,
+) -> None:
+    if isinstance(every_store, MemoryStore):
+        pytest.skip("MemoryStore snapshots only on request: replaying memory is cheap")
     runner = Runner(COUNTER, store=every_store)
     assert runner.start("t", {"stop_at": 1000, "fail_at": 300}).status == "failed"
     log = every_store.load("t")
-    assert log.snapshot is not None
-    assert 0 < len(log.records) <= 64
+    assert log.snapshot is not None and list(log.records) == []
+    assert Runner(COUNTER, store=every_store).get_state("t").state.count == 299
 
 
 def test_a_page_far_back_replays_from_a_snapshot_shortly_before_it(every_store: Store) -> None:

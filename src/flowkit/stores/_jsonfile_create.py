@@ -37,6 +37,7 @@ from ._jsonfile_reader import JournalTail, JsonFileReader
 from ._jsonl import encode, write_all
 from ._listing import ThreadSummary
 from ._locks import ThreadLockFile
+from ._snapshot_policy import SETTLED
 from ._spares import Spare, SpareFolders
 from ._thread_index import JsonThreadIndex
 from ._timer_files import TimerFiles
@@ -307,7 +308,7 @@ class ThreadCreation(JsonFileReader):
             due=record.due,
             flow=record.flow,
             snapshot_line=1,
-            waiting=record.status == "waiting",
+            settled=record.status in SETTLED,
             crc=zlib.crc32(data),
         )
         created = record.ts if record.version == 0 else None

@@ -36,6 +36,7 @@ from ._files import (
 from ._ids import check_thread_id, is_thread_id
 from ._jsonl import Scan, line_crc, scan_lines, sealed_lines_intact
 from ._protocol import AnyRecord, ThreadLog
+from ._snapshot_policy import SETTLED
 
 __all__ = ["JOURNAL", "SNAPSHOT", "JournalTail", "JsonFileReader"]
 
@@ -51,8 +52,8 @@ class JournalTail:
     ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write,
     ``unterminated`` whether the last record lacks its newline (the next write adds it).
     ``snapshot_line`` is the line of the record the latest snapshot (or the start record)
-    stands for, so ``lines - snapshot_line`` records would be replayed; ``waiting`` whether
-    the last record leaves the thread waiting; ``crc`` the CRC-32 of the bytes before
+    stands for, so ``lines - snapshot_line`` records would be replayed; ``settled`` whether
+    the last record leaves the thread waiting or ended; ``crc`` the CRC-32 of the bytes before
     ``size`` (``None``: not known). Together they drive ``snapshot_due``.
     """
 
@@ -72,7 +73,7 @@ class JournalTail:
     due: float | None = None
     flow: str = ""
     snapshot_line: int = 0
-    waiting: bool = False
+    settled: bool = False
     crc: int | None = None
     #: ``size`` when this process last added a snapshot to ``snapshots.jsonl`` (-1: never).
     trail_at: int = -1
@@ -82,7 +83,7 @@ class JournalTail:
         return JournalTail(
             self.version, self.size, self.lines, self.snapshot_bytes, self.since_snapshot,
             self.capacity, self.dirty, self.ino, self.unterminated, self.due, self.flow,
-            self.snapshot_line, self.waiting, self.crc, self.trail_at,
+            self.snapshot_line, self.settled, self.crc, self.trail_at,
         )  # fmt: skip
 
 
@@ -179,13 +180,13 @@ class JsonFileReader:
         snapshot_bytes: int,
         snapshot_at: int,
         snapshot_line: int,
-        waiting: bool,
+        settled: bool,
         due: float | None,
         flow: str,
         crc: int | None,
     ) -> None:
         """Record a fresh read's end; snapshot size and position drive ``snapshot_due``.
-        ``due`` and ``waiting`` are where the read began (a snapshot's), ``flow`` the
+        ``due`` and ``settled`` are where the read began (a snapshot's), ``flow`` the
         thread's, ``crc`` the CRC-32 of the journal up to the read's end."""
         last = scan.records[-1] if scan.records else None
         self._tails[thread_id] = JournalTail(
@@ -200,7 +201,7 @@ class JsonFileReader:
             due=due if last is None else last.due,
             flow=flow,
             snapshot_line=snapshot_line,
-            waiting=waiting if last is None else last.status == "waiting",
+            settled=settled if last is None else last.status in SETTLED,
             crc=crc,
         )
 
@@ -209,7 +210,7 @@ class JsonFileReader:
         if scan.records:
             tail.version = scan.records[-1].version
             tail.due = scan.records[-1].due
-            tail.waiting = scan.records[-1].status == "waiting"
+            tail.settled = scan.records[-1].status in SETTLED
         if tail.crc is not None:
             tail.crc = zlib.crc32(data[: scan.size - tail.size], tail.crc)
         tail.since_snapshot += scan.size - tail.size
@@ -336,7 +337,7 @@ class JsonFileReader:
                     snapshot_bytes=snapshot_bytes,
                     snapshot_at=offset,
                     snapshot_line=line,
-                    waiting=snapshot.status == "waiting",
+                    settled=snapshot.status in SETTLED,
                     due=snapshot.due,
                     flow=snapshot.flow,
                     crc=None if crc is None else zlib.crc32(data[: scan.size - offset], crc),
@@ -359,7 +360,7 @@ class JsonFileReader:
             snapshot_bytes=start_bytes,
             snapshot_at=start_bytes,
             snapshot_line=1,
-            waiting=False,
+            settled=False,
             due=None,
             flow=start.flow if isinstance(start, StartRecord) else "",
             crc=zlib.crc32(data[: scan.size]),

@@ -84,7 +84,7 @@ def read_range(schema: str, connect: Connect, thread_id: str, start: int, stop: 
     params = {"thread": thread_id, "start": start, "stop": stop}
 
     def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-        return conn.execute(statement, params).fetchall()
+        return conn.execute(statement, params, binary=True).fetchall()
 
     rows = retried(connect, thread_id, read)
     if not rows or rows[0][0] != 0 or rows[0][2] is None:
@@ -103,7 +103,9 @@ def snapshot_before(schema: str, connect: Connect, thread_id: str, version: int)
     early enough, else the trail's."""
     statement = _statements(schema)[1]
     params = {"thread": thread_id, "version": version}
-    rows = retried(connect, thread_id, lambda c: c.execute(statement, params).fetchall())
+    rows = retried(
+        connect, thread_id, lambda c: c.execute(statement, params, binary=True).fetchall()
+    )
     if not rows or rows[0][0] != 0:
         raise ThreadNotFoundError(thread_id)
     for _, found, body in rows:  # the latest first, then the trail's

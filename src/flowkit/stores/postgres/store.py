@@ -33,7 +33,7 @@ from .._protocol import (
     check_compaction,
     check_versions,
 )
-from .._snapshot_policy import SnapshotPolicy
+from .._snapshot_policy import SETTLED, SnapshotPolicy
 from ._continuity import Extent, breakage, broken_journal, check_run, describe, run_problems
 from ._driver import check_url, connect, load_driver, pg_error, redact, valid_schema
 from ._eventrows import event_body
@@ -57,14 +57,14 @@ __all__ = ["PostgresStore"]
 class _Known:
     """What this object last saw of a thread: which incarnation (a deleted and recreated id
     is a new one), its version, and bytes and records since its snapshot, and whether it
-    waits (for ``snapshot_due``)."""
+    has settled: waits or ended (for ``snapshot_due``)."""
 
     incarnation: int
     version: int
     snapshot_bytes: int
     since_snapshot: int
     since_records: int = 0
-    waiting: bool = False
+    settled: bool = False
     #: Journal bytes since the last snapshot this object added to the trail (-1: none yet).
     since_trail: int = -1
 
@@ -188,8 +188,8 @@ class PostgresStore(WorkQueue, PostgresListing):
             if row is None:
                 raise ThreadExistsError(thread_id)
         with self._guard:
-            waiting = record.status == "waiting"
-            self._known[thread_id] = _Known(int(row[0]), record.version, len(body), 0, 0, waiting)
+            settled = record.status in SETTLED
+            self._known[thread_id] = _Known(int(row[0]), record.version, len(body), 0, 0, settled)
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
@@ -241,11 +241,11 @@ class PostgresStore(WorkQueue, PostgresListing):
                 known.version = last.version
                 known.since_snapshot += written
                 known.since_records += len(records)
-                known.waiting = last.status == "waiting"
+                known.settled = last.status in SETTLED
             else:
                 self._known[thread_id] = _Known(
                     int(row[0]), last.version, written, written, len(records),
-                    last.status == "waiting",
+                    last.status in SETTLED,
                 )  # fmt: skip
 
     @contextmanager
@@ -285,8 +285,11 @@ class PostgresStore(WorkQueue, PostgresListing):
         known = self._known.get(thread_id)
         if after is not None and known is not None:
             params = {"thread": thread_id, "after": after}
+            statement = self._sql.load_after
             rows = retried(
-                self._conn, thread_id, lambda c: c.execute(self._sql.load_after, params).fetchall()
+                self._conn,
+                thread_id,
+                lambda c: c.execute(statement, params, binary=True).fetchall(),
             )
             if not rows:
                 raise NotFound(thread_id)
@@ -302,7 +305,7 @@ class PostgresStore(WorkQueue, PostgresListing):
                         known.since_snapshot += sum(len(r[3]) for r in rows[1:])
                         known.since_records += len(found)
                         if found:
-                            known.waiting = found[-1].status == "waiting"
+                            known.settled = found[-1].status in SETTLED
                     return ThreadLog(records=found, base=after)
         return self._load_full(thread_id)
 
@@ -310,7 +313,9 @@ class PostgresStore(WorkQueue, PostgresListing):
         statement = self._sql.load_full_verified if self.verify_on_open else self._sql.load_full
 
         def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-            rows = conn.execute(statement, {"thread": thread_id}).fetchall()
+            # Binary results: a bytea in text form comes as hex, twice its size to send and decode
+            # (a 200 KB snapshot: ~1.1 ms against ~0.2 ms).
+            rows = conn.execute(statement, {"thread": thread_id}, binary=True).fetchall()
             if not rows or rows[0][0] != 0:
                 raise NotFound(thread_id)
             extent = Extent.from_row((rows[0][1], *rows[0][4:]))
@@ -335,10 +340,10 @@ class PostgresStore(WorkQueue, PostgresListing):
         since = sum(len(r[3]) for r in rows[1:]) - (0 if raw_snapshot is not None else base_bytes)
         replayed = len(found) - (0 if snapshot is not None else 1)
         last = found[-1] if found else snapshot
-        waiting = last is not None and last.status == "waiting"
+        settled = last is not None and last.status in SETTLED
         with self._guard:
             self._known[thread_id] = _Known(
-                int(incarnation), int(version), base_bytes, since, replayed, waiting
+                int(incarnation), int(version), base_bytes, since, replayed, settled
             )
         return ThreadLog(records=found, snapshot=snapshot)
 
@@ -377,7 +382,7 @@ class PostgresStore(WorkQueue, PostgresListing):
             records=known.since_records,
             since=known.since_snapshot,
             snapshot=known.snapshot_bytes,
-            waiting=known.waiting,
+            settled=known.settled,
         )
 
     def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
