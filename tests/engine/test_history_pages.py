@@ -185,18 +185,6 @@ def test_a_durable_store_snapshots_at_least_every_64_records(every_store: Store)
     assert has_snapshot and 0 < replayed <= 64
 
 
-def test_a_thread_that_ends_is_snapshotted_so_a_fresh_runner_replays_nothing(
-    every_store: Store,
-) -> None:
-    if isinstance(every_store, MemoryStore):
-        pytest.skip("MemoryStore snapshots only on request: replaying memory is cheap")
-    runner = Runner(COUNTER, store=every_store)
-    assert runner.start("t", {"stop_at": 1000, "fail_at": 300}).status == "failed"
-    log = every_store.load("t")
-    assert log.snapshot is not None and list(log.records) == []
-    assert Runner(COUNTER, store=every_store).get_state("t").state.count == 299
-
-
 def test_a_page_far_back_replays_from_a_snapshot_shortly_before_it(every_store: Store) -> None:
     if isinstance(every_store, MemoryStore):
         pytest.skip("MemoryStore keeps the one snapshot it is given")

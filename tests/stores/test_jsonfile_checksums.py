@@ -10,13 +10,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from flowkit import Runner
 from flowkit.errors import CorruptStoreError
 from flowkit.records._records import FORMAT_VERSION
 from flowkit.stores import JsonFileStore
-from flowkit.stores._jsonl import seal, unseal
+from flowkit.stores._jsonl import seal, seal_holds, unseal
 
 from .conftest import COUNTER, StoreFiles
 
@@ -191,3 +193,19 @@ def test_a_v2_line_without_its_checksum_is_damage(
     with pytest.raises(CorruptStoreError) as caught:
         open_store().load("t")
     assert caught.value.line == 2 and "checksum" in str(caught.value)
+
+
+@given(
+    body=st.dictionaries(st.text(max_size=8), st.text(max_size=40), max_size=6),
+    flip=st.integers(min_value=-1, max_value=400),
+)
+def test_a_seal_is_judged_alike_with_and_without_copying_its_body(
+    body: dict[str, str], flip: int
+) -> None:
+    """``seal_holds`` (a snapshot file, parsed whole) agrees with ``unseal`` on any line,
+    sealed, damaged at any byte, or with no seal at all."""
+    sealed = bytearray(seal(json.dumps(body).encode()))
+    if 0 <= flip < len(sealed):
+        sealed[flip] ^= 0x01
+    for line in (bytes(sealed), json.dumps(body).encode()):
+        assert seal_holds(line) == unseal(line)[1]

@@ -17,7 +17,7 @@ from ..errors import StoreError, ThreadNotFoundError
 from ..foundation._atomic import write_atomically
 from ..foundation._logging import get_logger
 from ..records._records import FORMAT_VERSION, Snapshot
-from ._jsonl import unseal
+from ._jsonl import seal_holds
 
 __all__ = [
     "JournalHandles",
@@ -99,12 +99,12 @@ def read_snapshot_file(
     except FileNotFoundError:
         return None
     try:
-        body, intact = unseal(raw)
+        intact = seal_holds(raw)
         if intact is None:
             raise ValueError("it has no checksum (format v1); the journal rebuilds the thread")
         if not intact:
             raise ValueError("its checksum does not match its content (damaged)")
-        envelope = SnapshotFile.model_validate_json(body)
+        envelope = SnapshotFile.model_validate_json(raw)  # ignores the seal's member `crc`
         journal_size = os.stat(journal).st_size
         if envelope.snapshot.v > FORMAT_VERSION:
             raise ValueError(f"snapshot format v{envelope.snapshot.v} is newer than this flowkit")

@@ -37,7 +37,6 @@ from ._jsonfile_reader import JournalTail, JsonFileReader
 from ._jsonl import encode, write_all
 from ._listing import ThreadSummary
 from ._locks import ThreadLockFile
-from ._snapshot_policy import SETTLED
 from ._spares import Spare, SpareFolders
 from ._thread_index import JsonThreadIndex
 from ._timer_files import TimerFiles
@@ -308,7 +307,7 @@ class ThreadCreation(JsonFileReader):
             due=record.due,
             flow=record.flow,
             snapshot_line=1,
-            settled=record.status in SETTLED,
+            status=record.status,
             crc=zlib.crc32(data),
         )
         created = record.ts if record.version == 0 else None

@@ -36,7 +36,6 @@ from ._files import (
 from ._ids import check_thread_id, is_thread_id
 from ._jsonl import Scan, line_crc, scan_lines, sealed_lines_intact
 from ._protocol import AnyRecord, ThreadLog
-from ._snapshot_policy import SETTLED
 
 __all__ = ["JOURNAL", "SNAPSHOT", "JournalTail", "JsonFileReader"]
 
@@ -52,8 +51,8 @@ class JournalTail:
     ``dirty`` whether a torn record lies after ``size`` and must be cut before the next write,
     ``unterminated`` whether the last record lacks its newline (the next write adds it).
     ``snapshot_line`` is the line of the record the latest snapshot (or the start record)
-    stands for, so ``lines - snapshot_line`` records would be replayed; ``settled`` whether
-    the last record leaves the thread waiting or ended; ``crc`` the CRC-32 of the bytes before
+    stands for, so ``lines - snapshot_line`` records would be replayed; ``status`` the
+    status the last record leaves the thread in; ``crc`` the CRC-32 of the bytes before
     ``size`` (``None``: not known). Together they drive ``snapshot_due``.
     """
 
@@ -73,7 +72,7 @@ class JournalTail:
     due: float | None = None
     flow: str = ""
     snapshot_line: int = 0
-    settled: bool = False
+    status: str = "pending"
     crc: int | None = None
     #: ``size`` when this process last added a snapshot to ``snapshots.jsonl`` (-1: never).
     trail_at: int = -1
@@ -83,7 +82,7 @@ class JournalTail:
         return JournalTail(
             self.version, self.size, self.lines, self.snapshot_bytes, self.since_snapshot,
             self.capacity, self.dirty, self.ino, self.unterminated, self.due, self.flow,
-            self.snapshot_line, self.settled, self.crc, self.trail_at,
+            self.snapshot_line, self.status, self.crc, self.trail_at,
         )  # fmt: skip
 
 
@@ -180,13 +179,13 @@ class JsonFileReader:
         snapshot_bytes: int,
         snapshot_at: int,
         snapshot_line: int,
-        settled: bool,
+        status: str,
         due: float | None,
         flow: str,
         crc: int | None,
     ) -> None:
         """Record a fresh read's end; snapshot size and position drive ``snapshot_due``.
-        ``due`` and ``settled`` are where the read began (a snapshot's), ``flow`` the
+        ``due`` and ``status`` are where the read began (a snapshot's), ``flow`` the
         thread's, ``crc`` the CRC-32 of the journal up to the read's end."""
         last = scan.records[-1] if scan.records else None
         self._tails[thread_id] = JournalTail(
@@ -201,7 +200,7 @@ class JsonFileReader:
             due=due if last is None else last.due,
             flow=flow,
             snapshot_line=snapshot_line,
-            settled=settled if last is None else last.status in SETTLED,
+            status=status if last is None else last.status,
             crc=crc,
         )
 
@@ -210,7 +209,7 @@ class JsonFileReader:
         if scan.records:
             tail.version = scan.records[-1].version
             tail.due = scan.records[-1].due
-            tail.settled = scan.records[-1].status in SETTLED
+            tail.status = scan.records[-1].status
         if tail.crc is not None:
             tail.crc = zlib.crc32(data[: scan.size - tail.size], tail.crc)
         tail.since_snapshot += scan.size - tail.size
@@ -337,7 +336,7 @@ class JsonFileReader:
                     snapshot_bytes=snapshot_bytes,
                     snapshot_at=offset,
                     snapshot_line=line,
-                    settled=snapshot.status in SETTLED,
+                    status=snapshot.status,
                     due=snapshot.due,
                     flow=snapshot.flow,
                     crc=None if crc is None else zlib.crc32(data[: scan.size - offset], crc),
@@ -360,7 +359,7 @@ class JsonFileReader:
             snapshot_bytes=start_bytes,
             snapshot_at=start_bytes,
             snapshot_line=1,
-            settled=False,
+            status="pending",
             due=None,
             flow=start.flow if isinstance(start, StartRecord) else "",
             crc=zlib.crc32(data[: scan.size]),

@@ -38,6 +38,7 @@ __all__ = [
     "record_body",
     "scan_lines",
     "seal",
+    "seal_holds",
     "sealed_lines_intact",
     "unseal",
     "write_all",
@@ -61,6 +62,16 @@ def unseal(raw: bytes) -> tuple[bytes, bool | None]:
         return raw, None
     body = raw[:-_SEAL_LEN] + b"}"
     return body, zlib.crc32(body) == int(found.group(1), 16)
+
+
+def seal_holds(raw: bytes) -> bool | None:
+    """Whether ``raw``'s checksum holds, as ``unseal`` says, without copying its body: for a
+    reader that parses ``raw`` itself and ignores the ``crc`` member (a snapshot file)."""
+    found = _SEAL.search(raw, len(raw) - _SEAL_LEN) if len(raw) > _SEAL_LEN else None
+    if found is None:
+        return None
+    crc = zlib.crc32(b"}", zlib.crc32(memoryview(raw)[:-_SEAL_LEN]))
+    return crc == int(found.group(1), 16)
 
 
 def line_crc(line: bytes) -> int:

@@ -13,14 +13,16 @@ measure 3), and then:
 A state that is big next to its records (a long chat history) thus waits for more records
 than ``every``: opening it mid-run replays up to ``ratio`` snapshots' worth of records.
 
-Where a thread settles (it waits for a person or has ended, so its next open is a cold one,
-maybe in another process), a snapshot is due sooner: once ``PAUSE_MIN`` records and
-``1 / PAUSE_SHARE`` of the last snapshot's size have come since it. Replaying a record costs
-~50x reading the same bytes in a snapshot, so a settled thread opens in about the time its
-state takes to read, whatever its history. The bytes a snapshot adds stay bounded: a thread
-that settles after every step writes at most ``PAUSE_SHARE`` times its records' bytes more
-(in practice far less: most settles come after several records, and those below
-``PAUSE_MIN`` take none).
+A thread that settles (waits for a person or has ended) is often opened next by a cold
+reader, maybe in another process:
+
+- where it waits, a snapshot is due after ``PAUSE_MIN`` records instead of ``every``;
+- where it waits or has ended after at least ``every`` records, once they reach
+  ``1 / PAUSE_SHARE`` of the last snapshot's size. Replaying a record costs ~50x reading the
+  same bytes in a snapshot, so a settled chat (its state growing with its history) opens in
+  about the time its state takes to read. A thread that settles after every ``every``
+  records writes at most ``PAUSE_SHARE`` times its records' bytes more; a short run (fewer
+  than ``every`` records, which replay faster than a snapshot file is made) takes none.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ __all__ = ["PAUSE_MIN", "PAUSE_SHARE", "SETTLED", "SnapshotPolicy"]
 #: Records since the last snapshot below which a pause takes none: a thread that paused
 #: after a few steps opens as fast from its journal.
 PAUSE_MIN = 8
-#: Where a thread settles, a snapshot once the records since the last one reach
-#: ``1 / PAUSE_SHARE`` of its size (module docstring).
+#: Where a thread settles after ``every`` records, a snapshot once they reach
+#: ``1 / PAUSE_SHARE`` of the last one's size (module docstring).
 PAUSE_SHARE = 8
 #: The statuses after which a thread's next open is likely a cold one.
 SETTLED = frozenset({"waiting", "done", "failed"})
@@ -60,14 +62,15 @@ class SnapshotPolicy:
             )
         return cls(every, ratio, min_bytes)
 
-    def due(self, *, records: int, since: int, snapshot: int, settled: bool) -> bool:
+    def due(self, *, records: int, since: int, snapshot: int, status: str) -> bool:
         """Whether to snapshot after a commit: ``records`` records of ``since`` bytes came
-        since the last snapshot (or start record) of ``snapshot`` bytes, and the thread has
-        now ``settled`` (its status one of ``SETTLED``) or not."""
+        since the last snapshot (or start record) of ``snapshot`` bytes, and the thread's
+        status is now ``status``."""
         if records <= 0:
             return False
-        if settled and records >= PAUSE_MIN and since * PAUSE_SHARE >= snapshot:
+        if status in SETTLED and records >= self.every and since * PAUSE_SHARE >= snapshot:
             return True
         if since < self.ratio * snapshot:
             return False
-        return records >= self.every or since >= self.min_bytes
+        least = PAUSE_MIN if status == "waiting" else self.every
+        return records >= least or since >= self.min_bytes

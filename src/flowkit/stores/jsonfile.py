@@ -44,7 +44,7 @@ from ._jsonfile_reader import SNAPSHOT, JournalTail
 from ._jsonl import encode, line_crc, write_all
 from ._locks import LOCK_SUFFIX, ThreadLockFile, sweep_lock_files
 from ._protocol import AnyRecord, DueTimer, RecordRange, check_compaction, check_versions
-from ._snapshot_policy import SETTLED, SnapshotPolicy
+from ._snapshot_policy import SnapshotPolicy
 from ._spares import SpareFolders
 from ._thread_index import JsonThreadIndex
 from ._timer_files import TIMERS, TimerFiles
@@ -165,7 +165,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
             records=tail.lines - tail.snapshot_line,
             since=tail.since_snapshot,
             snapshot=tail.snapshot_bytes,
-            settled=tail.settled,
+            status=tail.status,
         )
 
     def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
@@ -278,7 +278,7 @@ class JsonFileStore(ThreadCreation, IndexedListing):
                 tail.lines += len(records)
                 tail.since_snapshot += len(data)
                 tail.due = due
-                tail.settled = records[-1].status in SETTLED if records else tail.settled
+                tail.status = records[-1].status if records else tail.status
                 tail.crc = None if tail.crc is None else zlib.crc32(data, tail.crc)
                 self._sync_unguarded(fd)
             except OSError as exc:

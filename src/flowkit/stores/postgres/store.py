@@ -33,7 +33,7 @@ from .._protocol import (
     check_compaction,
     check_versions,
 )
-from .._snapshot_policy import SETTLED, SnapshotPolicy
+from .._snapshot_policy import SnapshotPolicy
 from ._continuity import Extent, breakage, broken_journal, check_run, describe, run_problems
 from ._driver import check_url, connect, load_driver, pg_error, redact, valid_schema
 from ._eventrows import event_body
@@ -56,15 +56,15 @@ __all__ = ["PostgresStore"]
 @dataclass(slots=True)
 class _Known:
     """What this object last saw of a thread: which incarnation (a deleted and recreated id
-    is a new one), its version, and bytes and records since its snapshot, and whether it
-    has settled: waits or ended (for ``snapshot_due``)."""
+    is a new one), its version, bytes and records since its snapshot, and its status (for
+    ``snapshot_due``)."""
 
     incarnation: int
     version: int
     snapshot_bytes: int
     since_snapshot: int
     since_records: int = 0
-    settled: bool = False
+    status: str = "pending"
     #: Journal bytes since the last snapshot this object added to the trail (-1: none yet).
     since_trail: int = -1
 
@@ -188,8 +188,8 @@ class PostgresStore(WorkQueue, PostgresListing):
             if row is None:
                 raise ThreadExistsError(thread_id)
         with self._guard:
-            settled = record.status in SETTLED
-            self._known[thread_id] = _Known(int(row[0]), record.version, len(body), 0, 0, settled)
+            status = record.status
+            self._known[thread_id] = _Known(int(row[0]), record.version, len(body), 0, 0, status)
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
@@ -241,11 +241,11 @@ class PostgresStore(WorkQueue, PostgresListing):
                 known.version = last.version
                 known.since_snapshot += written
                 known.since_records += len(records)
-                known.settled = last.status in SETTLED
+                known.status = last.status
             else:
                 self._known[thread_id] = _Known(
                     int(row[0]), last.version, written, written, len(records),
-                    last.status in SETTLED,
+                    last.status,
                 )  # fmt: skip
 
     @contextmanager
@@ -305,7 +305,7 @@ class PostgresStore(WorkQueue, PostgresListing):
                         known.since_snapshot += sum(len(r[3]) for r in rows[1:])
                         known.since_records += len(found)
                         if found:
-                            known.settled = found[-1].status in SETTLED
+                            known.status = found[-1].status
                     return ThreadLog(records=found, base=after)
         return self._load_full(thread_id)
 
@@ -340,10 +340,10 @@ class PostgresStore(WorkQueue, PostgresListing):
         since = sum(len(r[3]) for r in rows[1:]) - (0 if raw_snapshot is not None else base_bytes)
         replayed = len(found) - (0 if snapshot is not None else 1)
         last = found[-1] if found else snapshot
-        settled = last is not None and last.status in SETTLED
+        status = last.status if last is not None else "pending"
         with self._guard:
             self._known[thread_id] = _Known(
-                int(incarnation), int(version), base_bytes, since, replayed, settled
+                int(incarnation), int(version), base_bytes, since, replayed, status
             )
         return ThreadLog(records=found, snapshot=snapshot)
 
@@ -382,7 +382,7 @@ class PostgresStore(WorkQueue, PostgresListing):
             records=known.since_records,
             since=known.since_snapshot,
             snapshot=known.snapshot_bytes,
-            settled=known.settled,
+            status=known.status,
         )
 
     def write_snapshot(self, thread_id: str, snapshot: Snapshot) -> None:
