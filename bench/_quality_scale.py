@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import sys
@@ -189,7 +190,19 @@ def _pg_database() -> Iterator[str | None]:
 
 def measure(quick: bool, *, base: Path | None = None) -> dict[str, Any]:
     """Both measures on both stores; scratch folders go under ``base`` (a real disk; default:
-    the current folder). ``quick``: fewer rounds and resumes."""
+    the current folder). ``quick``: fewer rounds and resumes. The interrupted sessions log
+    their failed steps (thousands of warnings, all expected): silenced while it runs."""
+    import structlog
+
+    before = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    try:
+        return _measure(quick, base)
+    finally:
+        structlog.configure(**before)
+
+
+def _measure(quick: bool, base: Path | None) -> dict[str, Any]:
     from flowkit.quality.stores.jsonfile import JsonWorkflowStateStore
 
     rounds, runs = (1, 1) if quick else (3, 3)
@@ -242,12 +255,6 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--dir", default=".", help="where scratch folders go (default: .)")
     args = parser.parse_args()
-    import logging
-
-    import structlog
-
-    # The interrupted sessions log their failed steps; the bench is about figures.
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
     figures = measure(args.quick, base=Path(args.dir))
     print(json.dumps(figures, indent=2) if args.json else report(figures))
     return 0
