@@ -20,6 +20,7 @@ from ._models import Domain, EntitySpec
 from ._text import has_cjk, normalize
 from .numbers import find_amounts, find_numbers, kanji_number
 from .state import JsonScalar
+from .times import find_times
 
 __all__ = [
     "BUILTIN_ROLES",
@@ -72,15 +73,13 @@ _CUES = re.compile("|".join(CORRECTION_CUES), re.IGNORECASE)
 _WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAYS_JA = "月火水木金土日"
 _MONTHS_EN = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-
-_TIME_PATTERNS = (
-    re.compile(r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ap>a\.?m\.?|p\.?m\.?)(?!\w)", re.I),
-    re.compile(r"(?P<ap>午前|午後)?(?P<h>\d{1,2})時(?:(?P<half>半)|(?P<m>\d{1,2})分)?"),
-    re.compile(r"(?<![\d/:])(?P<h>\d{1,2}):(?P<m>\d{2})(?![\d:])"),
-    re.compile(r"\b(?P<word>noon|midday|midnight)\b|(?P<jword>正午)", re.I),
-    # "at 9": a bare hour after "at" (with a colon or am/pm the patterns above read it).
-    re.compile(r"\bat\s+(?P<h>\d{1,2})(?![\d:.])(?!\s*[ap]\.?m\b)(?!\s*[/%-])", re.I),
+#: A month's name or its abbreviation, nothing else: "the 15th March" is not a month "the"
+#: with its day lost, and "15 markers" is not the 15th of March.
+_MONTH = (
+    "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    "|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
 )
+
 _DATE_RELATIVE = (
     (re.compile(r"\bday after tomorrow\b|明後日|あさって", re.I), 2),
     (re.compile(r"\btoday\b|今日|きょう|本日", re.I), 0),
@@ -95,9 +94,13 @@ _DATE_JA = re.compile(r"(?:(?P<y>\d{4})年)?(?P<m>\d{1,2})月(?P<d>\d{1,2})日")
 #: A year said after a date ("March 14, 2026", "the 14th of March 2026").
 _YEAR = r"(?:,?\s+(?P<{}>(?:19|20)\d{{2}})\b)?"
 _DATE_EN = re.compile(
-    r"\b(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon1>[a-z]{3})[a-z]*\b"
+    r"\b(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon1>"
+    + _MONTH
+    + r")\.?(?!\w)"
     + _YEAR.format("y1")
-    + r"|(?P<mon2>[a-z]{3})[a-z]*\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?\b"
+    + r"|(?P<mon2>"
+    + _MONTH
+    + r")\.?\s+(?P<d2>\d{1,2})(?:st|nd|rd|th)?\b"
     + _YEAR.format("y2")
     + r")",
     re.I,
@@ -120,12 +123,23 @@ _ORDINAL = "|".join(sorted(map(re.escape, _ORDINALS), key=len, reverse=True))
 #: "the 14th of March", "March the fourteenth", "fourteenth of March", "March 1st".
 _DATE_EN_WORDS = re.compile(
     r"\b(?:the\s+)?(?:(?P<d1>\d{1,2})(?:st|nd|rd|th)?|(?P<o1>" + _ORDINAL + r"))\s+of\s+"
-    r"(?P<mon1>[a-z]{3})[a-z]*\b"
+    r"(?P<mon1>"
+    + _MONTH
+    + r")\.?(?!\w)"
     + _YEAR.format("y1")
-    + r"|\b(?P<mon2>[a-z]{3})[a-z]*\s+(?:the\s+)?(?P<o2>"
+    + r"|\b(?P<mon2>"
+    + _MONTH
+    + r")\.?\s+(?:the\s+)?(?P<o2>"
     + _ORDINAL
     + r")\b"
     + _YEAR.format("y2"),
+    re.I,
+)
+#: "on the 15th", "on the fifteenth": a day of this month or, once it is past, of the next.
+#: Only after "on" (or as the whole reply): "the 2nd option" is not a date.
+_DAY_OF_MONTH = re.compile(
+    r"(?:\bon\s+|^\s*)the\s+(?:(?P<d>\d{1,2})(?:st|nd|rd|th)|(?P<o>" + _ORDINAL + r"))\b"
+    r"(?!\s+(?:of\b|[a-z]{3}))",
     re.I,
 )
 #: 三月十四日, 十二月一日: a month and day in kanji numerals.
@@ -305,12 +319,6 @@ class EntityExtractor:
         return found
 
 
-#: Words that put a bare hour after noon ("tonight at 8", "at 7 this evening", 今夜8時).
-_LATER_IN_THE_DAY = re.compile(
-    r"\b(?:tonight|tonite|evening|afternoon)\b|今夜|今晩|夜|夕方", re.IGNORECASE
-)
-
-
 #: Entity kinds whose values are counted: a unit word follows them.
 _COUNTED = ("number", "amount")
 
@@ -345,28 +353,9 @@ def _same_word(said: str, unit: str) -> bool:
 
 
 def _find_times(name: str, text: str) -> list[Found]:
-    found = []
-    later = _LATER_IN_THE_DAY.search(text) is not None
-    for pattern in _TIME_PATTERNS:
-        for m in pattern.finditer(text):
-            groups = m.groupdict()
-            if groups.get("word") or groups.get("jword"):
-                word = (groups.get("word") or "").lower()
-                hour, minute = (0, 0) if word == "midnight" else (12, 0)
-            else:
-                hour = int(groups["h"])
-                minute = 30 if groups.get("half") else int(groups.get("m") or 0)
-                marker = (groups.get("ap") or "").lower().replace(".", "")
-                if marker in ("pm", "午後") and hour < 12:
-                    hour += 12
-                elif marker in ("am", "午前") and hour == 12:
-                    hour = 0
-                elif not marker and later and 1 <= hour < 12:
-                    hour += 12
-            if hour > 23 or minute > 59:
-                continue
-            found.append(Found(name, f"{hour:02d}:{minute:02d}", m.start(), m.end(), m.group(0)))
-    return found
+    return [
+        Found(name, value, start, end, text[start:end]) for start, end, value in find_times(text)
+    ]
 
 
 def _find_dates(name: str, text: str, today: date) -> list[Found]:
@@ -385,9 +374,12 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
         add(m, _make_date(int(m["y"]), int(m["m"]), int(m["d"])))
     for m in [*_DATE_MD.finditer(text), *_DATE_JA.finditer(text)]:
         year = m.groupdict().get("y")
-        add(m, _upcoming(today, int(m["m"]), int(m["d"]), int(year) if year else None))
+        first, second = int(m["m"]), int(m["d"])
+        if first > 12 >= second and "/" in m.group(0):
+            first, second = second, first  # 14/03: only a day-first reading makes a date
+        add(m, _upcoming(today, first, second, int(year) if year else None))
     for m in _DATE_EN.finditer(text):
-        month = (m["mon1"] or m["mon2"]).lower()
+        month = (m["mon1"] or m["mon2"])[:3].lower()
         if month in _MONTHS_EN:
             day, year = int(m["d1"] or m["d2"]), m["y1"] or m["y2"]
             add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, day, _year(year)))
@@ -398,6 +390,10 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
         if month in _MONTHS_EN and not _within(found, m):
             year = _year(m["y1"] or m["y2"])
             add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, number, year))
+    for m in _DAY_OF_MONTH.finditer(text):
+        number = int(m["d"]) if m["d"] else _ORDINALS[m["o"].lower()]
+        if not _within(found, m):
+            add(m, _day_of_month(today, number))
     for m in _DATE_JA_KANJI.finditer(text):
         month_number, day_number = kanji_number(m["m"]), kanji_number(m["d"])
         if month_number and day_number and 1 <= month_number <= 12:
@@ -426,6 +422,17 @@ def _make_date(year: int, month: int, day: int) -> date | None:
         return date(year, month, day)
     except ValueError:
         return None
+
+
+def _day_of_month(today: date, day: int) -> date | None:
+    """Day ``day`` of this month if it is still to come, else of the next month that has it."""
+    year, month = today.year, today.month
+    for _ in range(3):
+        candidate = _make_date(year, month, day)
+        if candidate is not None and candidate >= today:
+            return candidate
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
 
 
 def _upcoming(today: date, month: int, day: int, year: int | None) -> date | None:
