@@ -40,6 +40,8 @@ class Reply:
     body: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    #: Why the model stopped, as the server says it ("length": cut at the token limit).
+    finish: str = "stop"
 
 
 def ok(text: str = "Hello there, friend", *, delay: float = 0.0) -> Reply:
@@ -214,7 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b'{"choices": [')
         else:
-            self._send(200, json.dumps(_completion(api, reply.text, body.get("model"))).encode())
+            self._send(
+                200,
+                json.dumps(_completion(api, reply.text, body.get("model"), reply.finish)).encode(),
+            )
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -254,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
                 lines.append(_stream_line(api, model, "half")[:20])
             data = "".join(lines).encode()
         else:
-            whole = json.dumps(_completion(api, reply.text, model)).encode()
+            whole = json.dumps(_completion(api, reply.text, model, reply.finish)).encode()
             data = whole[: len(whole) // 2]
         self.wfile.write(b"%X\r\n%s\r\n" % (len(data), data) if framed else data)
         self.wfile.flush()
@@ -288,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
             pieces = pieces[: len(pieces) // 2]
         lines = [_stream_line(api, model, piece) for piece in pieces]
         if reply.kind == "ok":
-            lines += _stream_end(api, model)
+            lines += _stream_end(api, model, reply.finish)
         if reply.kind == "bad_line":
             lines.append("data: {not json\n\n" if api == "openai" else "{not json\n")
         if reply.kind == "deep_line":
@@ -307,7 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
 
 
-def _completion(api: str, text: str, model: Any) -> dict[str, Any]:
+def _completion(api: str, text: str, model: Any, finish: str = "stop") -> dict[str, Any]:
     if api == "openai":
         return {
             "id": "chatcmpl-1",
@@ -317,7 +322,7 @@ def _completion(api: str, text: str, model: Any) -> dict[str, Any]:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "finish_reason": finish,
                 }
             ],
             "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
@@ -326,7 +331,7 @@ def _completion(api: str, text: str, model: Any) -> dict[str, Any]:
         "model": model,
         "message": {"role": "assistant", "content": text},
         "done": True,
-        "done_reason": "stop",
+        "done_reason": finish,
         "prompt_eval_count": 5,
         "eval_count": 7,
     }
@@ -339,11 +344,16 @@ def _stream_line(api: str, model: str, piece: str) -> str:
     return json.dumps({"model": model, "message": {"role": "assistant", "content": piece}}) + "\n"
 
 
-def _stream_end(api: str, model: str) -> list[str]:
+def _stream_end(api: str, model: str, finish: str = "stop") -> list[str]:
     if api == "openai":
-        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
         return [f"data: {json.dumps(last)}\n\n", "data: [DONE]\n\n"]
-    done = {"model": model, "message": {"role": "assistant", "content": ""}, "done": True}
+    done = {
+        "model": model,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": finish,
+    }
     return [json.dumps({**done, "prompt_eval_count": 5, "eval_count": 7}) + "\n"]
 
 

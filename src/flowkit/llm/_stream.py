@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from flowkit.errors import LLMError, LLMResponseError, LLMTimeoutError, LLMUnavailableError
 from flowkit.llm._types import Chunk, ToolCall, Usage
 
-__all__ = ["Delta", "ServerStreamError", "StreamDecoder", "ToolCallPart"]
+__all__ = ["Delta", "ServerStreamError", "StreamDecoder", "ToolCallPart", "said_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,7 @@ class Delta:
 
     ``finished`` means the model stopped (OpenAI ``finish_reason``): the answer is complete
     if the body then ends. ``done`` is the server's explicit end-of-stream marker.
+    ``finish_reason`` is why the model stopped, where the line says it.
     """
 
     text: str = ""
@@ -46,9 +47,18 @@ class Delta:
     finished: bool = False
     done: bool = False
     tool_calls: tuple[ToolCallPart, ...] = ()
+    finish_reason: str | None = None
 
     def __post_init__(self) -> None:
         _check_text(text=self.text)
+        if self.finish_reason is not None:
+            _check_text(finish_reason=self.finish_reason)
+
+
+def said_text(value: object) -> str | None:
+    """A member the server sent as text (a finish reason), or ``None`` if it sent none or
+    something else: an odd value there is not worth failing an answer for."""
+    return value[:100] if isinstance(value, str) and value else None
 
 
 def _check_text(**fields: object) -> None:
@@ -74,6 +84,7 @@ class StreamDecoder:
         self._parts: list[str] = []
         self._usage: Usage | None = None
         self._finished = False
+        self._finish_reason: str | None = None
         self._calls: dict[int, list[str]] = {}  # index -> [id, name, arguments so far]
         self.done = False
 
@@ -107,6 +118,7 @@ class StreamDecoder:
         self._parts.append(delta.text)
         self._usage = delta.usage or self._usage
         self._finished = self._finished or delta.finished
+        self._finish_reason = delta.finish_reason or self._finish_reason
         for part in delta.tool_calls:
             self._add_call(part)
         if delta.done:
@@ -130,7 +142,13 @@ class StreamDecoder:
         call[2] += part.arguments
 
     def _last(self, text: str) -> Chunk:
-        return Chunk(text=text, done=True, usage=self._usage, tool_calls=self.tool_calls)
+        return Chunk(
+            text=text,
+            done=True,
+            usage=self._usage,
+            tool_calls=self.tool_calls,
+            finish_reason=self._finish_reason,
+        )
 
     def end(self, *, ended_by_close: bool = False) -> Chunk | None:
         """The body ended cleanly: the closing chunk, or raise if the end marker is missing.

@@ -190,7 +190,19 @@ def complete_in_process(
 
 
 def _with_parsed(response: LLMResponse, schema: type[BaseModel], model: str) -> LLMResponse:
-    return response.model_copy(update={"parsed": parse_answer(response.text, schema, model=model)})
+    try:
+        parsed = parse_answer(response.text, schema, model=model)
+    except LLMSchemaError as exc:
+        if response.finish_reason != "length":
+            raise
+        raise LLMSchemaError(
+            f"{exc} The answer was cut at the model's token limit (finish reason `length`); "
+            "raise the limit (max_tokens) or ask for less.",
+            model=model,
+            raw_text=exc.raw_text,
+            errors=exc.errors,
+        ) from exc
+    return response.model_copy(update={"parsed": parsed})
 
 
 def _summary(errors: Sequence[dict[str, Any]], limit: int = 5, *, quoting: bool = False) -> str:

@@ -64,7 +64,10 @@ class LLMResponse(BaseModel):
     ``parsed`` holds the validated model instance when a schema was asked for (dumped to a
     plain dict in JSON mode). ``tool_calls`` are the tools the model asked to run when it
     was offered ``tools=`` (``text`` is then often empty). ``raw`` is the server's last
-    response body.
+    response body. ``finish_reason`` is why the model stopped, as the server said it
+    (OpenAI's ``finish_reason``, Ollama's ``done_reason``): ``"stop"``, ``"length"`` (cut at
+    the token limit: the text is incomplete), ``"tool_calls"``, ``"content_filter"`` ...;
+    ``None`` where the server did not say.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,6 +79,7 @@ class LLMResponse(BaseModel):
     model: str
     raw: dict[str, Any] = {}
     tool_calls: list[ToolCall] = []
+    finish_reason: str | None = None
 
     def assistant_message(self) -> Message:
         """This answer as the assistant message to append to the conversation."""
@@ -88,7 +92,8 @@ class LLMResponse(BaseModel):
 class Chunk(BaseModel):
     """A piece of a streamed answer; the last chunk of a complete stream has ``done=True``.
 
-    Tool calls arrive in pieces too; they are assembled and given whole on the last chunk.
+    Tool calls arrive in pieces too; they are assembled and given whole on the last chunk,
+    with ``finish_reason`` (as ``LLMResponse.finish_reason``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -97,6 +102,7 @@ class Chunk(BaseModel):
     done: bool = False
     usage: Usage | None = None
     tool_calls: list[ToolCall] = []
+    finish_reason: str | None = None
 
 
 def check_messages(messages: Sequence[Message]) -> list[Message]:

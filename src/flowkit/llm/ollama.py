@@ -16,7 +16,7 @@ from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
-from flowkit.llm._stream import Delta, ServerStreamError, ToolCallPart
+from flowkit.llm._stream import Delta, ServerStreamError, ToolCallPart, said_text
 from flowkit.llm._tools import Tool
 from flowkit.llm._types import LLMResponse, Message, ToolCall, Usage
 
@@ -106,6 +106,7 @@ class OllamaLLM(HTTPChatLLM):
             model=data.get("model") or self.model,
             raw=data,
             tool_calls=calls,
+            finish_reason=said_text(data.get("done_reason")),
         )
 
     def _parse_line(self, line: str) -> Delta | None:
@@ -117,7 +118,10 @@ class OllamaLLM(HTTPChatLLM):
         text = message.get("content") or ""
         calls = _tool_call_parts(message)
         if data.get("done"):
-            return Delta(text=text, usage=_usage(data), done=True, tool_calls=calls)
+            reason = said_text(data.get("done_reason"))
+            return Delta(
+                text=text, usage=_usage(data), done=True, tool_calls=calls, finish_reason=reason
+            )
         return Delta(text=text, tool_calls=calls)
 
     def _status_hint(self, status: int) -> str:

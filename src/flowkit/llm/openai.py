@@ -17,7 +17,7 @@ from flowkit.foundation._untrusted import parse_json
 from flowkit.llm._body import DEFAULT_MAX_RESPONSE_BYTES
 from flowkit.llm._http import HTTPChatLLM
 from flowkit.llm._retry import Backoff
-from flowkit.llm._stream import Delta, ServerStreamError, ToolCallPart
+from flowkit.llm._stream import Delta, ServerStreamError, ToolCallPart, said_text
 from flowkit.llm._tools import Tool
 from flowkit.llm._types import LLMResponse, Message, ToolCall, Usage
 
@@ -102,6 +102,7 @@ class OpenAICompatibleLLM(HTTPChatLLM):
             model=data.get("model") or self.model,
             raw=data,
             tool_calls=calls,
+            finish_reason=said_text(data["choices"][0].get("finish_reason")),
         )
 
     def _parse_line(self, line: str) -> Delta | None:
@@ -126,6 +127,7 @@ class OpenAICompatibleLLM(HTTPChatLLM):
             usage=_usage(data.get("usage")),
             finished=choice.get("finish_reason") is not None,
             tool_calls=tuple(_tool_call_part(p) for p in delta.get("tool_calls") or ()),
+            finish_reason=said_text(choice.get("finish_reason")),
         )
 
     def _status_hint(self, status: int) -> str:

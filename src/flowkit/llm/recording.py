@@ -47,6 +47,8 @@ def call_record(
     answer = response.model_dump(mode="json")
     if not answer.get("tool_calls"):
         answer.pop("tool_calls", None)
+    if answer.get("finish_reason") is None:
+        answer.pop("finish_reason", None)
     return {"request": request, "response": answer}
 
 
@@ -143,12 +145,14 @@ class _Tape:
         self._parts: list[str] = []
         self._usage: Usage | None = None
         self._calls: list[ToolCall] = []
+        self._finish_reason: str | None = None
         self._started = time.perf_counter()
 
     def add(self, chunk: Chunk) -> None:
         self._parts.append(chunk.text)
         self._usage = chunk.usage or self._usage
         self._calls = chunk.tool_calls or self._calls
+        self._finish_reason = chunk.finish_reason or self._finish_reason
         if chunk.done:
             # Recorded before the caller sees the last chunk, which it may not ask past.
             response = LLMResponse(
@@ -158,6 +162,7 @@ class _Tape:
                 model=self._owner.model,
                 raw={"stream": True},
                 tool_calls=self._calls,
+                finish_reason=self._finish_reason,
             )
             self._owner._sink(
                 call_record(self._messages, None, self._owner.model, response, self._tools)

@@ -162,7 +162,11 @@ class ReplayLLM(InProcessLLM):
         """Replay a recorded answer as one final chunk (with its tool calls)."""
         _, response = self._take(messages, None, tools)
         yield Chunk(
-            text=response.text, done=True, usage=response.usage, tool_calls=response.tool_calls
+            text=response.text,
+            done=True,
+            usage=response.usage,
+            tool_calls=response.tool_calls,
+            finish_reason=response.finish_reason,
         )
 
     def _take(

@@ -210,10 +210,14 @@ class ToolLoop:
             return response
         parts: list[str] = []
         calls: list[ToolCall] = []
+        reason: str | None = None
         for chunk in llm.stream(messages, tools=self.tools):
             parts.append(chunk.text)
             calls = chunk.tool_calls or calls
-        return LLMResponse(text="".join(parts), model=llm.model, tool_calls=calls)
+            reason = chunk.finish_reason or reason
+        return LLMResponse(
+            text="".join(parts), model=llm.model, tool_calls=calls, finish_reason=reason
+        )
 
     def _after_turn(self, response: LLMResponse, rounds: int) -> dict[str, Any]:
         calls = response.tool_calls
