@@ -34,6 +34,24 @@ TODAY = date(2025, 3, 10)  # a Monday
         ("14/03", {"date": "2025-03-14"}),  # only a day-first reading is a date
         ("Sept. 3", {"date": "2025-09-03"}),
         ("Mar. 14 at a quarter past ten am", {"date": "2025-03-14", "time": "10:15"}),
+        ("at nine thirty pm", {"time": "21:30"}),
+        ("at seven thirty", {"time": "07:30"}),
+        ("at five to nine", {"time": "08:55"}),
+        ("at ten past nine pm", {"time": "21:10"}),
+        ("half past noon", {"time": "12:30"}),
+        ("a quarter to midnight", {"time": "23:45"}),
+        ("quarter to twelve pm", {"time": "23:45"}),
+        ("quarter to twelve am", {"time": "11:45"}),
+        ("at 2 at night", {"time": "02:00"}),
+        ("eleven at night", {"time": "23:00"}),
+        ("service robot 2 in the morning", {"machine": "robot_2"}),
+        ("please check robot 3 tonight", {"machine": "robot_3"}),
+        ("robot two in the morning at 9", {"machine": "robot_2", "time": "09:00"}),
+        ("on the 15th please", {"date": "2025-03-15"}),
+        ("on the 15th for robot 2", {"date": "2025-03-15", "machine": "robot_2"}),
+        ("on the 15th may be better", {"date": "2025-03-15"}),
+        ("Febuary 3", {"date": "2026-02-03"}),
+        ("25/12", {"date": "2025-12-25"}),
     ],
 )
 def test_spoken_times_and_dates(domain: Domain, text: str, expected: dict[str, str]) -> None:
@@ -49,6 +67,14 @@ def test_spoken_times_and_dates(domain: Domain, text: str, expected: dict[str, s
         "marketing 5",
         "I have seven",  # a bare number word is no hour
         "13/13",
+        "at one point the arm stopped",
+        "can you look at three options",
+        "running at ten percent",
+        "from ten to twelve",  # a range, not 11:50
+        "we run 24/7",
+        "a 16/9 screen",
+        "the 2nd is broken",
+        "the 15th may be better",  # "the 15th" alone, not said as a day: no date
     ],
 )
 def test_what_is_no_date_or_time(domain: Domain, text: str) -> None:
@@ -59,3 +85,22 @@ def test_what_is_no_date_or_time(domain: Domain, text: str) -> None:
 def test_a_correction_says_both_times_in_order() -> None:
     """ "at 7 pm, no 8 pm": both times are read, in the order they were said."""
     assert [value for _, _, value in sorted(find_times("at 7 pm, no 8 pm"))] == ["19:00", "20:00"]
+
+
+@pytest.mark.parametrize(
+    ("today", "expected"),
+    [(date(2027, 3, 10), "2028-02-29"), (date(2028, 3, 10), "2032-02-29")],
+)
+def test_the_29th_of_february_is_the_next_one_there_is(
+    domain: Domain, today: date, expected: str
+) -> None:
+    for text in ("Feb 29", "2/29", "the 29th of February"):
+        assert [f.value for f in EntityExtractor(domain).extract(text, today)] == [expected]
+
+
+def test_a_long_text_full_of_dates_and_times_is_read_whole(domain: Domain) -> None:
+    """Thousands of candidates, each checked against the spans taken so far (in log time:
+    this was quadratic, seconds for 100 KB; the test asserts the result, never the time)."""
+    text = "on the 1st, at 7 pm and the 14th of March; " * 2000
+    found = EntityExtractor(domain).extract(text, TODAY)
+    assert len(found) == 6000

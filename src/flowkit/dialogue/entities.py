@@ -10,6 +10,8 @@ role its cue word gives it ("from Berlin": origin, 「パリまで」: destinati
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, replace
@@ -75,9 +77,13 @@ _WEEKDAYS_JA = "月火水木金土日"
 _MONTHS_EN = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 #: A month's name or its abbreviation, nothing else: "the 15th March" is not a month "the"
 #: with its day lost, and "15 markers" is not the 15th of March.
+#: Common misspellings count ("Febuary"); "may" before a verb is the verb ("the 15th may be
+#: better").
 _MONTH = (
-    "jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    "|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+    "jan(?:uary)?|feb(?:ruary|uary|urary)?|mar(?:ch)?|apr(?:il)?"
+    r"|may(?!\s+(?:be|have|not|need|want|work|come|go|do|help|i|we|you|it|they)\b)"
+    "|june?|july?|aug(?:ust)?|sep(?:t(?:ember|mber)?)?|septmber|oct(?:ober)?|nov(?:ember)?"
+    "|dec(?:ember)?"
 )
 
 _DATE_RELATIVE = (
@@ -138,10 +144,12 @@ _DATE_EN_WORDS = re.compile(
 #: "on the 15th", "on the fifteenth": a day of this month or, once it is past, of the next.
 #: Only after "on" (or as the whole reply): "the 2nd option" is not a date.
 _DAY_OF_MONTH = re.compile(
-    r"(?:\bon\s+|^\s*)the\s+(?:(?P<d>\d{1,2})(?:st|nd|rd|th)|(?P<o>" + _ORDINAL + r"))\b"
-    r"(?!\s+(?:of\b|[a-z]{3}))",
+    r"(?:\bon\s+the\s+|^\s*the\s+)(?:(?P<d>\d{1,2})(?:st|nd|rd|th)|(?P<o>" + _ORDINAL + r"))\b"
+    r"(?!\s+of\b)",
     re.I,
 )
+#: What may follow "the 15th" said without "on" for it to be a date: the end of the reply.
+_REPLY_END = re.compile(r"\s*[.!?]*\s*\Z")
 #: 三月十四日, 十二月一日: a month and day in kanji numerals.
 _DATE_JA_KANJI = re.compile(
     r"(?P<m>[一二三四五六七八九十]{1,3})月(?P<d>[一二三四五六七八九十]{1,3})日"
@@ -209,11 +217,15 @@ class EntityExtractor:
         for name, spec in self.domain.entities.items():
             candidates += self._find(name, spec, text, today)
         chosen: list[Found] = []
-        taken: list[tuple[int, int]] = []
+        starts: list[int] = []  # the spans taken, which never overlap, sorted by start
+        ends: list[int] = []
         for found in sorted(candidates, key=lambda f: (-(f.end - f.start), f.start)):
-            if all(found.end <= s or found.start >= e for s, e in taken):
-                chosen.append(self._with_unit(self._with_role(found, text), text))
-                taken.append((found.start, found.end))
+            at = bisect.bisect_right(starts, found.start)
+            if (at and ends[at - 1] > found.start) or (at < len(starts) and starts[at] < found.end):
+                continue  # overlaps a longer (or earlier) span taken already
+            chosen.append(self._with_unit(self._with_role(found, text), text))
+            starts.insert(at, found.start)
+            ends.insert(at, found.end)
         return sorted(chosen, key=lambda f: f.start)
 
     def _with_role(self, found: Found, text: str) -> Found:
@@ -375,24 +387,27 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
     for m in [*_DATE_MD.finditer(text), *_DATE_JA.finditer(text)]:
         year = m.groupdict().get("y")
         first, second = int(m["m"]), int(m["d"])
-        if first > 12 >= second and "/" in m.group(0):
-            first, second = second, first  # 14/03: only a day-first reading makes a date
+        if first > 12 >= second and re.fullmatch(r"\d\d/\d\d", m.group(0)):
+            first, second = second, first  # 14/03 (never 24/7 or 16/9): read day first
         add(m, _upcoming(today, first, second, int(year) if year else None))
     for m in _DATE_EN.finditer(text):
         month = (m["mon1"] or m["mon2"])[:3].lower()
         if month in _MONTHS_EN:
             day, year = int(m["d1"] or m["d2"]), m["y1"] or m["y2"]
             add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, day, _year(year)))
+    within = _Overlaps(found)  # one pattern's matches never overlap each other
     for m in _DATE_EN_WORDS.finditer(text):
         month = (m["mon1"] or m["mon2"])[:3].lower()
         ordinal = m["o1"] or m["o2"]
         number = _ORDINALS[ordinal.lower()] if ordinal else int(m["d1"])
-        if month in _MONTHS_EN and not _within(found, m):
+        if month in _MONTHS_EN and not within(m):
             year = _year(m["y1"] or m["y2"])
             add(m, _upcoming(today, _MONTHS_EN.index(month) + 1, number, year))
+    within = _Overlaps(found)
     for m in _DAY_OF_MONTH.finditer(text):
-        number = int(m["d"]) if m["d"] else _ORDINALS[m["o"].lower()]
-        if not _within(found, m):
+        number = int(m["d"]) if m["d"] else _ORDINALS[m["o"].casefold()]
+        said_on = m.group(0).lstrip()[:2].casefold() == "on"
+        if not within(m) and (said_on or _REPLY_END.match(text, m.end())):
             add(m, _day_of_month(today, number))
     for m in _DATE_JA_KANJI.finditer(text):
         month_number, day_number = kanji_number(m["m"]), kanji_number(m["d"])
@@ -408,9 +423,18 @@ def _find_dates(name: str, text: str, today: date) -> list[Found]:
     return found
 
 
-def _within(found: list[Found], m: re.Match[str]) -> bool:
-    """Whether ``m`` overlaps a date found already (one date, read by two patterns)."""
-    return any(f.start < m.end() and m.start() < f.end for f in found)
+class _Overlaps:
+    """Whether a match overlaps a date found already (one date, read by two patterns), in
+    time logarithmic in the dates found (a long text holds thousands)."""
+
+    def __init__(self, found: list[Found]) -> None:
+        spans = sorted((f.start, f.end) for f in found)
+        self._starts = [start for start, _ in spans]
+        self._reach = list(itertools.accumulate((end for _, end in spans), max))
+
+    def __call__(self, m: re.Match[str]) -> bool:
+        before = bisect.bisect_left(self._starts, m.end())  # the spans starting before its end
+        return before > 0 and self._reach[before - 1] > m.start()
 
 
 def _year(said: str | None) -> int | None:
@@ -436,10 +460,12 @@ def _day_of_month(today: date, day: int) -> date | None:
 
 
 def _upcoming(today: date, month: int, day: int, year: int | None) -> date | None:
-    """The date ``month/day`` in ``year``, or its next occurrence from ``today``."""
+    """The date ``month/day`` in ``year``, or its next occurrence from ``today`` (Feb 29:
+    in the next leap year)."""
     if year is not None:
         return _make_date(year, month, day)
-    candidate = _make_date(today.year, month, day)
-    if candidate is not None and candidate < today:
-        candidate = _make_date(today.year + 1, month, day)
-    return candidate
+    for ahead in range(9):
+        candidate = _make_date(today.year + ahead, month, day)
+        if candidate is not None and candidate >= today:
+            return candidate
+    return None
