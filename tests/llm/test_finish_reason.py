@@ -62,7 +62,18 @@ def test_an_answer_with_no_reason_records_as_before():
 
 @pytest.mark.parametrize(
     ("sent", "kept"),
-    [("stop", "stop"), ("length", "length"), (None, None), ("", None), (5, None), ([], None)],
+    [
+        ("stop", "stop"),
+        ("length", "length"),
+        ("tool_calls", "tool_calls"),
+        (None, None),
+        ("", None),
+        (5, None),
+        ([], None),
+        ("\ud800", None),  # a lone surrogate would make the journal unwritable
+        ("x" * 1_000_000, None),
+        ("stop\n", None),
+    ],
 )
 def test_an_odd_reason_is_dropped_not_fatal(sent, kept):
     assert said_text(sent) == kept
@@ -92,3 +103,31 @@ def test_a_schema_answer_that_stopped_on_its_own_does_not_blame_the_limit(server
         complete(llm, mode, schema=Plan)
 
     assert "token limit" not in str(caught.value)
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+
+
+def test_a_cut_answer_is_not_taken_for_a_value_inside_it(server, connect, mode):
+    """Cut at the token limit, the answer's first value that fits the schema is a nested
+    one (Bob, not Alice): never returned as the answer."""
+    llm = connect(server.url)
+    cut = Reply(
+        text='{"name": "Alice", "age": 51, "reports": [{"name": "Bob", "age": 23}, {"na',
+        finish="length",
+    )
+    server.script(cut, cut)
+
+    with pytest.raises(LLMSchemaError) as caught:
+        complete(llm, mode, schema=Person)
+
+    assert "token limit" in str(caught.value)
+
+
+def test_a_whole_answer_at_the_token_limit_is_taken(server, connect, mode):
+    llm = connect(server.url)
+    server.script(Reply(text='```json\n{"name": "Alice", "age": 51}\n```', finish="length"))
+
+    assert complete(llm, mode, schema=Person).parsed == Person(name="Alice", age=51)

@@ -5,6 +5,7 @@ Pure: the drivers feed it lines; each backend supplies a parser for its wire for
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -55,10 +56,14 @@ class Delta:
             _check_text(finish_reason=self.finish_reason)
 
 
+_REASON = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
 def said_text(value: object) -> str | None:
-    """A member the server sent as text (a finish reason), or ``None`` if it sent none or
-    something else: an odd value there is not worth failing an answer for."""
-    return value[:100] if isinstance(value, str) and value else None
+    """A finish reason the server sent ("stop", "length", "tool_calls" ...), or ``None`` if
+    it sent none or something else (a number, a long or odd string): an odd value there is
+    not worth failing an answer for, nor worth keeping in a journal."""
+    return value if isinstance(value, str) and _REASON.fullmatch(value) else None
 
 
 def _check_text(**fields: object) -> None:

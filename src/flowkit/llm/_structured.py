@@ -191,7 +191,12 @@ def complete_in_process(
 
 def _with_parsed(response: LLMResponse, schema: type[BaseModel], model: str) -> LLMResponse:
     try:
-        parsed = parse_answer(response.text, schema, model=model)
+        if response.finish_reason == "length":
+            # Cut at the token limit: a value inside the cut one may fit the schema ("the
+            # first JSON value that fits"), but it is not the answer. Only a whole one is.
+            parsed = parse_answer(_whole_value(response.text, model), schema, model=model)
+        else:
+            parsed = parse_answer(response.text, schema, model=model)
     except LLMSchemaError as exc:
         if response.finish_reason != "length":
             raise
@@ -203,6 +208,23 @@ def _with_parsed(response: LLMResponse, schema: type[BaseModel], model: str) -> 
             errors=exc.errors,
         ) from exc
     return response.model_copy(update={"parsed": parsed})
+
+
+def _whole_value(text: str, model: str) -> str:
+    """``text`` if it is one whole JSON value (in a code fence or not), else raise."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.partition("\n")[2].removesuffix("```").strip()
+    try:
+        json.loads(body)
+    except ValueError:
+        raise LLMSchemaError(
+            "The answer is not one whole JSON value.",
+            model=model,
+            raw_text=text,
+            errors=[{"type": "json_invalid", "loc": [], "msg": "the answer was cut short"}],
+        ) from None
+    return body
 
 
 def _summary(errors: Sequence[dict[str, Any]], limit: int = 5, *, quoting: bool = False) -> str:

@@ -16,7 +16,7 @@ than ``every``: opening it mid-run replays up to ``ratio`` snapshots' worth of r
 A thread that settles (waits for a person or has ended) is often opened next by a cold
 reader, maybe in another process:
 
-- where it waits, a snapshot is due after ``PAUSE_MIN`` records instead of ``every``;
+- where it waits, the rule above asks for ``PAUSE_MIN`` records instead of ``every``;
 - where it waits or has ended after at least ``every`` records, once they reach
   ``1 / PAUSE_SHARE`` of the last snapshot's size. Replaying a record costs ~50x reading the
   same bytes in a snapshot, so a settled chat (its state growing with its history) opens in

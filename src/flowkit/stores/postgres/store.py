@@ -188,8 +188,8 @@ class PostgresStore(WorkQueue, PostgresListing):
             if row is None:
                 raise ThreadExistsError(thread_id)
         with self._guard:
-            status = record.status
-            self._known[thread_id] = _Known(int(row[0]), record.version, len(body), 0, 0, status)
+            known = _Known(int(row[0]), record.version, len(body), 0, 0, record.status)
+            self._known[thread_id] = known
 
     def append(
         self, thread_id: str, records: Sequence[AnyRecord], *, expected_version: int
