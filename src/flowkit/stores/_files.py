@@ -17,11 +17,12 @@ from ..errors import StoreError, ThreadNotFoundError
 from ..foundation._atomic import write_atomically
 from ..foundation._logging import get_logger
 from ..records._records import FORMAT_VERSION, Snapshot
-from ._jsonl import seal_holds
+from ._jsonl import line_crc, line_record, record_body, seal_holds
 
 __all__ = [
     "JournalHandles",
     "SnapshotFile",
+    "follows_record",
     "name_of",
     "os_error",
     "read_snapshot_file",
@@ -98,6 +99,9 @@ def read_snapshot_file(
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    except OSError as exc:  # a folder in its place, no permission: the journal will do
+        report_ignored_snapshot(thread_id, path, f"it cannot be read ({exc.strerror or exc})")
+        return None
     try:
         intact = seal_holds(raw)
         if intact is None:
@@ -114,6 +118,25 @@ def read_snapshot_file(
         report_ignored_snapshot(thread_id, path, str(exc).splitlines()[0])
         return None
     return envelope, len(raw)
+
+
+#: How a record line begins (fields in declaration order, after the thread's name if any).
+_RECORD_VERSION = re.compile(rb'\{"v":\d+,"version":(\d+),')
+
+
+def follows_record(line: bytes, envelope: SnapshotFile) -> bool:
+    """Whether ``line`` is, byte for byte, the journal line of the record ``envelope``'s
+    snapshot follows, and that record has the snapshot's version: a snapshot whose seal
+    holds may still not be this journal's (copied, restored, or forged)."""
+    if line_crc(line) != envelope.record_crc:
+        return False
+    # Its checksum holds, so its head says its version (the fields are written in order);
+    # the record is parsed only where the head is not the usual one.
+    head = _RECORD_VERSION.match(record_body(line))
+    if head is not None:
+        return int(head.group(1)) == envelope.snapshot.version
+    record = line_record(line)
+    return record is not None and record.version == envelope.snapshot.version
 
 
 def report_ignored_snapshot(thread_id: str, path: Path, reason: str) -> None:

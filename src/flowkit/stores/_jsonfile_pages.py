@@ -24,9 +24,9 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..records._records import FORMAT_VERSION, Snapshot
-from ._files import SnapshotFile, os_error
+from ._files import SnapshotFile, follows_record, os_error
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
-from ._jsonl import line_crc, unseal
+from ._jsonl import unseal
 from ._protocol import RecordRange
 
 __all__ = ["TRAIL", "append_to_trail", "line_end", "read_range", "snapshot_before"]
@@ -160,7 +160,13 @@ def snapshot_before(reader: JsonFileReader, thread_id: str, version: int) -> Sna
         latest = reader._dir(thread_id) / SNAPSHOT
         if _version_of(latest) <= version:  # a look at its head first: it may be big
             found = reader._read_snapshot(thread_id)
-            if found is not None and _lines_up(reader, thread_id, found[0]):
+            # The head may say another version than the parsed file (a forged file whose
+            # seal holds repeats the member): the parsed one is what would be used.
+            if (
+                found is not None
+                and found[0].snapshot.version <= version
+                and _lines_up(reader, thread_id, found[0])
+            ):
                 return _anchored(reader, thread_id, found[0])
         path = reader._dir(thread_id) / TRAIL
         for raw in _lines_backwards(path, thread_id):
@@ -168,7 +174,11 @@ def snapshot_before(reader: JsonFileReader, thread_id: str, version: int) -> Sna
             if head is None or int(head.group(1)) > version:
                 continue
             envelope = _envelope(raw)
-            if envelope is not None and _lines_up(reader, thread_id, envelope):
+            if (
+                envelope is not None
+                and envelope.snapshot.version <= version
+                and _lines_up(reader, thread_id, envelope)
+            ):
                 return _anchored(reader, thread_id, envelope)
         return None
 
@@ -209,7 +219,7 @@ def _lines_up(reader: JsonFileReader, thread_id: str, envelope: SnapshotFile) ->
     line = reader._read_from(
         thread_id, envelope.offset - envelope.record_bytes, limit=envelope.record_bytes
     )
-    return line_crc(line) == envelope.record_crc
+    return follows_record(line, envelope)
 
 
 def _lines_backwards(path: Path, thread_id: str) -> Iterator[bytes]:

@@ -28,13 +28,14 @@ from ..records._records import StartRecord
 from ._files import (
     JournalHandles,
     SnapshotFile,
+    follows_record,
     os_error,
     read_snapshot_file,
     report_ignored_snapshot,
     sweep_temp_files,
 )
 from ._ids import check_thread_id, is_thread_id
-from ._jsonl import Scan, line_crc, scan_lines, sealed_lines_intact
+from ._jsonl import Scan, scan_lines, sealed_lines_intact
 from ._protocol import AnyRecord, ThreadLog
 
 __all__ = ["JOURNAL", "SNAPSHOT", "JournalTail", "JsonFileReader"]
@@ -301,8 +302,7 @@ class JsonFileReader:
                 envelope, snapshot_bytes = found
                 snapshot, offset, line = envelope.snapshot, envelope.offset, envelope.line
                 data = self._read_from(thread_id, offset - envelope.record_bytes)
-                record_line = data[: envelope.record_bytes]
-                if line_crc(record_line) != envelope.record_crc:
+                if not follows_record(data[: envelope.record_bytes], envelope):
                     # Restored, copied or zero-filled journal: it no longer holds the record
                     # the snapshot follows, so the snapshot cannot be trusted.
                     return self._load_ignoring_snapshot(

@@ -34,6 +34,7 @@ __all__ = [
     "Scan",
     "encode",
     "line_crc",
+    "line_record",
     "named_thread",
     "record_body",
     "scan_lines",
@@ -121,6 +122,14 @@ def named_thread(line: bytes) -> str | None:
     end = _name_end(body) if intact else -1
     name = body[len(_NAMED) : end].decode("ascii", "replace") if end != -1 else ""
     return name if is_thread_id(name) else None
+
+
+def line_record(line: bytes) -> AnyRecord | None:
+    """The record a whole journal ``line`` holds, or ``None`` if it holds none readable."""
+    try:
+        return _read_record(line.rstrip(b"\n"))
+    except ValueError:
+        return None
 
 
 def _read_record(raw: bytes) -> AnyRecord:

@@ -328,11 +328,17 @@ class PostgresStore(WorkQueue, PostgresListing):
 
         rows = retried(self._conn, thread_id, read)
         version, incarnation, raw_snapshot = rows[0][1:4]
-        snapshot = (
-            snapshot_from_row(self.schema, thread_id, raw_snapshot)
-            if raw_snapshot is not None
-            else None
-        )
+        try:
+            snapshot = (
+                snapshot_from_row(self.schema, thread_id, raw_snapshot)
+                if raw_snapshot is not None
+                else None
+            )
+        except CorruptStoreError as exc:  # a snapshot is a cache: the records rebuild it
+            get_logger().warning(
+                "snapshot_ignored", thread_id=thread_id, reason=str(exc).splitlines()[0]
+            )
+            rows, raw_snapshot, snapshot = self._journal_alone(thread_id), None, None
         found = [record_from_row(self.schema, thread_id, r[1], r[3]) for r in rows[1:]]
         after = snapshot.version if snapshot is not None else None
         check_run(self.schema, thread_id, found, after=after, version=int(version))
@@ -346,6 +352,17 @@ class PostgresStore(WorkQueue, PostgresListing):
                 int(incarnation), int(version), base_bytes, since, replayed, status
             )
         return ThreadLog(records=found, snapshot=snapshot)
+
+    def _journal_alone(self, thread_id: str) -> list[tuple[Any, ...]]:
+        """Every record row of ``thread_id`` after its version row (as ``load_full`` gives
+        them, without a snapshot): where its snapshot row is damaged."""
+        statement, params = self._sql.records, {"thread": thread_id}
+        rows = retried(
+            self._conn, thread_id, lambda c: c.execute(statement, params, binary=True).fetchall()
+        )
+        if not rows or rows[0][0] != 0 or len(rows) < 2:
+            raise NotFound(thread_id)
+        return [(0, rows[0][1], None, None), *((1, r[1], None, r[2]) for r in rows[1:])]
 
     def record_range(self, thread_id: str, start: int, stop: int) -> RecordRange:
         return read_range(self.schema, self._conn, check_thread_id(thread_id), start, stop)
