@@ -3,11 +3,12 @@ the offline recogniser's entity extractor on the shared robot-cell domain."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 
-from flowkit.dialogue import Domain
+from flowkit.dialogue import Dialogue, Domain
 from flowkit.dialogue.entities import EntityExtractor
 from flowkit.dialogue.times import find_times
 
@@ -104,3 +105,27 @@ def test_a_long_text_full_of_dates_and_times_is_read_whole(domain: Domain) -> No
     text = "on the 1st, at 7 pm and the 14th of March; " * 2000
     found = EntityExtractor(domain).extract(text, TODAY)
     assert len(found) == 6000
+
+
+@pytest.mark.parametrize(
+    ("said", "booked"),
+    [
+        (
+            "Book maintenance for robot 2 tomorrow at 9 am, no 10 am",
+            "robot 2 on 2025-03-11 at 10:00",
+        ),
+        (
+            "Book maintenance for robot 1 tomorrow at 9 am, actually robot 2",
+            "robot 2 on 2025-03-11 at 09:00",
+        ),
+        ("Book maintenance for robot 2 tomorrow at half past nine am", "at 09:30"),
+        ("no, book maintenance for robot 3 tomorrow at 9 am", "robot 3 on 2025-03-11 at 09:00"),
+    ],
+)
+def test_a_correction_in_the_same_sentence_keeps_what_was_said_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: str, booked: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    bot = Dialogue("robot_cell", clock=lambda: datetime(2025, 3, 10, tzinfo=UTC))
+    bot.send("op-1", said)
+    assert booked in bot.send("op-1", "Sato").text

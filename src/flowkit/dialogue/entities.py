@@ -29,6 +29,7 @@ __all__ = [
     "CORRECTION_CUES",
     "EntityExtractor",
     "Found",
+    "corrected",
     "entity_values",
     "is_correction",
     "kanji_number",
@@ -174,6 +175,25 @@ def entity_values(domain: Domain) -> dict[str, str]:
 def is_correction(text: str) -> bool:
     """Whether the utterance corrects something said before ("no, make it 3 pm", やっぱり)."""
     return bool(_CUES.search(text))
+
+
+def corrected(found: list[Found], text: str) -> list[Found]:
+    """``found`` without the values a correction in the same utterance takes back: "at 9 am,
+    no 10 am" keeps 10:00, "robot 1, actually robot 2" robot 2. A value goes where a later
+    one of the same entity (and role) follows a correction cue after it."""
+    cues = [m.start() for m in _CUES.finditer(text)]
+    if not cues:
+        return found
+    last: dict[tuple[str, str | None, str | None], int] = {}
+    for f in found:
+        key = (f.entity, f.role, f.slot)
+        last[key] = max(last.get(key, f.start), f.start)
+    kept = []
+    for f in found:
+        first_cue = bisect.bisect_left(cues, f.end)  # the first cue after the value
+        if first_cue == len(cues) or cues[first_cue] >= last[(f.entity, f.role, f.slot)]:
+            kept.append(f)
+    return kept
 
 
 class EntityExtractor:

@@ -25,7 +25,7 @@ from ..foundation._logging import get_logger
 from ._models import AFFIRM, DENY, INFORM, Domain
 from ._text import best_similarity, keyword_hits, normalize, vocabulary
 from .confirm import bare_yes_no
-from .entities import EntityExtractor, Found, entity_values, is_correction
+from .entities import EntityExtractor, Found, corrected, entity_values, is_correction
 from .fewshot import few_shot, few_shot_text
 from .forms import looks_like_question, opens_with_correction
 from .privacy import MASK, mask_text
@@ -148,6 +148,8 @@ class OfflineRecognizer:
     def understand(self, text: str, context: TurnContext, llm: Any = None) -> Understanding:
         correction = is_correction(text)
         found = self.extractor.extract(text, context.today)
+        if correction:
+            found = corrected(found, text)
         entities = [
             Entity(
                 entity=f.entity,
