@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConflictError, CorruptStoreError, StoreError, ThreadExistsError
@@ -29,20 +28,20 @@ from .._protocol import (
     AnyRecord,
     DueTimer,
     RecordRange,
-    ThreadLog,
     check_compaction,
     check_versions,
 )
 from .._snapshot_policy import SnapshotPolicy
-from ._continuity import Extent, breakage, broken_journal, check_run, describe, run_problems
+from ._continuity import Extent, breakage, broken_journal, check_run, describe
 from ._driver import check_url, connect, load_driver, pg_error, redact, valid_schema
 from ._eventrows import event_body
 from ._leases import Leases
 from ._listing import PostgresListing
+from ._loading import Known, PostgresLoading
 from ._pages import read_range, snapshot_before, trail_statements
 from ._pool import open_pool, retried
 from ._queue import WorkQueue
-from ._rows import record_from_row, snapshot_from_row
+from ._rows import record_from_row
 from ._schema import schema_version
 from ._sql import Statements
 
@@ -53,27 +52,11 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 
-@dataclass(slots=True)
-class _Known:
-    """What this object last saw of a thread: which incarnation (a deleted and recreated id
-    is a new one), its version, bytes and records since its snapshot, and its status (for
-    ``snapshot_due``)."""
-
-    incarnation: int
-    version: int
-    snapshot_bytes: int
-    since_snapshot: int
-    since_records: int = 0
-    status: str = "pending"
-    #: Journal bytes since the last snapshot this object added to the trail (-1: none yet).
-    since_trail: int = -1
-
-
 #: The longest lease a store takes: a crashed worker's threads stay locked that long.
 MAX_LEASE_S = 24 * 3600.0
 
 
-class PostgresStore(WorkQueue, PostgresListing):
+class PostgresStore(PostgresLoading, WorkQueue, PostgresListing):
     """Threads in the PostgreSQL database at ``url`` (``postgresql://USER@HOST:PORT/DB``).
 
     The schema (``schema``, default ``flowkit``) must exist: ``flowkit store init URL``.
@@ -128,7 +111,7 @@ class PostgresStore(WorkQueue, PostgresListing):
             raise StoreError(f"notify must be 'status', 'all' or 'none', got {notify!r:.40}")
         self.notify = notify
         self._sql = Statements.build(schema)
-        self._known: dict[str, _Known] = {}
+        self._known: dict[str, Known] = {}
         self._guard = threading.Lock()
         self._leases = Leases(schema, self._conn, lease_s)
         self._claims = 0  # ``WorkQueue.claim_next``'s turns
@@ -188,7 +171,7 @@ class PostgresStore(WorkQueue, PostgresListing):
             if row is None:
                 raise ThreadExistsError(thread_id)
         with self._guard:
-            known = _Known(int(row[0]), record.version, len(body), 0, 0, record.status)
+            known = Known(int(row[0]), record.version, len(body), 0, 0, record.status)
             self._known[thread_id] = known
 
     def append(
@@ -243,7 +226,7 @@ class PostgresStore(WorkQueue, PostgresListing):
                 known.since_records += len(records)
                 known.status = last.status
             else:
-                self._known[thread_id] = _Known(
+                self._known[thread_id] = Known(
                     int(row[0]), last.version, written, written, len(records),
                     last.status,
                 )  # fmt: skip
@@ -279,90 +262,6 @@ class PostgresStore(WorkQueue, PostgresListing):
             raise refusal
 
     # -- reading -------------------------------------------------------------------------------
-
-    def load(self, thread_id: str, *, after: int | None = None) -> ThreadLog:
-        check_thread_id(thread_id)
-        known = self._known.get(thread_id)
-        if after is not None and known is not None:
-            params = {"thread": thread_id, "after": after}
-            statement = self._sql.load_after
-            rows = retried(
-                self._conn,
-                thread_id,
-                lambda c: c.execute(statement, params, binary=True).fetchall(),
-            )
-            if not rows:
-                raise NotFound(thread_id)
-            version, incarnation = int(rows[0][0]), int(rows[0][1])
-            # Honoured only where the record at `after` is still there and the rows after it
-            # run without a gap up to the version row; a compaction past `after` leaves a
-            # start record first. Else the whole log is read (and checked).
-            if incarnation == known.incarnation and rows[0][2] == after:
-                found = [record_from_row(self.schema, thread_id, r[2], r[3]) for r in rows[1:]]
-                if not run_problems(found, after=after, version=version):
-                    with self._guard:
-                        known.version = version
-                        known.since_snapshot += sum(len(r[3]) for r in rows[1:])
-                        known.since_records += len(found)
-                        if found:
-                            known.status = found[-1].status
-                    return ThreadLog(records=found, base=after)
-        return self._load_full(thread_id)
-
-    def _load_full(self, thread_id: str) -> ThreadLog:
-        statement = self._sql.load_full_verified if self.verify_on_open else self._sql.load_full
-
-        def read(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
-            # Binary results: a bytea in text form comes as hex, twice its size to send and decode
-            # (a 200 KB snapshot: ~1.1 ms against ~0.2 ms).
-            rows = conn.execute(statement, {"thread": thread_id}, binary=True).fetchall()
-            if not rows or rows[0][0] != 0:
-                raise NotFound(thread_id)
-            extent = Extent.from_row((rows[0][1], *rows[0][4:]))
-            intact = extent.intact if self.verify_on_open else extent.intact_from_snapshot
-            if not intact:  # read and name every gap (the whole run)
-                broken = breakage(conn, self._sql, self.schema, thread_id)
-                if broken is not None:
-                    raise broken
-            return rows
-
-        rows = retried(self._conn, thread_id, read)
-        version, incarnation, raw_snapshot = rows[0][1:4]
-        try:
-            snapshot = (
-                snapshot_from_row(self.schema, thread_id, raw_snapshot)
-                if raw_snapshot is not None
-                else None
-            )
-        except CorruptStoreError as exc:  # a snapshot is a cache: the records rebuild it
-            get_logger().warning(
-                "snapshot_ignored", thread_id=thread_id, reason=str(exc).splitlines()[0]
-            )
-            rows, raw_snapshot, snapshot = self._journal_alone(thread_id), None, None
-        found = [record_from_row(self.schema, thread_id, r[1], r[3]) for r in rows[1:]]
-        after = snapshot.version if snapshot is not None else None
-        check_run(self.schema, thread_id, found, after=after, version=int(version))
-        base_bytes = len(raw_snapshot) if raw_snapshot is not None else len(rows[1][3])
-        since = sum(len(r[3]) for r in rows[1:]) - (0 if raw_snapshot is not None else base_bytes)
-        replayed = len(found) - (0 if snapshot is not None else 1)
-        last = found[-1] if found else snapshot
-        status = last.status if last is not None else "pending"
-        with self._guard:
-            self._known[thread_id] = _Known(
-                int(incarnation), int(version), base_bytes, since, replayed, status
-            )
-        return ThreadLog(records=found, snapshot=snapshot)
-
-    def _journal_alone(self, thread_id: str) -> list[tuple[Any, ...]]:
-        """Every record row of ``thread_id`` after its version row (as ``load_full`` gives
-        them, without a snapshot): where its snapshot row is damaged."""
-        statement, params = self._sql.records, {"thread": thread_id}
-        rows = retried(
-            self._conn, thread_id, lambda c: c.execute(statement, params, binary=True).fetchall()
-        )
-        if not rows or rows[0][0] != 0 or len(rows) < 2:
-            raise NotFound(thread_id)
-        return [(0, rows[0][1], None, None), *((1, r[1], None, r[2]) for r in rows[1:])]
 
     def record_range(self, thread_id: str, start: int, stop: int) -> RecordRange:
         return read_range(self.schema, self._conn, check_thread_id(thread_id), start, stop)
