@@ -120,6 +120,15 @@ def test_a_long_text_full_of_dates_and_times_is_read_whole(domain: Domain) -> No
         ),
         ("Book maintenance for robot 2 tomorrow at half past nine am", "at 09:30"),
         ("no, book maintenance for robot 3 tomorrow at 9 am", "robot 3 on 2025-03-11 at 09:00"),
+        ("Book maintenance for robot 2 tomorrow, no, friday at 9 am", "on 2025-03-14 at 09:00"),
+        ("Book maintenance for robot 2 tomorrow at 9 am, no, half past ten", "at 10:30"),
+        ("Book maintenance for robot 2 tomorrow at 10 am instead of 9 am", "at 10:00"),
+        ("Book maintenance for robot 2 instead of robot 1, tomorrow at 9 am", "robot 2 on"),
+        ("Book maintenance for robot 2 on friday rather than tomorrow, at 9 am", "2025-03-14"),
+        # "no" and "change" that correct nothing
+        ("Book maintenance for robot 2 tomorrow at 9 am, no later than 10 am", "at 09:00"),
+        ("Book maintenance for robot 2 at 9 am tomorrow, the shift change is at 10 am", "09:00"),
+        ("Book robot 2 maintenance tomorrow at 9 am, there is no production on friday", "03-11"),
     ],
 )
 def test_a_correction_in_the_same_sentence_keeps_what_was_said_last(
@@ -129,3 +138,19 @@ def test_a_correction_in_the_same_sentence_keeps_what_was_said_last(
     bot = Dialogue("robot_cell", clock=lambda: datetime(2025, 3, 10, tzinfo=UTC))
     bot.send("op-1", said)
     assert booked in bot.send("op-1", "Sato").text
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "明日9時じゃなくて10時にロボット2のメンテナンスを予約したい",
+        "明日9時、いや10時にロボット2のメンテナンスを予約したい",
+    ],
+)
+def test_a_correction_in_one_japanese_sentence_keeps_what_was_said_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, said: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    bot = Dialogue("robot_cell", clock=lambda: datetime(2025, 3, 10, tzinfo=UTC))
+    bot.send("op-1", said)
+    assert "10:00" in bot.send("op-1", "佐藤").text

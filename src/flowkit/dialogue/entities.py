@@ -177,23 +177,41 @@ def is_correction(text: str) -> bool:
     return bool(_CUES.search(text))
 
 
+#: What may stand between a correcting word and the value it brings ("no, make it 10 am",
+#: "actually robot 2", 「9時じゃなくて10時」): punctuation and these words only. Anything else
+#: ("no later than 10 am", "no smoking, 2 of us") means the word corrects nothing.
+_FILLER = re.compile(
+    r"(?:[\s,.;:!?、。…-]|\b(?:make|it|it'?s|it\s+is|let'?s|say|i\s+mean|at|on|for|to|from|"
+    r"the|a|an|of|than|please|then|do|go|with)\b)*",
+    re.IGNORECASE,
+)
+#: Cues after which the value is the one taken back ("10 am instead of 9 am").
+_TAKES_BACK_WHAT_FOLLOWS = ("instead", "rather")
+
+
 def corrected(found: list[Found], text: str) -> list[Found]:
-    """``found`` without the values a correction in the same utterance takes back: "at 9 am,
-    no 10 am" keeps 10:00, "robot 1, actually robot 2" robot 2. A value goes where a later
-    one of the same entity (and role) follows a correction cue after it."""
-    cues = [m.start() for m in _CUES.finditer(text)]
-    if not cues:
-        return found
-    last: dict[tuple[str, str | None, str | None], int] = {}
-    for f in found:
-        key = (f.entity, f.role, f.slot)
-        last[key] = max(last.get(key, f.start), f.start)
-    kept = []
-    for f in found:
-        first_cue = bisect.bisect_left(cues, f.end)  # the first cue after the value
-        if first_cue == len(cues) or cues[first_cue] >= last[(f.entity, f.role, f.slot)]:
-            kept.append(f)
-    return kept
+    """``found`` without the values a correction in the same sentence takes back: "at 9 am,
+    no 10 am" keeps 10:00, "robot 1, actually robot 2" robot 2, "10 am instead of 9 am" 10:00.
+    A correcting word counts only right before a value of the same entity (and role) as one
+    said before it; "no later than 10 am" or "no production on friday" take nothing back."""
+    ordered = sorted(found, key=lambda f: f.start)
+    starts = [f.start for f in ordered]
+    by_key: dict[tuple[str, str | None, str | None], list[Found]] = {}
+    for f in ordered:
+        by_key.setdefault((f.entity, f.role, f.slot), []).append(f)
+    dropped: set[int] = set()
+    for cue in _CUES.finditer(text):
+        at = bisect.bisect_left(starts, cue.end())
+        if at == len(ordered) or not _FILLER.fullmatch(text, cue.end(), ordered[at].start):
+            continue
+        after = ordered[at]
+        same = by_key[(after.entity, after.role, after.slot)]
+        earlier = bisect.bisect_right([f.end for f in same], cue.start())
+        if earlier == 0:
+            continue  # nothing of its kind said before: a first value, not a correction
+        takes_back = after if cue.group(0).casefold() in _TAKES_BACK_WHAT_FOLLOWS else None
+        dropped.add(id(takes_back or same[earlier - 1]))
+    return [f for f in found if id(f) not in dropped] if dropped else found
 
 
 class EntityExtractor:
