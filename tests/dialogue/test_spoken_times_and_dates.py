@@ -53,6 +53,9 @@ TODAY = date(2025, 3, 10)  # a Monday
         ("on the 15th may be better", {"date": "2025-03-15"}),
         ("Febuary 3", {"date": "2026-02-03"}),
         ("25/12", {"date": "2025-12-25"}),
+        ("the 15th please", {"date": "2025-03-15"}),  # a whole reply
+        ("nine thirty", {"time": "09:30"}),
+        ("nine thirty please", {"time": "09:30"}),
     ],
 )
 def test_spoken_times_and_dates(domain: Domain, text: str, expected: dict[str, str]) -> None:

@@ -150,7 +150,7 @@ _DAY_OF_MONTH = re.compile(
     re.I,
 )
 #: What may follow "the 15th" said without "on" for it to be a date: the end of the reply.
-_REPLY_END = re.compile(r"\s*[.!?]*\s*\Z")
+_REPLY_END = re.compile(r"\s*(?:please|then|thanks|thank\s+you)?\s*[.!?]*\s*\Z", re.I)
 #: 三月十四日, 十二月一日: a month and day in kanji numerals.
 _DATE_JA_KANJI = re.compile(
     r"(?P<m>[一二三四五六七八九十]{1,3})月(?P<d>[一二三四五六七八九十]{1,3})日"

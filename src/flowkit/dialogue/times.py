@@ -53,6 +53,8 @@ _AFTER_AT = re.compile(
     r"instead|again|latest|works?)\b)",
     re.I,
 )
+#: How a reply may end after the value it gives.
+_REPLY_END = re.compile(r"\s*(?:please|then|thanks|thank\s+you)?\s*[.!?]*\s*", re.I)
 _LATER_IN_THE_DAY = re.compile(
     r"\b(?:tonight|tonite|evening|afternoon)\b|今夜|今晩|夜|夕方", re.IGNORECASE
 )
@@ -96,8 +98,9 @@ def _spoken(m: re.Match[str], text: str, later: bool) -> str | None:
     """The ``HH:MM`` of a spoken time, or ``None`` where nothing says the number is an hour."""
     said = m["h"].casefold()
     frac, tail, part = (m["frac"] or "").casefold(), m["tail"], (m["part"] or "").casefold()
-    opens = part and not text[: m.start()].strip()  # the reply is "eleven at night"
-    if not (frac or m["oclock"] or m["ap"] or m["at"] or opens):
+    # The whole reply is the time: "eleven at night", "nine thirty".
+    whole = (part or tail) and not text[: m.start()].strip() and _REPLY_END.fullmatch(text, m.end())
+    if not (frac or m["oclock"] or m["ap"] or m["at"] or whole):
         return None  # "robot 2 in the morning", "two fifty": numbers, not an hour
     towards = (m["dir"] or "").casefold() in ("to", "before")
     if towards and frac.rsplit(maxsplit=1)[-1] not in ("half", "quarter") and not m["at"]:
