@@ -20,6 +20,7 @@ from ..records._records import FORMAT_VERSION, Snapshot
 from ._jsonl import line_crc, line_record, record_body, seal_holds
 
 __all__ = [
+    "RECORD_VERSION",
     "JournalHandles",
     "SnapshotFile",
     "follows_record",
@@ -120,8 +121,9 @@ def read_snapshot_file(
     return envelope, len(raw)
 
 
-#: How a record line begins (fields in declaration order, after the thread's name if any).
-_RECORD_VERSION = re.compile(rb'\{"v":\d+,"version":(\d+),')
+#: How a record line begins (fields in declaration order, after the thread's name if any):
+#: its version, read without parsing the line.
+RECORD_VERSION = re.compile(rb'\{"v":\d+,"version":(\d+),')
 
 
 def follows_record(line: bytes, envelope: SnapshotFile) -> bool:
@@ -132,7 +134,7 @@ def follows_record(line: bytes, envelope: SnapshotFile) -> bool:
         return False
     # Its checksum holds, so its head says its version (the fields are written in order);
     # the record is parsed only where the head is not the usual one.
-    head = _RECORD_VERSION.match(record_body(line))
+    head = RECORD_VERSION.match(record_body(line))
     if head is not None:
         return int(head.group(1)) == envelope.snapshot.version
     record = line_record(line)

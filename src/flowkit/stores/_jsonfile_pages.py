@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..records._records import FORMAT_VERSION, Snapshot
-from ._files import SnapshotFile, follows_record, os_error
+from ._files import RECORD_VERSION, SnapshotFile, follows_record, os_error
 from ._jsonfile_reader import SNAPSHOT, JournalTail, JsonFileReader
 from ._jsonl import unseal
 from ._protocol import RecordRange
@@ -34,8 +34,6 @@ __all__ = ["TRAIL", "append_to_trail", "line_end", "read_range", "snapshot_befor
 TRAIL = "snapshots.jsonl"
 #: Bytes read at a time while counting line ends.
 _CHUNK = 1 << 16
-#: How every record line begins (fields in declaration order): its version, without parsing.
-_VERSION = re.compile(rb'\{"v":\d+,"version":(\d+),')
 #: How every trail line begins: the snapshot's version.
 _TRAIL_VERSION = re.compile(rb'\{"snapshot":\{"v":\d+,"version":(\d+),')
 
@@ -85,7 +83,7 @@ def _current(reader: JsonFileReader, thread_id: str) -> JournalTail:
 def _first_version(reader: JsonFileReader, thread_id: str) -> int:
     """The version of the journal's first record (0, or where a compaction cut it)."""
     head = reader._read_from(thread_id, 0, limit=128)
-    found = _VERSION.match(head)
+    found = RECORD_VERSION.match(head)
     if found is not None:
         return int(found.group(1))
     return reader.records(thread_id)[0].version  # an unusual line: parse it properly
